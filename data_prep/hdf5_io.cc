@@ -1,0 +1,805 @@
+// HDF5 C API plumbing for the three layouts. Writers buffer rows and write each dataset in one call;
+// readers convert any integer file type to int32 in memory and check every row before returning.
+#include "data_prep/hdf5_io.h"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <system_error>
+
+namespace mlbert::data {
+namespace {
+
+// Owns an HDF5 identifier.
+class H5Id {
+ public:
+  H5Id() = default;
+  H5Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  H5Id(H5Id&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
+  H5Id& operator=(H5Id&& o) noexcept {
+    reset();
+    id_ = o.id_;
+    close_ = o.close_;
+    o.id_ = -1;
+    return *this;
+  }
+  ~H5Id() { reset(); }
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  herr_t release() {  // closes now and reports the status (file close is where writes fail)
+    herr_t status = 0;
+    if (id_ >= 0 && close_) status = close_(id_);
+    id_ = -1;
+    return status;
+  }
+
+ private:
+  void reset() {
+    if (id_ >= 0 && close_) close_(id_);
+    id_ = -1;
+  }
+  hid_t id_ = -1;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+void quiet_hdf5() {
+  // HDF5 prints its error stack to stderr by default; errors are reported by exceptions instead.
+  static const bool once = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+std::string where(const std::filesystem::path& path, const char* dataset) {
+  return path.string() + ": dataset '" + dataset + "'";
+}
+
+// ------------------------------------------------------------------------------------------------
+// Writing
+
+void write_2d(hid_t file, const std::filesystem::path& path, const char* name, hid_t file_type,
+              const std::vector<int32_t>& data, hsize_t rows, hsize_t cols) {
+  const hsize_t dims[2] = {rows, cols};
+  H5Id space(H5Screate_simple(cols ? 2 : 1, dims, nullptr), H5Sclose);
+  H5Id dset(H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+            H5Dclose);
+  if (!dset.valid()) throw std::runtime_error(where(path, name) + ": cannot create dataset");
+  if (rows > 0 &&
+      H5Dwrite(dset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0) {
+    throw std::runtime_error(where(path, name) + ": write failed");
+  }
+}
+
+void write_vlen(hid_t file, const std::filesystem::path& path, const char* name, hid_t base_type,
+                const std::vector<int32_t>& flat, const std::vector<size_t>& offsets) {
+  const hsize_t rows = offsets.size() - 1;
+  std::vector<hvl_t> vl(rows);
+  for (hsize_t r = 0; r < rows; ++r) {
+    vl[r].len = offsets[r + 1] - offsets[r];
+    vl[r].p = const_cast<int32_t*>(flat.data() + offsets[r]);
+  }
+  H5Id file_type(H5Tvlen_create(base_type), H5Tclose);
+  H5Id mem_type(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
+  const hsize_t dims[1] = {rows};
+  H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  H5Id dset(H5Dcreate2(file, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT),
+            H5Dclose);
+  if (!dset.valid()) throw std::runtime_error(where(path, name) + ": cannot create dataset");
+  if (rows > 0 &&
+      H5Dwrite(dset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, vl.data()) < 0) {
+    throw std::runtime_error(where(path, name) + ": write failed");
+  }
+}
+
+// Flattened columns of a set of rows, in the vlen layout.
+struct VlenColumns {
+  std::vector<int32_t> input_ids, segment_ids, positions, masked_ids, nsp, input_len, masked_len;
+  std::vector<size_t> ids_off{0}, pos_off{0}, seq_off{0};
+};
+
+std::atomic<uint64_t> temp_counter{0};
+
+// ------------------------------------------------------------------------------------------------
+// Reading
+
+struct Dataset {
+  H5Id dset, space, type;
+  int rank = 0;
+  hsize_t dims[2] = {0, 0};
+  bool vlen = false;
+};
+
+Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* name) {
+  Dataset d;
+  if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
+    throw std::runtime_error(where(path, name) + ": missing");
+  }
+  d.dset = H5Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
+  if (!d.dset.valid()) throw std::runtime_error(where(path, name) + ": cannot open (corrupt file?)");
+  d.space = H5Id(H5Dget_space(d.dset.get()), H5Sclose);
+  d.type = H5Id(H5Dget_type(d.dset.get()), H5Tclose);
+  d.rank = H5Sget_simple_extent_ndims(d.space.get());
+  if (d.rank < 1 || d.rank > 2) {
+    throw std::runtime_error(where(path, name) + ": expected 1 or 2 dimensions, found " +
+                             std::to_string(d.rank));
+  }
+  H5Sget_simple_extent_dims(d.space.get(), d.dims, nullptr);
+  const H5T_class_t cls = H5Tget_class(d.type.get());
+  if (cls == H5T_VLEN) {
+    H5Id super(H5Tget_super(d.type.get()), H5Tclose);
+    if (H5Tget_class(super.get()) != H5T_INTEGER) {
+      throw std::runtime_error(where(path, name) +
+                               ": expected variable-length integers, found another element type");
+    }
+    d.vlen = true;
+  } else if (cls != H5T_INTEGER) {
+    throw std::runtime_error(where(path, name) + ": expected an integer dtype, found class " +
+                             std::to_string(static_cast<int>(cls)) +
+                             (cls == H5T_FLOAT ? " (float)" : ""));
+  }
+  return d;
+}
+
+// Reads rows [begin, begin+count) of a 1-D or 2-D integer dataset as int32 (row-major).
+std::vector<int32_t> read_fixed(Dataset& d, const std::filesystem::path& path, const char* name,
+                                hsize_t begin, hsize_t count) {
+  const hsize_t cols = d.rank == 2 ? d.dims[1] : 1;
+  std::vector<int32_t> out(count * cols);
+  if (count == 0) return out;
+  const hsize_t start[2] = {begin, 0}, extent[2] = {count, cols};
+  H5Id file_space(H5Scopy(d.space.get()), H5Sclose);
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr);
+  H5Id mem_space(H5Screate_simple(d.rank, extent, nullptr), H5Sclose);
+  if (H5Dread(d.dset.get(), H5T_NATIVE_INT32, mem_space.get(), file_space.get(), H5P_DEFAULT,
+              out.data()) < 0) {
+    throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
+  }
+  return out;
+}
+
+// Reads rows of a 1-D vlen dataset into flat storage + offsets.
+void read_vlen(Dataset& d, const std::filesystem::path& path, const char* name, hsize_t begin,
+               hsize_t count, std::vector<int32_t>& flat, std::vector<size_t>& offsets) {
+  flat.clear();
+  offsets.assign(1, 0);
+  if (count == 0) return;
+  std::vector<hvl_t> vl(count);
+  const hsize_t start[1] = {begin}, extent[1] = {count};
+  H5Id file_space(H5Scopy(d.space.get()), H5Sclose);
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr);
+  H5Id mem_space(H5Screate_simple(1, extent, nullptr), H5Sclose);
+  H5Id mem_type(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
+  if (H5Dread(d.dset.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
+              vl.data()) < 0) {
+    throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
+  }
+  size_t total = 0;
+  for (const hvl_t& v : vl) total += v.len;
+  flat.reserve(total);
+  for (const hvl_t& v : vl) {
+    const auto* p = static_cast<const int32_t*>(v.p);
+    flat.insert(flat.end(), p, p + v.len);
+    offsets.push_back(flat.size());
+  }
+  H5Dvlen_reclaim(mem_type.get(), mem_space.get(), H5P_DEFAULT, vl.data());
+}
+
+class File {
+ public:
+  explicit File(const std::filesystem::path& path) : path_(path) {
+    quiet_hdf5();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      throw std::runtime_error(path.string() + ": no such shard file");
+    }
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      throw std::runtime_error(path.string() + ": not an HDF5 file (truncated or corrupt?)");
+    }
+    id_ = H5Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!id_.valid()) {
+      throw std::runtime_error(path.string() + ": cannot open HDF5 file (truncated or corrupt?)");
+    }
+  }
+  hid_t get() const { return id_.get(); }
+  bool has(const char* name) const { return H5Lexists(id_.get(), name, H5P_DEFAULT) > 0; }
+
+ private:
+  std::filesystem::path path_;
+  H5Id id_;
+};
+
+Layout detect(const File& f, const std::filesystem::path& path) {
+  if (!f.has("input_ids")) {
+    throw std::runtime_error(path.string() + ": no 'input_ids' dataset; not a BERT pretraining shard");
+  }
+  if (f.has("packed_input_len")) return Layout::kPacked;
+  Dataset d = open_dataset(f.get(), path, "input_ids");
+  if (d.vlen) return Layout::kVarlen;
+  if (d.rank != 2) {
+    throw std::runtime_error(where(path, "input_ids") +
+                             ": fixed layout needs shape [N, max_seq_length], found 1-D");
+  }
+  return Layout::kFixed;
+}
+
+[[noreturn]] void row_error(const std::filesystem::path& path, const char* dataset, int64_t row,
+                            const std::string& what) {
+  throw std::runtime_error(where(path, dataset) + " row " + std::to_string(row) + ": " + what);
+}
+
+void check_id(const std::filesystem::path& path, const char* dataset, int64_t row, int32_t id,
+              int32_t vocab_size) {
+  if (id < 0) row_error(path, dataset, row, "negative token id " + std::to_string(id));
+  if (vocab_size > 0 && id >= vocab_size) {
+    row_error(path, dataset, row,
+              "token id " + std::to_string(id) + " >= vocab size " + std::to_string(vocab_size));
+  }
+}
+
+// Checks one sequence (shared by all layouts once decoded). `row` is the HDF5 row.
+void check_sample(const std::filesystem::path& path, int64_t row, const Sample& s,
+                  const ReadOptions& o, int32_t max_predictions) {
+  if (s.input_ids.empty()) row_error(path, "input_ids", row, "empty sequence");
+  if (s.length() > o.format.max_seq_length) {
+    row_error(path, "input_ids", row,
+              "length " + std::to_string(s.length()) + " > max_seq_length " +
+                  std::to_string(o.format.max_seq_length));
+  }
+  if (s.segment_ids.size() != s.input_ids.size()) {
+    row_error(path, "segment_ids", row,
+              "length " + std::to_string(s.segment_ids.size()) + " != input_ids length " +
+                  std::to_string(s.input_ids.size()));
+  }
+  for (int32_t id : s.input_ids) check_id(path, "input_ids", row, id, o.vocab_size);
+  for (int8_t seg : s.segment_ids) {
+    if (seg != 0 && seg != 1) {
+      row_error(path, "segment_ids", row, "segment id " + std::to_string(seg) + " is not 0 or 1");
+    }
+  }
+  if (s.masked_lm_ids.size() != s.masked_lm_positions.size()) {
+    row_error(path, "masked_lm_ids", row,
+              std::to_string(s.masked_lm_ids.size()) + " ids for " +
+                  std::to_string(s.masked_lm_positions.size()) + " masked_lm_positions");
+  }
+  if (static_cast<int32_t>(s.masked_lm_positions.size()) > max_predictions) {
+    row_error(path, "masked_lm_positions", row,
+              std::to_string(s.masked_lm_positions.size()) + " predictions > " +
+                  std::to_string(max_predictions));
+  }
+  int32_t previous = 0;
+  for (int32_t p : s.masked_lm_positions) {
+    if (p <= 0 || p >= s.length()) {
+      row_error(path, "masked_lm_positions", row,
+                "position " + std::to_string(p) + " outside [1, " + std::to_string(s.length()) +
+                    ")");
+    }
+    if (p <= previous) {
+      row_error(path, "masked_lm_positions", row, "positions are not strictly increasing");
+    }
+    previous = p;
+  }
+  for (int32_t id : s.masked_lm_ids) check_id(path, "masked_lm_ids", row, id, o.vocab_size);
+  if (s.next_sentence_label != 0 && s.next_sentence_label != 1) {
+    row_error(path, "next_sentence_labels", row,
+              "label " + std::to_string(s.next_sentence_label) + " is not 0 or 1");
+  }
+}
+
+int8_t to_label(const std::filesystem::path& path, const char* dataset, int64_t row, int32_t v) {
+  if (v != 0 && v != 1) row_error(path, dataset, row, "value " + std::to_string(v) + " is not 0 or 1");
+  return static_cast<int8_t>(v);
+}
+
+void expect_rows(const Dataset& d, const std::filesystem::path& path, const char* name,
+                 hsize_t rows) {
+  if (d.dims[0] != rows) {
+    throw std::runtime_error(where(path, name) + ": " + std::to_string(d.dims[0]) +
+                             " rows, but input_ids has " + std::to_string(rows));
+  }
+}
+
+std::vector<Sample> read_fixed_rows(const File& f, const std::filesystem::path& path, hsize_t begin,
+                                    hsize_t count, const ReadOptions& o) {
+  Dataset ids = open_dataset(f.get(), path, "input_ids");
+  Dataset mask = open_dataset(f.get(), path, "input_mask");
+  Dataset seg = open_dataset(f.get(), path, "segment_ids");
+  Dataset pos = open_dataset(f.get(), path, "masked_lm_positions");
+  Dataset mids = open_dataset(f.get(), path, "masked_lm_ids");
+  Dataset nsp = open_dataset(f.get(), path, "next_sentence_labels");
+  const hsize_t n = ids.dims[0], width = ids.dims[1];
+  for (Dataset* d : {&mask, &seg}) {
+    if (d->vlen || d->rank != 2 || d->dims[1] != width) {
+      throw std::runtime_error(path.string() + ": input_mask/segment_ids must be [N, " +
+                               std::to_string(width) + "] like input_ids");
+    }
+  }
+  if (pos.vlen || mids.vlen || pos.rank != 2 || mids.rank != 2 || pos.dims[1] != mids.dims[1]) {
+    throw std::runtime_error(path.string() +
+                             ": masked_lm_positions/masked_lm_ids must both be [N, P]");
+  }
+  if (nsp.vlen || !(nsp.rank == 1 || (nsp.rank == 2 && nsp.dims[1] == 1))) {
+    throw std::runtime_error(where(path, "next_sentence_labels") + ": must be [N] or [N, 1]");
+  }
+  for (auto [d, name] : {std::pair{&mask, "input_mask"}, {&seg, "segment_ids"},
+                         {&pos, "masked_lm_positions"}, {&mids, "masked_lm_ids"},
+                         {&nsp, "next_sentence_labels"}}) {
+    expect_rows(*d, path, name, n);
+  }
+  if (width > static_cast<hsize_t>(o.format.max_seq_length)) {
+    throw std::runtime_error(where(path, "input_ids") + ": width " + std::to_string(width) +
+                             " > max_seq_length " + std::to_string(o.format.max_seq_length));
+  }
+  if (begin + count > n) {
+    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
+                             std::to_string(begin + count) + ") beyond the " + std::to_string(n) +
+                             " rows of the shard");
+  }
+  const auto v_ids = read_fixed(ids, path, "input_ids", begin, count);
+  const auto v_mask = read_fixed(mask, path, "input_mask", begin, count);
+  const auto v_seg = read_fixed(seg, path, "segment_ids", begin, count);
+  const auto v_pos = read_fixed(pos, path, "masked_lm_positions", begin, count);
+  const auto v_mids = read_fixed(mids, path, "masked_lm_ids", begin, count);
+  const auto v_nsp = read_fixed(nsp, path, "next_sentence_labels", begin, count);
+  const hsize_t p_width = pos.dims[1];
+  std::vector<Sample> out(count);
+  for (hsize_t r = 0; r < count; ++r) {
+    const int64_t row = static_cast<int64_t>(begin + r);
+    Sample& s = out[r];
+    const int32_t* m = &v_mask[r * width];
+    hsize_t len = 0;
+    while (len < width && m[len] == 1) ++len;
+    for (hsize_t k = len; k < width; ++k) {
+      if (m[k] != 0) {
+        row_error(path, "input_mask", row,
+                  "mask is not a prefix of ones followed by zeros (column " + std::to_string(k) + ")");
+      }
+    }
+    s.input_ids.assign(&v_ids[r * width], &v_ids[r * width] + len);
+    s.segment_ids.resize(len);
+    for (hsize_t k = 0; k < len; ++k) {
+      const int32_t v = v_seg[r * width + k];
+      if (v != 0 && v != 1) row_error(path, "segment_ids", row, "segment id " + std::to_string(v));
+      s.segment_ids[k] = static_cast<int8_t>(v);
+    }
+    for (hsize_t k = len; k < width; ++k) {
+      if (v_ids[r * width + k] != 0) {
+        row_error(path, "input_ids", row, "non-zero id in padding at column " + std::to_string(k));
+      }
+    }
+    for (hsize_t k = 0; k < p_width; ++k) {
+      const int32_t p = v_pos[r * p_width + k];
+      if (p == 0) continue;  // padding / no prediction
+      s.masked_lm_positions.push_back(p);
+      s.masked_lm_ids.push_back(v_mids[r * p_width + k]);
+    }
+    s.next_sentence_label = to_label(path, "next_sentence_labels", row, v_nsp[r]);
+    check_sample(path, row, s, o, static_cast<int32_t>(p_width));
+  }
+  return out;
+}
+
+std::vector<Sample> read_varlen_rows(const File& f, const std::filesystem::path& path,
+                                     hsize_t begin, hsize_t count, const ReadOptions& o) {
+  Dataset ids = open_dataset(f.get(), path, "input_ids");
+  Dataset seg = open_dataset(f.get(), path, "segment_ids");
+  Dataset pos = open_dataset(f.get(), path, "masked_lm_positions");
+  Dataset mids = open_dataset(f.get(), path, "masked_lm_ids");
+  Dataset nsp = open_dataset(f.get(), path, "next_sentence_labels");
+  const hsize_t n = ids.dims[0];
+  for (auto [d, name] : {std::pair{&ids, "input_ids"}, {&seg, "segment_ids"},
+                         {&pos, "masked_lm_positions"}, {&mids, "masked_lm_ids"}}) {
+    if (!d->vlen || d->rank != 1) {
+      throw std::runtime_error(where(path, name) + ": varlen layout needs a 1-D vlen dataset");
+    }
+    expect_rows(*d, path, name, n);
+  }
+  if (nsp.vlen || nsp.rank != 1) {
+    throw std::runtime_error(where(path, "next_sentence_labels") + ": must be a 1-D integer [N]");
+  }
+  expect_rows(nsp, path, "next_sentence_labels", n);
+  if (begin + count > n) {
+    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
+                             std::to_string(begin + count) + ") beyond the " + std::to_string(n) +
+                             " rows of the shard");
+  }
+  std::vector<int32_t> f_ids, f_seg, f_pos, f_mids;
+  std::vector<size_t> o_ids, o_seg, o_pos, o_mids;
+  read_vlen(ids, path, "input_ids", begin, count, f_ids, o_ids);
+  read_vlen(seg, path, "segment_ids", begin, count, f_seg, o_seg);
+  read_vlen(pos, path, "masked_lm_positions", begin, count, f_pos, o_pos);
+  read_vlen(mids, path, "masked_lm_ids", begin, count, f_mids, o_mids);
+  const auto v_nsp = read_fixed(nsp, path, "next_sentence_labels", begin, count);
+  std::vector<Sample> out(count);
+  for (hsize_t r = 0; r < count; ++r) {
+    const int64_t row = static_cast<int64_t>(begin + r);
+    Sample& s = out[r];
+    s.input_ids.assign(f_ids.begin() + o_ids[r], f_ids.begin() + o_ids[r + 1]);
+    for (size_t k = o_seg[r]; k < o_seg[r + 1]; ++k) {
+      const int32_t v = f_seg[k];
+      if (v != 0 && v != 1) row_error(path, "segment_ids", row, "segment id " + std::to_string(v));
+      s.segment_ids.push_back(static_cast<int8_t>(v));
+    }
+    s.masked_lm_positions.assign(f_pos.begin() + o_pos[r], f_pos.begin() + o_pos[r + 1]);
+    s.masked_lm_ids.assign(f_mids.begin() + o_mids[r], f_mids.begin() + o_mids[r + 1]);
+    s.next_sentence_label = to_label(path, "next_sentence_labels", row, v_nsp[r]);
+    check_sample(path, row, s, o, o.format.max_predictions_per_seq);
+  }
+  return out;
+}
+
+std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::path& path,
+                                        hsize_t begin, hsize_t count, const ReadOptions& o) {
+  const char* names[] = {"input_ids",     "segment_ids",          "masked_lm_positions",
+                         "masked_lm_ids", "next_sentence_labels", "packed_input_len",
+                         "packed_masked_lm_len"};
+  std::vector<Dataset> ds;
+  for (const char* name : names) ds.push_back(open_dataset(f.get(), path, name));
+  const hsize_t n = ds[0].dims[0];
+  for (size_t k = 0; k < ds.size(); ++k) {
+    if (!ds[k].vlen || ds[k].rank != 1) {
+      throw std::runtime_error(where(path, names[k]) + ": packed layout needs a 1-D vlen dataset");
+    }
+    expect_rows(ds[k], path, names[k], n);
+  }
+  if (begin + count > n) {
+    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
+                             std::to_string(begin + count) + ") beyond the " + std::to_string(n) +
+                             " rows of the shard");
+  }
+  std::vector<std::vector<int32_t>> flat(ds.size());
+  std::vector<std::vector<size_t>> off(ds.size());
+  for (size_t k = 0; k < ds.size(); ++k) read_vlen(ds[k], path, names[k], begin, count, flat[k], off[k]);
+  std::vector<PackedRow> out(count);
+  for (hsize_t r = 0; r < count; ++r) {
+    const int64_t row = static_cast<int64_t>(begin + r);
+    auto span_of = [&](size_t k) {
+      return std::span<const int32_t>(flat[k].data() + off[k][r], off[k][r + 1] - off[k][r]);
+    };
+    const auto ids = span_of(0), seg = span_of(1), pos = span_of(2), mids = span_of(3),
+               nsp = span_of(4), in_len = span_of(5), m_len = span_of(6);
+    const size_t seqs = in_len.size();
+    if (seqs == 0 || seqs > static_cast<size_t>(o.format.max_sequences_per_row)) {
+      row_error(path, "packed_input_len", row,
+                std::to_string(seqs) + " sequences; expected 1.." +
+                    std::to_string(o.format.max_sequences_per_row));
+    }
+    if (m_len.size() != seqs || nsp.size() != seqs) {
+      row_error(path, "packed_masked_lm_len", row,
+                "packed_masked_lm_len / next_sentence_labels do not list one entry per sequence");
+    }
+    if (static_cast<int64_t>(ids.size()) > o.format.max_seq_length) {
+      row_error(path, "input_ids", row, "row length " + std::to_string(ids.size()) + " > " +
+                                            std::to_string(o.format.max_seq_length));
+    }
+    if (seg.size() != ids.size()) row_error(path, "segment_ids", row, "length differs from input_ids");
+    if (mids.size() != pos.size()) {
+      row_error(path, "masked_lm_ids", row, "length differs from masked_lm_positions");
+    }
+    size_t tok = 0, pred = 0;
+    for (size_t q = 0; q < seqs; ++q) {
+      if (in_len[q] <= 0 || m_len[q] < 0 || tok + static_cast<size_t>(in_len[q]) > ids.size() ||
+          pred + static_cast<size_t>(m_len[q]) > pos.size()) {
+        row_error(path, "packed_input_len", row,
+                  "sequence " + std::to_string(q) + " lengths do not fit the row");
+      }
+      Sample s;
+      s.input_ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(tok),
+                         ids.begin() + static_cast<std::ptrdiff_t>(tok + static_cast<size_t>(in_len[q])));
+      for (size_t k = tok; k < tok + static_cast<size_t>(in_len[q]); ++k) {
+        if (seg[k] != 0 && seg[k] != 1) {
+          row_error(path, "segment_ids", row, "segment id " + std::to_string(seg[k]));
+        }
+        s.segment_ids.push_back(static_cast<int8_t>(seg[k]));
+      }
+      for (size_t k = pred; k < pred + static_cast<size_t>(m_len[q]); ++k) {
+        const int32_t local = pos[k] - static_cast<int32_t>(tok);
+        s.masked_lm_positions.push_back(local);
+        s.masked_lm_ids.push_back(mids[k]);
+      }
+      s.next_sentence_label = to_label(path, "next_sentence_labels", row, nsp[q]);
+      check_sample(path, row, s, o, o.format.max_predictions_per_seq);
+      tok += static_cast<size_t>(in_len[q]);
+      pred += static_cast<size_t>(m_len[q]);
+      out[r].samples.push_back(std::move(s));
+    }
+    if (tok != ids.size() || pred != pos.size()) {
+      row_error(path, "packed_input_len", row,
+                "sequence lengths sum to " + std::to_string(tok) + " tokens / " +
+                    std::to_string(pred) + " predictions, row has " + std::to_string(ids.size()) +
+                    " / " + std::to_string(pos.size()));
+    }
+  }
+  return out;
+}
+
+std::vector<Sample> read_range(const std::filesystem::path& path, int64_t begin, int64_t count,
+                               const ReadOptions& o) {
+  if (begin < 0 || count < 0) throw std::invalid_argument(path.string() + ": negative row range");
+  File f(path);
+  switch (detect(f, path)) {
+    case Layout::kFixed:
+      return read_fixed_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o);
+    case Layout::kVarlen:
+      return read_varlen_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o);
+    case Layout::kPacked: {
+      std::vector<Sample> out;
+      for (PackedRow& row :
+           read_packed_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o)) {
+        for (Sample& s : row.samples) out.push_back(std::move(s));
+      }
+      return out;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::kFixed: return "fixed";
+    case Layout::kVarlen: return "varlen";
+    case Layout::kPacked: return "packed";
+  }
+  return "?";
+}
+
+Layout parse_layout(const std::string& name) {
+  if (name == "fixed") return Layout::kFixed;
+  if (name == "varlen") return Layout::kVarlen;
+  if (name == "packed") return Layout::kPacked;
+  throw std::invalid_argument("unknown HDF5 layout '" + name + "' (fixed, varlen or packed)");
+}
+
+ShardInfo inspect_shard(const std::filesystem::path& path) {
+  File f(path);
+  ShardInfo info;
+  info.layout = detect(f, path);
+  Dataset ids = open_dataset(f.get(), path, "input_ids");
+  info.rows = static_cast<int64_t>(ids.dims[0]);
+  if (info.layout == Layout::kFixed) info.row_width = static_cast<int32_t>(ids.dims[1]);
+  return info;
+}
+
+std::vector<Sample> read_shard(const std::filesystem::path& path, const ReadOptions& o) {
+  return read_range(path, 0, inspect_shard(path).rows, o);
+}
+
+std::vector<Sample> read_row_range(const std::filesystem::path& path, int64_t begin, int64_t count,
+                                   const ReadOptions& o) {
+  return read_range(path, begin, count, o);
+}
+
+std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const int64_t> rows,
+                              const ReadOptions& o) {
+  std::vector<Sample> out;
+  size_t i = 0;
+  while (i < rows.size()) {
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    auto part = read_range(path, rows[i], static_cast<int64_t>(j - i), o);
+    for (Sample& s : part) out.push_back(std::move(s));
+    i = j;
+  }
+  return out;
+}
+
+std::vector<PackedRow> read_packed_shard(const std::filesystem::path& path, const ReadOptions& o) {
+  File f(path);
+  if (detect(f, path) != Layout::kPacked) {
+    throw std::runtime_error(path.string() + ": not a packed shard (no packed_input_len dataset)");
+  }
+  Dataset ids = open_dataset(f.get(), path, "input_ids");
+  return read_packed_rows(f, path, 0, ids.dims[0], o);
+}
+
+std::vector<int32_t> read_lengths(const std::filesystem::path& path) {
+  File f(path);
+  const Layout layout = detect(f, path);
+  std::vector<int32_t> lengths;
+  if (layout == Layout::kFixed) {
+    Dataset mask = open_dataset(f.get(), path, "input_mask");
+    if (mask.vlen || mask.rank != 2) {
+      throw std::runtime_error(where(path, "input_mask") + ": must be [N, max_seq_length]");
+    }
+    const auto m = read_fixed(mask, path, "input_mask", 0, mask.dims[0]);
+    const hsize_t width = mask.dims[1];
+    lengths.resize(mask.dims[0]);
+    for (hsize_t r = 0; r < mask.dims[0]; ++r) {
+      lengths[r] = static_cast<int32_t>(
+          std::count(m.begin() + static_cast<std::ptrdiff_t>(r * width),
+                     m.begin() + static_cast<std::ptrdiff_t>((r + 1) * width), 1));
+    }
+    return lengths;
+  }
+  const char* name = layout == Layout::kVarlen ? "input_ids" : "packed_input_len";
+  Dataset d = open_dataset(f.get(), path, name);
+  if (!d.vlen || d.rank != 1) throw std::runtime_error(where(path, name) + ": must be 1-D vlen");
+  std::vector<int32_t> flat;
+  std::vector<size_t> off;
+  read_vlen(d, path, name, 0, d.dims[0], flat, off);
+  lengths.resize(d.dims[0]);
+  for (size_t r = 0; r + 1 < off.size(); ++r) {
+    lengths[r] = layout == Layout::kVarlen
+                     ? static_cast<int32_t>(off[r + 1] - off[r])
+                     : std::accumulate(flat.begin() + static_cast<std::ptrdiff_t>(off[r]),
+                                       flat.begin() + static_cast<std::ptrdiff_t>(off[r + 1]), 0);
+  }
+  return lengths;
+}
+
+// ------------------------------------------------------------------------------------------------
+// ShardWriter
+
+ShardWriter::ShardWriter(std::filesystem::path path, Layout layout, ShardFormat format)
+    : path_(std::move(path)), layout_(layout), format_(format) {}
+
+ShardWriter::~ShardWriter() {
+  if (!committed_ && !temp_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(temp_, ec);
+  }
+}
+
+void ShardWriter::check(const Sample& s, const char* what) const {
+  auto fail = [&](const std::string& m) {
+    throw std::invalid_argument(path_.string() + ": " + what + " " + std::to_string(rows()) + ": " + m);
+  };
+  if (s.input_ids.empty() || s.length() > format_.max_seq_length) {
+    fail("length " + std::to_string(s.length()) + " outside [1, " +
+         std::to_string(format_.max_seq_length) + "]");
+  }
+  if (s.segment_ids.size() != s.input_ids.size()) fail("segment_ids length differs from input_ids");
+  if (s.masked_lm_ids.size() != s.masked_lm_positions.size()) {
+    fail("masked_lm_ids length differs from masked_lm_positions");
+  }
+  if (static_cast<int32_t>(s.masked_lm_positions.size()) > format_.max_predictions_per_seq) {
+    fail(std::to_string(s.masked_lm_positions.size()) + " predictions > max_predictions_per_seq " +
+         std::to_string(format_.max_predictions_per_seq));
+  }
+  for (int32_t id : s.input_ids) {
+    if (id < 0 || id > 32767) fail("token id " + std::to_string(id) + " does not fit int16");
+  }
+  for (int32_t id : s.masked_lm_ids) {
+    if (id < 0 || id > 32767) fail("masked_lm_id " + std::to_string(id) + " does not fit int16");
+  }
+  for (int32_t p : s.masked_lm_positions) {
+    if (p <= 0 || p >= s.length()) fail("masked position " + std::to_string(p) + " out of range");
+  }
+}
+
+void ShardWriter::add(Sample sample) {
+  if (layout_ == Layout::kPacked) {
+    throw std::logic_error(path_.string() + ": add a PackedRow to a packed shard");
+  }
+  check(sample, "sample");
+  samples_.push_back(std::move(sample));
+  row_sizes_.push_back(1);
+}
+
+void ShardWriter::add(const PackedRow& row) {
+  if (layout_ != Layout::kPacked) {
+    throw std::logic_error(path_.string() + ": packed rows need the packed layout");
+  }
+  if (row.samples.empty() ||
+      static_cast<int32_t>(row.samples.size()) > format_.max_sequences_per_row ||
+      row.length() > format_.max_seq_length) {
+    throw std::invalid_argument(path_.string() + ": packed row " + std::to_string(rows()) + " has " +
+                                std::to_string(row.samples.size()) + " sequences / " +
+                                std::to_string(row.length()) + " tokens");
+  }
+  for (const Sample& s : row.samples) check(s, "packed row");
+  for (const Sample& s : row.samples) samples_.push_back(s);
+  row_sizes_.push_back(static_cast<uint8_t>(row.samples.size()));
+}
+
+void ShardWriter::commit() {
+  if (committed_) throw std::logic_error(path_.string() + ": shard committed twice");
+  quiet_hdf5();
+  temp_ = path_;
+  temp_ += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
+  const std::string temp_name = temp_.string();
+  auto fail = [&](const std::string& what) {
+    const int saved = errno;
+    std::error_code ec;
+    std::filesystem::remove(temp_, ec);
+    throw std::runtime_error(path_.string() + ": " + what +
+                             (saved ? std::string(" (") + std::strerror(saved) + ")" : ""));
+  };
+  errno = 0;
+  H5Id file(H5Fcreate(temp_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) fail("cannot create " + temp_name);
+  try {
+    const hsize_t n = row_sizes_.size();
+    if (layout_ == Layout::kFixed) {
+      const hsize_t S = static_cast<hsize_t>(format_.max_seq_length);
+      const hsize_t P = static_cast<hsize_t>(format_.max_predictions_per_seq);
+      std::vector<int32_t> ids(n * S, 0), mask(n * S, 0), seg(n * S, 0), pos(n * P, 0),
+          mids(n * P, 0), nsp(n, 0);
+      for (hsize_t r = 0; r < n; ++r) {
+        const Sample& s = samples_[r];
+        for (size_t k = 0; k < s.input_ids.size(); ++k) {
+          ids[r * S + k] = s.input_ids[k];
+          mask[r * S + k] = 1;
+          seg[r * S + k] = s.segment_ids[k];
+        }
+        for (size_t k = 0; k < s.masked_lm_positions.size(); ++k) {
+          pos[r * P + k] = s.masked_lm_positions[k];
+          mids[r * P + k] = s.masked_lm_ids[k];
+        }
+        nsp[r] = s.next_sentence_label;
+      }
+      write_2d(file.get(), path_, "input_ids", H5T_STD_I32LE, ids, n, S);
+      write_2d(file.get(), path_, "input_mask", H5T_STD_I8LE, mask, n, S);
+      write_2d(file.get(), path_, "segment_ids", H5T_STD_I8LE, seg, n, S);
+      write_2d(file.get(), path_, "masked_lm_positions", H5T_STD_I32LE, pos, n, P);
+      write_2d(file.get(), path_, "masked_lm_ids", H5T_STD_I32LE, mids, n, P);
+      write_2d(file.get(), path_, "next_sentence_labels", H5T_STD_I8LE, nsp, n, 0);
+    } else {
+      VlenColumns c;
+      size_t next = 0;
+      for (hsize_t r = 0; r < n; ++r) {
+        int32_t row_tokens = 0;
+        for (uint8_t q = 0; q < row_sizes_[r]; ++q) {
+          const Sample& s = samples_[next++];
+          c.input_ids.insert(c.input_ids.end(), s.input_ids.begin(), s.input_ids.end());
+          c.segment_ids.insert(c.segment_ids.end(), s.segment_ids.begin(), s.segment_ids.end());
+          for (int32_t p : s.masked_lm_positions) c.positions.push_back(p + row_tokens);
+          c.masked_ids.insert(c.masked_ids.end(), s.masked_lm_ids.begin(), s.masked_lm_ids.end());
+          c.nsp.push_back(s.next_sentence_label);
+          c.input_len.push_back(s.length());
+          c.masked_len.push_back(static_cast<int32_t>(s.masked_lm_positions.size()));
+          row_tokens += s.length();
+        }
+        c.ids_off.push_back(c.input_ids.size());
+        c.pos_off.push_back(c.positions.size());
+        c.seq_off.push_back(c.nsp.size());
+      }
+      write_vlen(file.get(), path_, "input_ids", H5T_STD_I16LE, c.input_ids, c.ids_off);
+      write_vlen(file.get(), path_, "segment_ids", H5T_STD_I8LE, c.segment_ids, c.ids_off);
+      write_vlen(file.get(), path_, "masked_lm_positions", H5T_STD_I16LE, c.positions, c.pos_off);
+      write_vlen(file.get(), path_, "masked_lm_ids", H5T_STD_I16LE, c.masked_ids, c.pos_off);
+      if (layout_ == Layout::kVarlen) {
+        write_2d(file.get(), path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, n, 0);
+      } else {
+        write_vlen(file.get(), path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, c.seq_off);
+        write_vlen(file.get(), path_, "packed_input_len", H5T_STD_I16LE, c.input_len, c.seq_off);
+        write_vlen(file.get(), path_, "packed_masked_lm_len", H5T_STD_I16LE, c.masked_len,
+                   c.seq_off);
+      }
+    }
+    errno = 0;
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) fail("write failed while flushing " + temp_name);
+    if (file.release() < 0) fail("write failed while closing " + temp_name);
+  } catch (const std::runtime_error&) {
+    file.release();
+    std::error_code ec;
+    std::filesystem::remove(temp_, ec);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp_, path_, ec);
+  if (ec) {
+    std::filesystem::remove(temp_, ec);
+    throw std::runtime_error(path_.string() + ": cannot rename the finished shard into place: " +
+                             ec.message());
+  }
+  committed_ = true;
+}
+
+void write_shard(const std::filesystem::path& path, Layout layout, std::span<const Sample> samples,
+                 ShardFormat format) {
+  ShardWriter w(path, layout, format);
+  for (const Sample& s : samples) w.add(s);
+  w.commit();
+}
+
+}  // namespace mlbert::data
