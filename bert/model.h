@@ -93,6 +93,7 @@ class Model {
   void check_fits(const Batch& batch) const;
   void upload(const Batch& batch);
   void forward(const Batch& batch, const DropoutKey* key);
+  void heads_forward(const Batch& batch, float loss_scale);
 
   ParameterStore* params_;
   ModelLimits limits_;

@@ -58,9 +58,10 @@ struct TensorSegment {
   bool weight_decay = true;  // false for biases and LayerNorm gamma/beta
 };
 
-enum class Activation : uint8_t { none, gelu, tanh };
-
-// GELU is the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) everywhere.
+// gelu is the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) that MLPerf and the
+// original TF BERT use; gelu_erf is the exact 0.5x(1 + erf(x/sqrt(2))) some Hugging Face models
+// were trained with (appended later; backends must support both).
+enum class Activation : uint8_t { none, gelu, tanh, gelu_erf };
 
 // ---- GEMM with epilogues ----------------------------------------------------------------------
 
@@ -84,14 +85,15 @@ struct LinearForwardParams {
 };
 
 // Backward of linear_forward. First, when activation != none, d_out is replaced IN PLACE by the
-// gradient of the pre-activation (gelu: d_out * gelu'(pre_activation); tanh: d_out * (1 - out^2)).
+// gradient of the pre-activation (gelu, gelu_erf: d_out * gelu'(pre_activation); tanh:
+// d_out * (1 - out^2)).
 // Then, per batch entry b:
 //   d_input  (=, or += when accumulate_d_input; the batch entries always sum) = d_pre[b] . W[b]^T
 //   d_weight[b] += input^T . d_pre[b]   (shape as stored: [K,N], or [N,K] when weight_transposed)
 //   d_bias[b]   += column sums of d_pre[b]
 struct LinearBackwardParams {
   Tensor d_out;           // [M, N] per batch entry (stride out_stride); overwritten when activation
-  Tensor pre_activation;  // gelu: the forward's pre_activation
+  Tensor pre_activation;  // gelu, gelu_erf: the forward's pre_activation
   Tensor out;             // tanh: the forward's out
   Activation activation = Activation::none;
   Tensor input;           // [M, K] forward input
