@@ -14,13 +14,13 @@
 namespace mlbert::bert {
 
 struct Batch {
-  std::vector<int32_t> input_ids;     // [total_tokens]
-  std::vector<int32_t> segment_ids;   // [total_tokens], token type 0/1
-  std::vector<int32_t> position_ids;  // [total_tokens], index of the token within its sequence
+  std::vector<int32_t> input_ids;      // [total_tokens]
+  std::vector<int32_t> segment_ids;    // [total_tokens], token type 0/1
+  std::vector<int32_t> position_ids;   // [total_tokens], index of the token within its sequence
   std::vector<int32_t> cu_seqlens{0};  // [num_sequences + 1], cu_seqlens[0] == 0
   int32_t max_seqlen = 0;
-  std::vector<int32_t> masked_lm_positions;  // [num_masked], flat token indices, ascending per seq
-  std::vector<int32_t> masked_lm_labels;     // [num_masked], vocab ids (never 0)
+  std::vector<int32_t> masked_lm_positions;   // [num_masked], flat token indices, ascending per seq
+  std::vector<int32_t> masked_lm_labels;      // [num_masked], vocab ids (never 0)
   std::vector<int32_t> next_sentence_labels;  // [num_sequences], 0 = is next, 1 = random
 
   size_t num_tokens() const { return input_ids.size(); }

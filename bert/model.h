@@ -22,10 +22,10 @@ namespace mlbert::bert {
 
 // The largest micro-batch the arena must hold. A batch over any limit is rejected with a message.
 struct ModelLimits {
-  size_t max_tokens = 0;     // total unpadded tokens in a micro-batch
+  size_t max_tokens = 0;  // total unpadded tokens in a micro-batch
   size_t max_sequences = 0;
-  size_t max_masked = 0;     // masked-LM predictions in a micro-batch
-  int max_seqlen = 512;      // longest single sequence
+  size_t max_masked = 0;  // masked-LM predictions in a micro-batch
+  int max_seqlen = 512;   // longest single sequence
 };
 
 // Dropout is keyed by (seed, step); each site and element draws its own bits (bert/philox.h).

@@ -11,7 +11,8 @@
 // Conventions shared by all ops:
 // - Row-major. Activations are [tokens, features] over unpadded tokens; sequences are delimited by
 //   cu_seqlens (int32, [num_sequences + 1], cu_seqlens[0] == 0).
-// - Weights use TensorFlow's layout: a dense kernel is [in, out] so y[M,N] = x[M,K] . W[K,N] + b[N].
+// - Weights use TensorFlow's layout: a dense kernel is [in, out] so y[M,N] = x[M,K] . W[K,N] +
+// b[N].
 //   `weight_transposed` means W is stored [out, in] = [N,K] (the tied decoder reads the word
 //   embeddings [vocab, hidden] this way, and cls/seq_relationship/output_weights is [2, hidden]).
 // - Activations, weights and activation gradients are in the backend's compute dtype (f32 on the
@@ -96,11 +97,11 @@ struct LinearBackwardParams {
   Tensor pre_activation;  // gelu, gelu_erf: the forward's pre_activation
   Tensor out;             // tanh: the forward's out
   Activation activation = Activation::none;
-  Tensor input;           // [M, K] forward input
-  Tensor weight;          // as in forward
-  Tensor d_input;         // [M, K], optional (the first layer's input needs none)
-  Tensor d_weight;        // f32, accumulated
-  Tensor d_bias;          // f32, optional, accumulated
+  Tensor input;     // [M, K] forward input
+  Tensor weight;    // as in forward
+  Tensor d_input;   // [M, K], optional (the first layer's input needs none)
+  Tensor d_weight;  // f32, accumulated
+  Tensor d_bias;    // f32, optional, accumulated
   int64_t m = 0, n = 0, k = 0;
   int batch = 1;
   size_t weight_stride = 0, bias_stride = 0, out_stride = 0;
@@ -119,8 +120,8 @@ struct LayerNormForwardParams {
   Tensor bias;      // [width], optional
   Tensor residual;  // [rows, width], optional
   Tensor gamma, beta;
-  Tensor out;       // [rows, width], written
-  Tensor ln_input;  // [rows, width], written (s)
+  Tensor out;         // [rows, width], written
+  Tensor ln_input;    // [rows, width], written (s)
   Tensor mean, rstd;  // f32 [rows], written
   DropoutMask dropout;
   int64_t rows = 0, width = 0;
@@ -131,10 +132,10 @@ struct LayerNormForwardParams {
 // d_x = d_s * mask * scale (=); d_bias += colsum(d_x); d_gamma += colsum(d_out * xhat);
 // d_beta += colsum(d_out). d_residual / d_bias optional (when the forward had none).
 struct LayerNormBackwardParams {
-  Tensor d_out;     // [rows, width]
+  Tensor d_out;  // [rows, width]
   Tensor ln_input, mean, rstd, gamma;
-  Tensor d_x;       // [rows, width], written
-  Tensor d_residual;  // optional
+  Tensor d_x;              // [rows, width], written
+  Tensor d_residual;       // optional
   Tensor d_gamma, d_beta;  // f32, accumulated
   Tensor d_bias;           // f32, optional, accumulated
   DropoutMask dropout;     // the forward's mask
@@ -150,8 +151,8 @@ struct EmbeddingForwardParams {
   Tensor input_ids, position_ids, segment_ids;  // i32 [tokens]
   Tensor word, position, token_type;            // [rows, hidden] tables
   Tensor gamma, beta;
-  Tensor out;       // [tokens, hidden], written
-  Tensor ln_input;  // [tokens, hidden], written (s)
+  Tensor out;         // [tokens, hidden], written
+  Tensor ln_input;    // [tokens, hidden], written (s)
   Tensor mean, rstd;  // f32 [tokens]
   DropoutMask dropout;
   int64_t tokens = 0, hidden = 0;
@@ -179,9 +180,9 @@ struct EmbeddingBackwardParams {
 // j)); out_i = sum_j Pd_ij v_j. No masking inside a sequence. softmax_lse receives, per head and
 // query token, log(sum_j exp(S_ij)) (f32 [heads, tokens]), all backward needs to recompute P.
 struct AttentionForwardParams {
-  Tensor q, k, v;   // [tokens, hidden] each (may be slices of one [3, tokens, hidden] tensor)
-  Tensor cu_seqlens;  // i32 [num_sequences + 1]
-  Tensor out;         // [tokens, hidden], written
+  Tensor q, k, v;      // [tokens, hidden] each (may be slices of one [3, tokens, hidden] tensor)
+  Tensor cu_seqlens;   // i32 [num_sequences + 1]
+  Tensor out;          // [tokens, hidden], written
   Tensor softmax_lse;  // f32 [heads, tokens], written
   DropoutMask dropout;
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
@@ -226,7 +227,8 @@ struct CrossEntropyParams {
   float grad_scale = 1.0f;
 };
 
-// ---- Optimizer primitives over flat f32 buffers ---------------------------------------------------
+// ---- Optimizer primitives over flat f32 buffers
+// ---------------------------------------------------
 
 // L2 norm of each segment of `buffer` and of all of them together.
 // segment_norms (f32 [segments.size()], optional) and total (f32 [2]: [0] = global L2 norm,
@@ -277,7 +279,8 @@ struct LambParams {
   bool trust_ratio_without_decay = false;
 };
 
-// ---- The interface --------------------------------------------------------------------------------
+// ---- The interface
+// --------------------------------------------------------------------------------
 
 class Ops {
  public:

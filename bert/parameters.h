@@ -24,11 +24,11 @@ namespace mlbert::bert {
 inline constexpr size_t kParameterAlignment = 64;  // elements (256 bytes of f32)
 
 struct ParameterInfo {
-  std::string name;             // TF name, e.g. "bert/encoder/layer_0/attention/self/query/kernel"
-  std::vector<int64_t> shape;   // TF layout: kernels [in, out], embeddings [rows, hidden]
-  size_t offset = 0;            // element offset in the flat buffers
+  std::string name;            // TF name, e.g. "bert/encoder/layer_0/attention/self/query/kernel"
+  std::vector<int64_t> shape;  // TF layout: kernels [in, out], embeddings [rows, hidden]
+  size_t offset = 0;           // element offset in the flat buffers
   size_t numel = 0;
-  bool weight_decay = true;     // false for biases and LayerNorm gamma/beta
+  bool weight_decay = true;  // false for biases and LayerNorm gamma/beta
   enum class Init : uint8_t { truncated_normal, zeros, ones } init = Init::truncated_normal;
 };
 

@@ -11,7 +11,8 @@
 //   keep    = word < keep_threshold,  keep_threshold = floor((1 - p) * 2^32) clamped to 2^32 - 1
 //   value   = keep ? x * (1 / (1 - p)) : 0        (p == 0: no mask at all, every element kept)
 // `element` is the row-major index of the element in the tensor the dropout applies to (see
-// dropout_site() and attention_dropout_element() for the sites and the attention-probability index).
+// dropout_site() and attention_dropout_element() for the sites and the attention-probability
+// index).
 #pragma once
 #include <cstdint>
 
@@ -83,8 +84,7 @@ inline DropoutMask make_dropout_mask(uint64_t seed, uint32_t step, uint32_t site
   mask.site = site;
   if (!(p > 0.0)) return mask;
   const double threshold = (1.0 - p) * 4294967296.0;
-  mask.keep_threshold =
-      threshold >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(threshold);
+  mask.keep_threshold = threshold >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(threshold);
   mask.scale = static_cast<float>(1.0 / (1.0 - p));
   mask.enabled = true;
   return mask;

@@ -1,0 +1,53 @@
+// CpuOps: the fp32 reference backend of the Ops contract (bert/ops.h), on host memory.
+//
+// Design choice: GEMMs go to OpenBLAS (called only from the calling thread, never from inside an
+// OpenMP region, so its own thread pool is not oversubscribed); everything else is plain loops
+// parallelized with OpenMP over rows, sequences x heads, or columns for reductions, written so each
+// output element is owned by one thread (no atomics, results independent of the thread count
+// except for the order of float sums inside BLAS).
+#pragma once
+#include <string>
+
+#include "bert/ops.h"
+
+namespace mlbert::bert {
+
+class CpuOps final : public Ops {
+ public:
+  std::string name() const override { return "cpu"; }
+  DType compute_dtype() const override { return DType::f32; }
+
+  Tensor allocate(DType dtype, size_t numel) override;
+  void release(Tensor tensor) override;
+  void copy_from_host(Tensor dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, Tensor src, size_t bytes) override;
+  void copy(Tensor dst, Tensor src) override;
+  void fill_zero(Tensor tensor) override;
+  void cast(Tensor dst, Tensor src) override;
+  void synchronize() override {}
+
+  void linear_forward(const LinearForwardParams& p) override;
+  void linear_backward(const LinearBackwardParams& p) override;
+  void layer_norm_forward(const LayerNormForwardParams& p) override;
+  void layer_norm_backward(const LayerNormBackwardParams& p) override;
+  void embedding_forward(const EmbeddingForwardParams& p) override;
+  void embedding_backward(const EmbeddingBackwardParams& p) override;
+  void attention_forward(const AttentionForwardParams& p) override;
+  void attention_backward(const AttentionBackwardParams& p) override;
+  void gather_rows(const GatherRowsParams& p) override;
+  void scatter_add_rows(const ScatterAddRowsParams& p) override;
+  void cross_entropy(const CrossEntropyParams& p) override;
+
+  void l2_norm(const L2NormParams& p) override;
+  void scale(Tensor x, float factor) override;
+  void adam_update(const AdamParams& p) override;
+  void lamb_update(const LambParams& p) override;
+};
+
+// GELU (tanh approximation) and its derivative, shared by the CPU kernels and tests.
+float gelu_tanh(float x);
+float gelu_tanh_grad(float x);
+float gelu_erf(float x);
+float gelu_erf_grad(float x);
+
+}  // namespace mlbert::bert

@@ -1,0 +1,233 @@
+// ParameterStore: the TF-named parameter layout in backward-finish order, flat buffers, init.
+#include "bert/parameters.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "bert/philox.h"
+
+namespace mlbert::bert {
+
+namespace {
+
+using Init = ParameterInfo::Init;
+
+size_t align_up(size_t n) {
+  return (n + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
+}
+
+class LayoutBuilder {
+ public:
+  size_t add(std::string name, std::vector<int64_t> shape, Init init, bool weight_decay) {
+    ParameterInfo info;
+    info.name = std::move(name);
+    info.shape = std::move(shape);
+    info.numel = 1;
+    for (int64_t d : info.shape) info.numel *= static_cast<size_t>(d);
+    info.offset = next_;
+    info.init = init;
+    info.weight_decay = weight_decay;
+    next_ = align_up(next_ + info.numel);
+    infos_.push_back(std::move(info));
+    return infos_.size() - 1;
+  }
+  size_t kernel(const std::string& name, int64_t in, int64_t out) {
+    return add(name, {in, out}, Init::truncated_normal, true);
+  }
+  size_t bias(const std::string& name, int64_t n) { return add(name, {n}, Init::zeros, false); }
+  size_t gamma(const std::string& name, int64_t n) { return add(name, {n}, Init::ones, false); }
+  size_t beta(const std::string& name, int64_t n) { return add(name, {n}, Init::zeros, false); }
+
+  std::vector<ParameterInfo> infos_;
+  size_t next_ = 0;
+};
+
+// Builds the layout and, optionally, the index of every tensor.
+std::vector<ParameterInfo> build_layout(const BertConfig& c, ParameterIndex* index) {
+  c.validate();
+  const int64_t h = c.hidden_size, ffn = c.intermediate_size;
+  LayoutBuilder b;
+  ParameterIndex ix;
+  // Heads: backward runs the MLM head first, then NSP and the pooler.
+  ix.mlm_output_bias = b.bias("cls/predictions/output_bias", c.padded_vocab_size());
+  ix.mlm_layer_norm_gamma = b.gamma("cls/predictions/transform/LayerNorm/gamma", h);
+  ix.mlm_layer_norm_beta = b.beta("cls/predictions/transform/LayerNorm/beta", h);
+  ix.mlm_transform_kernel = b.kernel("cls/predictions/transform/dense/kernel", h, h);
+  ix.mlm_transform_bias = b.bias("cls/predictions/transform/dense/bias", h);
+  ix.nsp_output_weights =
+      b.add("cls/seq_relationship/output_weights", {2, h}, Init::truncated_normal, true);
+  ix.nsp_output_bias = b.bias("cls/seq_relationship/output_bias", 2);
+  ix.pooler_kernel = b.kernel("bert/pooler/dense/kernel", h, h);
+  ix.pooler_bias = b.bias("bert/pooler/dense/bias", h);
+  // Encoder layers, last first; inside a layer in the order its backward finishes them.
+  ix.layers.resize(static_cast<size_t>(c.num_hidden_layers));
+  for (int64_t l = c.num_hidden_layers - 1; l >= 0; --l) {
+    const std::string p = "bert/encoder/layer_" + std::to_string(l) + "/";
+    LayerParameters& lp = ix.layers[static_cast<size_t>(l)];
+    lp.output_layer_norm_gamma = b.gamma(p + "output/LayerNorm/gamma", h);
+    lp.output_layer_norm_beta = b.beta(p + "output/LayerNorm/beta", h);
+    lp.output_bias = b.bias(p + "output/dense/bias", h);
+    lp.output_kernel = b.kernel(p + "output/dense/kernel", ffn, h);
+    lp.intermediate_kernel = b.kernel(p + "intermediate/dense/kernel", h, ffn);
+    lp.intermediate_bias = b.bias(p + "intermediate/dense/bias", ffn);
+    lp.attention_layer_norm_gamma = b.gamma(p + "attention/output/LayerNorm/gamma", h);
+    lp.attention_layer_norm_beta = b.beta(p + "attention/output/LayerNorm/beta", h);
+    lp.attention_output_bias = b.bias(p + "attention/output/dense/bias", h);
+    lp.attention_output_kernel = b.kernel(p + "attention/output/dense/kernel", h, h);
+    // Q, K, V kernels adjacent, then their biases: one batched projection reads them.
+    lp.qkv_kernel = b.kernel(p + "attention/self/query/kernel", h, h);
+    b.kernel(p + "attention/self/key/kernel", h, h);
+    b.kernel(p + "attention/self/value/kernel", h, h);
+    lp.qkv_bias = b.bias(p + "attention/self/query/bias", h);
+    b.bias(p + "attention/self/key/bias", h);
+    b.bias(p + "attention/self/value/bias", h);
+  }
+  // Embeddings last: the tied word embedding is final only after the embedding backward.
+  ix.embedding_layer_norm_gamma = b.gamma("bert/embeddings/LayerNorm/gamma", h);
+  ix.embedding_layer_norm_beta = b.beta("bert/embeddings/LayerNorm/beta", h);
+  ix.position_embeddings = b.add("bert/embeddings/position_embeddings",
+                                 {c.max_position_embeddings, h}, Init::truncated_normal, true);
+  ix.token_type_embeddings = b.add("bert/embeddings/token_type_embeddings", {c.type_vocab_size, h},
+                                   Init::truncated_normal, true);
+  ix.word_embeddings = b.add("bert/embeddings/word_embeddings", {c.padded_vocab_size(), h},
+                             Init::truncated_normal, true);
+  if (index) *index = std::move(ix);
+  return std::move(b.infos_);
+}
+
+// Truncated normal N(0, 1) restricted to [-2, 2], redrawn outside: Box-Muller on a Philox block
+// keyed by (seed) with counter (element, attempt, tensor, tag).
+double truncated_standard_normal(uint64_t seed, uint32_t tensor, uint64_t element) {
+  constexpr uint32_t kInitTag = 0x1A17u;
+  constexpr double kTwoPi = 6.283185307179586;
+  for (uint32_t attempt = 0;; ++attempt) {
+    const Philox4x32 r = philox4x32_10(
+        static_cast<uint32_t>(element), static_cast<uint32_t>(element >> 32) ^ (attempt << 16),
+        tensor, kInitTag, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+    for (int pair = 0; pair < 2; ++pair) {
+      const double u1 = (static_cast<double>(r.v[2 * pair]) + 0.5) / 4294967296.0;
+      const double u2 = static_cast<double>(r.v[2 * pair + 1]) / 4294967296.0;
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+      if (std::fabs(z) <= 2.0) return z;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ParameterInfo> bert_parameter_layout(const BertConfig& config) {
+  return build_layout(config, nullptr);
+}
+
+ParameterStore::ParameterStore(const BertConfig& config, Ops& ops) : config_(config), ops_(&ops) {
+  infos_ = build_layout(config_, &index_);
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    by_name_.emplace(infos_[i].name, i);
+    segments_.push_back(TensorSegment{infos_[i].offset, infos_[i].numel, infos_[i].weight_decay});
+  }
+  flat_size_ = infos_.empty() ? 0 : align_up(infos_.back().offset + infos_.back().numel);
+  master_ = Buffer(ops, DType::f32, flat_size_);
+  grad_ = Buffer(ops, DType::f32, flat_size_);
+  if (ops.compute_dtype() != DType::f32) compute_ = Buffer(ops, ops.compute_dtype(), flat_size_);
+}
+
+const ParameterInfo& ParameterStore::info(std::string_view name) const {
+  const size_t i = find(name);
+  if (i == infos_.size())
+    throw std::out_of_range("no parameter named \"" + std::string(name) + "\"");
+  return infos_[i];
+}
+
+size_t ParameterStore::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? infos_.size() : it->second;
+}
+
+size_t ParameterStore::parameter_count() const {
+  size_t n = 0;
+  for (const auto& info : infos_) n += info.numel;
+  return n;
+}
+
+Tensor ParameterStore::compute() const {
+  return compute_.tensor().defined() ? compute_.tensor() : master_.tensor();
+}
+
+void ParameterStore::init_truncated_normal(uint64_t seed) {
+  std::vector<float> flat(flat_size_, 0.0f);
+  const double stddev = config_.initializer_range;
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    const ParameterInfo& info = infos_[i];
+    float* dst = flat.data() + info.offset;
+    const int64_t n = static_cast<int64_t>(info.numel);
+    switch (info.init) {
+      case Init::zeros:
+        break;
+      case Init::ones:
+        for (int64_t e = 0; e < n; ++e) dst[e] = 1.0f;
+        break;
+      case Init::truncated_normal:
+#pragma omp parallel for schedule(static) if (n > 4096)
+        for (int64_t e = 0; e < n; ++e) {
+          dst[e] =
+              static_cast<float>(stddev * truncated_standard_normal(seed, static_cast<uint32_t>(i),
+                                                                    static_cast<uint64_t>(e)));
+        }
+        break;
+    }
+  }
+  upload_master(flat);
+}
+
+void ParameterStore::sync_compute() {
+  if (compute_.tensor().defined()) ops_->cast(compute_.tensor(), master_.tensor());
+}
+
+void ParameterStore::zero_grad() {
+  ops_->fill_zero(grad_.tensor());
+}
+
+std::vector<float> ParameterStore::download_master() const {
+  std::vector<float> out(flat_size_);
+  ops_->copy_to_host(out.data(), master_.tensor(), out.size() * sizeof(float));
+  return out;
+}
+
+std::vector<float> ParameterStore::download_grad() const {
+  std::vector<float> out(flat_size_);
+  ops_->copy_to_host(out.data(), grad_.tensor(), out.size() * sizeof(float));
+  return out;
+}
+
+void ParameterStore::upload_master(std::span<const float> flat) {
+  if (flat.size() != flat_size_) {
+    throw std::invalid_argument("upload_master: " + std::to_string(flat.size()) +
+                                " floats given for a flat buffer of " + std::to_string(flat_size_));
+  }
+  ops_->copy_from_host(master_.tensor(), flat.data(), flat.size_bytes());
+  sync_compute();
+}
+
+std::vector<float> ParameterStore::download_master(size_t i) const {
+  std::vector<float> out(infos_.at(i).numel);
+  ops_->copy_to_host(out.data(), master(i), out.size() * sizeof(float));
+  return out;
+}
+
+std::vector<float> ParameterStore::download_grad(size_t i) const {
+  std::vector<float> out(infos_.at(i).numel);
+  ops_->copy_to_host(out.data(), grad(i), out.size() * sizeof(float));
+  return out;
+}
+
+void ParameterStore::upload_master(size_t i, std::span<const float> values) {
+  if (values.size() != infos_.at(i).numel) {
+    throw std::invalid_argument("upload_master: " + infos_[i].name + " holds " +
+                                std::to_string(infos_[i].numel) + " values, " +
+                                std::to_string(values.size()) + " given");
+  }
+  ops_->copy_from_host(master(i), values.data(), values.size_bytes());
+}
+
+}  // namespace mlbert::bert

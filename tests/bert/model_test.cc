@@ -1,0 +1,249 @@
+// The whole BertForPreTraining on the CPU backend: finite-difference gradients of every tensor,
+// the grad-ready prefixes, accumulation, unpadded batching invariance, dropout keying, training.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+
+#include "bert/cpu/cpu_ops.h"
+#include "bert/model.h"
+#include "tests/bert/test_util.h"
+
+using namespace mlbert::bert;
+using mlbert::test::random_vector;
+
+namespace {
+
+BertConfig small_config() {
+  BertConfig c = BertConfig::preset("tiny");
+  c.vocab_size = 45;  // padded to 48
+  c.hidden_size = 16;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 24;
+  c.max_position_embeddings = 12;
+  c.num_hidden_layers = 2;
+  c.initializer_range = 0.3;
+  return c;
+}
+
+// Three sequences of lengths 5, 9 and 3 with 1-3 masked positions each.
+Batch small_batch(uint32_t seed, const BertConfig& c) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> token(1, static_cast<int32_t>(c.vocab_size) - 1);
+  Batch b;
+  const int lengths[] = {5, 9, 3};
+  for (int s = 0; s < 3; ++s) {
+    std::vector<int32_t> ids(lengths[s]), seg(lengths[s]);
+    for (int i = 0; i < lengths[s]; ++i) {
+      ids[i] = token(rng);
+      seg[i] = i >= lengths[s] / 2 ? 1 : 0;
+    }
+    std::vector<int32_t> pos, lab;
+    for (int i = 1; i < lengths[s] && pos.size() < 3; i += 2) {
+      pos.push_back(i);
+      lab.push_back(token(rng));
+    }
+    b.append_sequence(ids, seg, pos, lab, s % 2);
+  }
+  return b;
+}
+
+ModelLimits small_limits() {
+  return ModelLimits{32, 4, 12, 12};
+}
+
+}  // namespace
+
+TEST_CASE("whole-model gradients of every tensor match finite differences, dropout on") {
+  CpuOps ops;
+  BertConfig c = small_config();
+  c.hidden_dropout_prob = 0.1;
+  c.attention_probs_dropout_prob = 0.1;
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(7);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(3, c);
+  const DropoutKey key{99, 4};
+  model.forward_backward(batch, key);
+  const std::vector<float> x0 = params.download_master();
+  const std::vector<float> grad = params.download_grad();
+  auto loss_at = [&](const std::vector<float>& x) {
+    params.upload_master(x);
+    return model.forward_backward(batch, key).total_loss;
+  };
+  // Along a random direction in the whole flat buffer, then one tensor at a time.
+  {
+    double fd = 0, an = 0;
+    const double err = mlbert::test::directional_error(loss_at, x0, grad, 5, 1e-3, 1e-4, &fd, &an);
+    INFO("all tensors: finite difference " << fd << ", analytic " << an);
+    CHECK(err < 5e-3);
+  }
+  for (size_t i = 0; i < params.infos().size(); ++i) {
+    const ParameterInfo& info = params.infos()[i];
+    auto u = random_vector(info.numel, 100 + i);
+    std::vector<float> plus = x0, minus = x0;
+    const double eps = 1e-3;
+    double analytic = 0;
+    for (size_t e = 0; e < info.numel; ++e) {
+      plus[info.offset + e] = static_cast<float>(x0[info.offset + e] + eps * u[e]);
+      minus[info.offset + e] = static_cast<float>(x0[info.offset + e] - eps * u[e]);
+      analytic += double(grad[info.offset + e]) *
+                  (double(plus[info.offset + e]) - double(minus[info.offset + e])) / (2 * eps);
+    }
+    const double fd = (loss_at(plus) - loss_at(minus)) / (2 * eps);
+    INFO(info.name << ": finite difference " << fd << ", analytic " << analytic);
+    // The floor covers float rounding of the loss (~1e-4 in the difference quotient).
+    CHECK(std::fabs(fd - analytic) <= 5e-3 * std::max(std::fabs(fd), 0.1));
+    // Softmax is shift invariant along keys: the key bias gets exactly no gradient.
+    if (info.name.find("key/bias") != std::string::npos) CHECK(std::fabs(analytic) < 1e-5);
+  }
+}
+
+TEST_CASE("on_grad_ready reports growing prefixes whose gradients are already final") {
+  CpuOps ops;
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(1);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(5, c);
+  std::vector<size_t> prefixes;
+  std::vector<std::vector<float>> snapshots;
+  model.forward_backward(batch, DropoutKey{1, 1}, [&](size_t ready) {
+    prefixes.push_back(ready);
+    snapshots.push_back(params.download_grad());
+  });
+  const std::vector<float> final_grad = params.download_grad();
+  REQUIRE(prefixes.size() >= 10);
+  CHECK(prefixes.back() == params.flat_size());
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    if (i > 0) CHECK(prefixes[i] > prefixes[i - 1]);
+    bool equal = true;
+    for (size_t e = 0; e < prefixes[i]; ++e) equal &= snapshots[i][e] == final_grad[e];
+    INFO("callback " << i << " prefix " << prefixes[i]);
+    CHECK(equal);
+  }
+  // The tied word embedding (last tensor) already has decoder gradient early, but is reported
+  // only at the end.
+  const size_t word = params.index().word_embeddings;
+  CHECK(prefixes[prefixes.size() - 2] <= params.infos()[word].offset);
+}
+
+TEST_CASE("gradient accumulation over micro-batches adds, and loss_scale scales gradients") {
+  CpuOps ops;
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(2);
+  Model model(params, small_limits());
+  const Batch a = small_batch(11, c), b = small_batch(12, c);
+  const DropoutKey key{5, 6};
+  model.forward_backward(a, key);
+  const auto ga = params.download_grad();
+  model.forward_backward(b, key);
+  const auto gb = params.download_grad();
+  model.forward_backward(a, key);
+  ForwardBackwardOptions accumulate;
+  accumulate.zero_grads = false;
+  model.forward_backward(b, key, {}, accumulate);
+  const auto gab = params.download_grad();
+  for (size_t i = 0; i < ga.size(); ++i) REQUIRE(gab[i] == Approx(ga[i] + gb[i]).margin(1e-6));
+  ForwardBackwardOptions scaled;
+  scaled.loss_scale = 8.0f;
+  const StepResult r = model.forward_backward(a, key, {}, scaled);
+  const auto g8 = params.download_grad();
+  for (size_t i = 0; i < ga.size(); ++i) REQUIRE(g8[i] == Approx(8.0f * ga[i]).margin(1e-6));
+  CHECK(r.total_loss == Approx(r.mlm_loss + r.nsp_loss));
+}
+
+TEST_CASE("a sequence's hidden states do not depend on the other sequences in the batch") {
+  CpuOps ops;
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(3);
+  Model model(params, small_limits());
+  const Batch both = small_batch(21, c);
+  Batch first;
+  const int32_t len0 = both.cu_seqlens[1];
+  first.append_sequence(std::span(both.input_ids).first(len0),
+                        std::span(both.segment_ids).first(len0), {}, {}, 0);
+  Batch rest;
+  for (size_t s = 1; s < both.num_sequences(); ++s) {
+    const int32_t b0 = both.cu_seqlens[s], len = both.cu_seqlens[s + 1] - b0;
+    rest.append_sequence(std::span(both.input_ids).subspan(b0, len),
+                         std::span(both.segment_ids).subspan(b0, len), {}, {}, 1);
+  }
+  const auto h_both = model.encode(both), h_first = model.encode(first),
+             h_rest = model.encode(rest);
+  const size_t split = static_cast<size_t>(len0) * c.hidden_size;
+  for (size_t i = 0; i < h_first.size(); ++i) REQUIRE(h_both[i] == Approx(h_first[i]).margin(1e-5));
+  for (size_t i = 0; i < h_rest.size(); ++i)
+    REQUIRE(h_both[split + i] == Approx(h_rest[i]).margin(1e-5));
+}
+
+TEST_CASE("dropout is keyed by (seed, step), and evaluate equals dropout-free training") {
+  CpuOps ops;
+  BertConfig c = small_config();
+  c.hidden_dropout_prob = 0.1;
+  c.attention_probs_dropout_prob = 0.1;
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(4);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(31, c);
+  const double l1 = model.forward_backward(batch, DropoutKey{1, 1}).total_loss;
+  const double l1_again = model.forward_backward(batch, DropoutKey{1, 1}).total_loss;
+  const double l2 = model.forward_backward(batch, DropoutKey{1, 2}).total_loss;
+  const double l3 = model.forward_backward(batch, DropoutKey{2, 1}).total_loss;
+  CHECK(l1 == l1_again);
+  CHECK(l1 != l2);
+  CHECK(l1 != l3);
+  ForwardBackwardOptions no_dropout;
+  no_dropout.dropout = false;
+  const StepResult clean = model.forward_backward(batch, DropoutKey{1, 1}, {}, no_dropout);
+  const EvalResult eval = model.evaluate(batch);
+  CHECK(eval.mlm_total == static_cast<int64_t>(batch.num_masked()));
+  CHECK(eval.mlm_correct == clean.mlm_correct);
+  CHECK(eval.nsp_correct == clean.nsp_correct);
+  CHECK(eval.mlm_loss_sum / eval.mlm_total == Approx(clean.mlm_loss).epsilon(1e-6));
+  CHECK(eval.nsp_loss_sum / eval.nsp_total == Approx(clean.nsp_loss).epsilon(1e-6));
+}
+
+TEST_CASE("batches over the model's limits are rejected with the limit named") {
+  CpuOps ops;
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  Model model(params, ModelLimits{16, 4, 12, 12});
+  const Batch batch = small_batch(1, c);  // 17 tokens
+  CHECK_THROWS_WITH(model.forward_backward(batch, DropoutKey{}),
+                    Catch::Contains("17 tokens") && Catch::Contains("16"));
+  Batch bad = batch;
+  bad.input_ids[0] = 45;
+  Model roomy(params, small_limits());
+  CHECK_THROWS_WITH(roomy.evaluate(bad), Catch::Contains("input_ids[0] = 45"));
+}
+
+TEST_CASE("a few Adam steps on one batch drive the loss down") {
+  CpuOps ops;
+  BertConfig c = small_config();
+  c.initializer_range = 0.02;
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(5);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(41, c);
+  Buffer m(ops, DType::f32, params.flat_size()), v(ops, DType::f32, params.flat_size());
+  double first = 0, last = 0;
+  for (int step = 1; step <= 30; ++step) {
+    const StepResult r = model.forward_backward(batch, DropoutKey{1, static_cast<uint32_t>(step)});
+    if (step == 1) first = r.total_loss;
+    last = r.total_loss;
+    AdamParams p;
+    p.master = params.master();
+    p.grad = params.grad();
+    p.exp_avg = m;
+    p.exp_avg_sq = v;
+    p.segments = params.segments();
+    p.lr = 1e-2f;
+    p.step = step;
+    ops.adam_update(p);
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(last < 0.5 * first);
+}
