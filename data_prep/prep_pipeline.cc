@@ -1,1 +1,157 @@
-// placeholder
+// Worker threads pull input files from a shared counter; the first error stops the others and is
+// rethrown with its file named. Shards that finished stay (they are complete); none is half-written.
+#include "data_prep/prep_pipeline.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "data_prep/progress.h"
+
+namespace mlbert::data {
+
+std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesystem::path>& inputs) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      std::vector<std::filesystem::path> found;
+      for (const auto& e : std::filesystem::directory_iterator(in)) {
+        if (e.is_regular_file()) found.push_back(e.path());
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) throw std::runtime_error(in.string() + ": input directory has no files");
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (std::filesystem::is_regular_file(in, ec)) {
+      files.push_back(in);
+    } else {
+      throw std::runtime_error(in.string() + ": no such input file");
+    }
+  }
+  if (files.empty()) throw std::runtime_error("no input files given");
+  for (const auto& f : files) {
+    std::ifstream probe(f, std::ios::binary);
+    if (!probe) throw std::runtime_error(f.string() + ": cannot open input file for reading");
+  }
+  return files;
+}
+
+std::filesystem::path shard_name_for(const std::filesystem::path& output_dir,
+                                     const std::filesystem::path& input) {
+  return output_dir / (input.filename().string() + ".hdf5");
+}
+
+void check_output_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw std::runtime_error(dir.string() + ": cannot create output directory");
+  }
+  const auto probe = dir / (".mlbert-write-probe-" + std::to_string(::getpid()));
+  {
+    std::ofstream out(probe);
+    if (!out) throw std::runtime_error(dir.string() + ": output directory is not writable");
+  }
+  std::filesystem::remove(probe, ec);
+}
+
+PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
+  validate(options.pretraining);
+  const auto files = expand_inputs(options.inputs);
+  if (options.joint) {
+    std::error_code ec;
+    const auto parent = options.output.has_parent_path() ? options.output.parent_path() : ".";
+    check_output_dir(parent);
+  } else {
+    check_output_dir(options.output);
+  }
+  int64_t total_bytes = 0;
+  for (const auto& f : files) total_bytes += static_cast<int64_t>(std::filesystem::file_size(f));
+
+  const auto start = std::chrono::steady_clock::now();
+  const Tokenizer tokenizer(vocab, options.flavor);
+  Progress progress("prep", static_cast<int64_t>(files.size()), total_bytes, options.progress);
+  PrepResult result;
+  std::mutex result_mutex;
+
+  // One unit of work: some input files -> one shard.
+  auto process = [&](const std::vector<std::filesystem::path>& group,
+                     const std::filesystem::path& out_path) {
+    std::vector<Document> documents;
+    ReadStats stats;
+    for (const auto& f : group) {
+      read_documents(f, tokenizer, options.invalid_utf8, documents, &stats,
+                     [&](int64_t b) { progress.add_bytes(b); });
+    }
+    int64_t doc_count = 0;
+    for (const auto& d : documents) doc_count += d.empty() ? 0 : 1;
+    std::vector<Sample> samples = create_samples(documents, vocab, options.pretraining);
+    documents.clear();
+    documents.shrink_to_fit();
+    int64_t tokens = 0;
+    ShardFormat format;
+    format.max_seq_length = options.pretraining.max_seq_length;
+    format.max_predictions_per_seq = options.pretraining.max_predictions_per_seq;
+    ShardWriter writer(out_path, options.layout, format);
+    const int64_t n = static_cast<int64_t>(samples.size());
+    for (Sample& s : samples) {
+      tokens += s.length();
+      writer.add(std::move(s));
+    }
+    samples.clear();
+    writer.commit();
+    progress.add_samples(n);
+    std::lock_guard lock(result_mutex);
+    result.documents += doc_count;
+    result.samples += n;
+    result.tokens += tokens;
+    result.replaced_lines += stats.replaced_lines;
+    result.bytes += stats.bytes;
+    result.files += static_cast<int64_t>(group.size());
+    result.outputs.push_back(out_path);
+  };
+
+  if (options.joint) {
+    process(files, options.output);
+    for (size_t i = 0; i < files.size(); ++i) progress.file_done();
+  } else {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        std::min<int>(options.threads > 0 ? options.threads : hw, static_cast<int>(files.size()));
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr first_error;
+    std::mutex error_mutex;
+    auto worker = [&] {
+      while (!failed) {
+        const size_t i = next++;
+        if (i >= files.size()) return;
+        try {
+          process({files[i]}, shard_name_for(options.output, files[i]));
+          progress.file_done();
+        } catch (...) {
+          std::lock_guard lock(error_mutex);
+          if (!first_error) first_error = std::current_exception();
+          failed = true;
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (first_error) std::rethrow_exception(first_error);
+  }
+  progress.finish();
+  std::sort(result.outputs.begin(), result.outputs.end());
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace mlbert::data

@@ -273,15 +273,15 @@ void Tokenizer::for_each_word(std::string_view text, Sink&& sink) const {
 
 void Tokenizer::wordpiece(std::string_view w, std::vector<int32_t>& ids) const {
   // Code point boundaries of the word.
-  size_t boundaries_buf[kMaxInputCharsPerWord + 2];
+  size_t boundaries_buf[kReferenceMaxCharsPerWord + 2];
   size_t nchars = 0;
   for (size_t p = 0; p < w.size();) {
-    if (nchars > kMaxInputCharsPerWord) break;
+    if (nchars > max_chars_per_word_) break;
     boundaries_buf[nchars++] = p;
     const auto b = static_cast<unsigned char>(w[p]);
     p += b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
   }
-  if (nchars > kMaxInputCharsPerWord) {
+  if (nchars > max_chars_per_word_) {
     ids.push_back(vocab_.special().unk);
     return;
   }

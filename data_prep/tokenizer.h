@@ -3,9 +3,10 @@
 // Two flavours that differ in three small, documented ways:
 //   kReference   = Google's tokenization.py as used by MLPerf's create_pretraining_data.py:
 //                  removes Cc/Cf, lower-cases each whitespace token with Python's str.lower()
-//                  (final-sigma rule included) BEFORE NFD;
+//                  (final-sigma rule included) BEFORE NFD, [UNK] for words over 200 characters;
 //   kHuggingFace = HF `tokenizers` BertWordPieceTokenizer(lowercase=True) defaults: also removes
-//                  Co/Cs, strips accents BEFORE lower-casing, lower-cases char by char (no final sigma).
+//                  Co/Cs, strips accents BEFORE lower-casing, lower-cases char by char (no final
+//                  sigma), [UNK] for words over 100 characters.
 // Unicode properties come from utf8proc; only non-ASCII text leaves the ASCII fast path.
 #pragma once
 #include <cstdint>
@@ -29,9 +30,15 @@ struct InvalidUtf8Error : std::runtime_error {
 
 class Tokenizer {
  public:
-  static constexpr size_t kMaxInputCharsPerWord = 100;  // longer words become [UNK]
+  // Longer words become [UNK]: Google's WordpieceTokenizer default vs HF's WordPiece default.
+  static constexpr size_t kReferenceMaxCharsPerWord = 200;
+  static constexpr size_t kHuggingFaceMaxCharsPerWord = 100;
 
-  Tokenizer(const Vocab& vocab, TokenizerFlavor flavor) : vocab_(vocab), flavor_(flavor) {}
+  Tokenizer(const Vocab& vocab, TokenizerFlavor flavor)
+      : vocab_(vocab),
+        flavor_(flavor),
+        max_chars_per_word_(flavor == TokenizerFlavor::kReference ? kReferenceMaxCharsPerWord
+                                                                  : kHuggingFaceMaxCharsPerWord) {}
 
   // Appends the WordPiece ids of one line of valid UTF-8 (throws InvalidUtf8Error otherwise).
   void tokenize(std::string_view text, std::vector<int32_t>& ids) const;
@@ -53,6 +60,7 @@ class Tokenizer {
 
   const Vocab& vocab_;
   TokenizerFlavor flavor_;
+  size_t max_chars_per_word_;
 };
 
 // True for code points BERT treats as CJK ideographs (each becomes its own word).

@@ -1,0 +1,44 @@
+// `mlbert data prep`: text files -> pretraining samples -> one HDF5 shard per input file, on a pool
+// of worker threads. Each input file is one independent reference run (its own Random(seed)), which
+// is how MLPerf builds its 500 training parts; `joint` treats all inputs as one run (the reference
+// invoked with a comma-separated input list). Peak memory is a few input files, not the corpus.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "data_prep/hdf5_io.h"
+#include "data_prep/pretraining.h"
+#include "data_prep/tokenizer.h"
+
+namespace mlbert::data {
+
+struct PrepOptions {
+  std::vector<std::filesystem::path> inputs;  // files, or directories (their files, sorted)
+  std::filesystem::path output;               // directory (or the output file when joint)
+  Layout layout = Layout::kVarlen;
+  PretrainingOptions pretraining;
+  TokenizerFlavor flavor = TokenizerFlavor::kReference;
+  InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;
+  int threads = 0;    // 0: hardware concurrency
+  bool joint = false;
+  int progress = -1;  // see Progress
+};
+
+struct PrepResult {
+  int64_t files = 0, documents = 0, samples = 0, tokens = 0, replaced_lines = 0, bytes = 0;
+  double seconds = 0;
+  std::vector<std::filesystem::path> outputs;
+};
+
+// Expands directories and checks that every input is a readable regular file.
+std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesystem::path>& inputs);
+// Output shard name for an input file: `<dir>/<input file name>.hdf5`.
+std::filesystem::path shard_name_for(const std::filesystem::path& output_dir,
+                                     const std::filesystem::path& input);
+// Fails early, with the directory named, when shards cannot be created there.
+void check_output_dir(const std::filesystem::path& dir);
+
+PrepResult run_prep(const PrepOptions& options, const Vocab& vocab);
+
+}  // namespace mlbert::data
