@@ -1,5 +1,187 @@
+// `mlbert checkpoint inspect|import|export`: look inside checkpoints of every supported format and
+// convert between them through the model's parameter store (so every conversion is validated
+// against the architecture).
 #include "bert/cli.h"
 
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "bert/checkpoint/checkpoint.h"
+#include "bert/checkpoint/safetensors.h"
+#include "bert/checkpoint/tf_bundle.h"
+#include "bert/cpu/cpu_ops.h"
+#include "bert/parameters.h"
+
 namespace mlbert::bert {
-void register_cli(CLI::App& /*app*/, int& /*exit_code*/) {}
+
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void inspect(const std::string& path, bool as_json) {
+  const CheckpointFormat format = detect_checkpoint_format(path);
+  nlohmann::ordered_json out;
+  out["path"] = path;
+  out["format"] = checkpoint_format_name(format);
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  size_t weights = 0, slots = 0, elements = 0;
+  if (format == CheckpointFormat::tf_bundle) {
+    TfBundleReader reader(path);
+    out["num_shards"] = reader.num_shards();
+    for (const auto& e : reader.entries()) {
+      const bool slot = is_tf_optimizer_slot(e.name);
+      (slot ? slots : weights) += 1;
+      if (!slot) elements += e.numel();
+      tensors.push_back({{"name", e.name},
+                         {"dtype", tf_dtype_name(e.dtype)},
+                         {"shape", e.shape},
+                         {"optimizer_slot", slot}});
+    }
+  } else {
+    SafetensorsReader reader(path);
+    for (const auto& e : reader.entries()) {
+      const bool extra = e.name.rfind("extra/", 0) == 0;
+      (extra ? slots : weights) += 1;
+      if (!extra) elements += e.numel();
+      tensors.push_back({{"name", e.name}, {"dtype", e.dtype}, {"shape", e.shape}});
+    }
+    out["metadata"] = reader.metadata();
+  }
+  out["weight_tensors"] = weights;
+  out["other_tensors"] = slots;
+  out["weight_elements"] = elements;
+  if (as_json) {
+    out["tensors"] = tensors;
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("%s: %s, %zu weight tensors (%zu elements), %zu optimizer/extra tensors\n",
+              path.c_str(), checkpoint_format_name(format), weights, elements, slots);
+  for (const auto& t : tensors) {
+    std::printf("  %-70s %-8s %s%s\n", t["name"].get<std::string>().c_str(),
+                t["dtype"].get<std::string>().c_str(),
+                shape_string(t["shape"].get<std::vector<int64_t>>()).c_str(),
+                t.value("optimizer_slot", false) ? "  (optimizer slot, skipped on import)" : "");
+  }
+}
+
+BertConfig resolve_config(const std::string& config, const std::string& hf_config,
+                          const std::string& source) {
+  if (!hf_config.empty()) return config_from_hf_json(hf_config);
+  if (!config.empty()) return BertConfig::from_preset_or_file(config);
+  if (detect_checkpoint_format(source) == CheckpointFormat::mlbert_safetensors) {
+    if (auto c = checkpoint_config(source)) return *c;
+  }
+  throw std::invalid_argument(source +
+                              ": give the architecture with --config (preset or "
+                              "bert_config.json) or --hf-config (Hugging Face config.json)");
+}
+
+void print_report(const ImportReport& r, const std::string& source) {
+  std::printf("%s: loaded %zu tensors from a %s checkpoint\n", source.c_str(), r.loaded,
+              checkpoint_format_name(r.format));
+  if (!r.skipped.empty()) {
+    std::printf("  skipped %zu tensors that are not model weights:\n", r.skipped.size());
+    const size_t shown = std::min<size_t>(r.skipped.size(), 8);
+    for (size_t i = 0; i < shown; ++i) std::printf("    %s\n", r.skipped[i].c_str());
+    if (shown < r.skipped.size()) std::printf("    ... and %zu more\n", r.skipped.size() - shown);
+  }
+  for (const auto& p : r.padded)
+    std::printf("  %s: vocabulary rows zero-padded to a multiple of 8\n", p.c_str());
+  if (!r.missing_heads.empty()) {
+    std::printf("  %zu head tensors absent (kept at their initial values)\n",
+                r.missing_heads.size());
+  }
+}
+
+}  // namespace
+
+void register_cli(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("checkpoint",
+                                     "Inspect and convert BERT checkpoints (mlbert "
+                                     "safetensors, TF tensor bundles, Hugging Face)");
+  cmd->require_subcommand(1);
+
+  auto* inspect_cmd = cmd->add_subcommand("inspect", "List the tensors of a checkpoint");
+  auto inspect_path = std::make_shared<std::string>();
+  auto inspect_json = std::make_shared<bool>(false);
+  inspect_cmd
+      ->add_option("path", *inspect_path,
+                   "checkpoint: model.safetensors or a TF prefix "
+                   "(model.ckpt-28252) / its .index")
+      ->required();
+  inspect_cmd->add_flag("--json", *inspect_json, "machine-readable output");
+  inspect_cmd->callback([inspect_path, inspect_json, &exit_code] {
+    inspect(*inspect_path, *inspect_json);
+    exit_code = 0;
+  });
+
+  struct ConvertArgs {
+    std::string source, out, config, hf_config, format = "mlbert";
+    bool allow_missing_heads = false;
+    uint64_t seed = 0;
+  };
+  auto import_args = std::make_shared<ConvertArgs>();
+  auto* import_cmd = cmd->add_subcommand(
+      "import", "Convert a TF bundle or Hugging Face checkpoint into an mlbert safetensors file");
+  import_cmd->add_option("source", import_args->source, "checkpoint to import")->required();
+  import_cmd->add_option("--out", import_args->out, "mlbert .safetensors to write")->required();
+  import_cmd->add_option("--config", import_args->config, "model preset or bert_config.json");
+  import_cmd->add_option("--hf-config", import_args->hf_config, "Hugging Face config.json");
+  import_cmd->add_flag("--allow-missing-heads", import_args->allow_missing_heads,
+                       "accept an encoder-only checkpoint; heads are initialized from --seed");
+  import_cmd->add_option("--seed", import_args->seed, "init seed for absent heads");
+  import_cmd->callback([import_args, &exit_code] {
+    const ConvertArgs& a = *import_args;
+    const BertConfig config = resolve_config(a.config, a.hf_config, a.source);
+    CpuOps ops;
+    ParameterStore params(config, ops);
+    params.init_truncated_normal(a.seed);
+    ImportOptions options;
+    options.allow_missing_heads = a.allow_missing_heads;
+    const ImportReport report = load_checkpoint(params, a.source, options);
+    print_report(report, a.source);
+    save_checkpoint(params, a.out, {{"imported_from", a.source}});
+    std::printf("wrote %s (%zu parameters)\n", a.out.c_str(), params.parameter_count());
+    exit_code = 0;
+  });
+
+  auto export_args = std::make_shared<ConvertArgs>();
+  auto* export_cmd = cmd->add_subcommand(
+      "export", "Write a checkpoint as Hugging Face BertForPreTraining (or mlbert) safetensors");
+  export_cmd->add_option("source", export_args->source, "checkpoint to export")->required();
+  export_cmd->add_option("--out", export_args->out, "output .safetensors")->required();
+  export_cmd->add_option("--format", export_args->format, "hf (default for export) or mlbert")
+      ->check(CLI::IsMember({"hf", "mlbert"}));
+  export_cmd->add_option("--config", export_args->config, "model preset or bert_config.json");
+  export_cmd->add_option("--hf-config", export_args->hf_config, "Hugging Face config.json");
+  export_args->format = "hf";
+  export_cmd->callback([export_args, &exit_code] {
+    const ConvertArgs& a = *export_args;
+    const BertConfig config = resolve_config(a.config, a.hf_config, a.source);
+    CpuOps ops;
+    ParameterStore params(config, ops);
+    print_report(load_checkpoint(params, a.source), a.source);
+    if (a.format == "hf") {
+      export_hf_safetensors(params, a.out);
+      const std::filesystem::path config_path =
+          std::filesystem::path(a.out).parent_path() / "config.json";
+      std::ofstream(config_path) << hf_config_json(config) << "\n";
+      std::printf("wrote %s and %s\n", a.out.c_str(), config_path.c_str());
+    } else {
+      save_checkpoint(params, a.out);
+      std::printf("wrote %s\n", a.out.c_str());
+    }
+    exit_code = 0;
+  });
+}
+
 }  // namespace mlbert::bert
