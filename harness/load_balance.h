@@ -1,0 +1,45 @@
+// Load balancing of one training step across ranks, as pure functions of the sample lengths.
+//
+// Design choice: after the sampler has chosen each rank's samples, a group of ranks (the whole
+// world for global-exchange, the ranks of one node for node-exchange, the paper's choice) pools
+// its samples, sorts them by length (longest first) and deals them in snake order: row i of the
+// sorted list (one sample per rank) goes left to right on even rows and right to left on odd
+// rows. Every rank keeps its batch size, the group keeps its multiset of samples, and the token
+// counts per rank come out nearly equal, so no rank waits on a straggler.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "harness/system_config.h"
+
+namespace mlbert::harness {
+
+// Where a rank's sample comes from: sample `index` of rank `rank`'s sampled batch.
+struct SampleSource {
+  int rank = 0;
+  int index = 0;
+  friend bool operator==(const SampleSource&, const SampleSource&) = default;
+};
+
+// The snake deal of `lengths` (a group's samples, rank-major: rank 0's, then rank 1's, ...)
+// over `group_size` ranks: for each rank of the group, indices into `lengths`. Ties in length
+// keep the pooled order, so every rank computes the same deal.
+std::vector<std::vector<int>> snake_deal(std::span<const int> lengths, int group_size);
+
+// The exchange plan of one step for the whole world: for each rank, the sources of the samples
+// it trains on. `lengths_per_rank[r]` are the lengths of rank r's sampled batch; node groups are
+// consecutive blocks of `ranks_per_node` ranks.
+std::vector<std::vector<SampleSource>> plan_exchange(
+    const std::vector<std::vector<int>>& lengths_per_rank, LoadBalancing balancing,
+    int ranks_per_node);
+
+// The same plan restricted to one group (`lengths_per_rank` holds only the group's ranks).
+std::vector<std::vector<SampleSource>> plan_group_exchange(
+    const std::vector<std::vector<int>>& lengths_per_rank);
+
+// The straggler overhead of a step: max over ranks of tokens / mean tokens (1.0 = perfect).
+double straggler_ratio(std::span<const std::int64_t> tokens_per_rank);
+
+}  // namespace mlbert::harness

@@ -1,0 +1,117 @@
+// Sample streams, the keyed permutation and the per-step sample choice (see sampler.h).
+#include "harness/sampler.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace mlbert::harness {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void SampleStream::add(std::int32_t shard, std::int64_t first_row, std::int64_t rows) {
+  if (rows <= 0) return;
+  if (!ranges_.empty()) {
+    Range& last = ranges_.back();
+    if (last.shard == shard && last.first_row + last.rows == first_row) {
+      last.rows += rows;
+      total_ += rows;
+      return;
+    }
+  }
+  ranges_.push_back(Range{shard, first_row, rows, total_});
+  total_ += rows;
+}
+
+SampleRef SampleStream::at(std::int64_t index) const {
+  if (index < 0 || index >= total_)
+    throw std::out_of_range("sample index " + std::to_string(index) + " outside a stream of " +
+                            std::to_string(total_));
+  const auto it = std::upper_bound(ranges_.begin(), ranges_.end(), index,
+                                   [](std::int64_t i, const Range& r) { return i < r.start; });
+  const Range& range = *(it - 1);
+  return SampleRef{range.shard, range.first_row + (index - range.start)};
+}
+
+RandomPermutation::RandomPermutation(std::uint64_t n, std::uint64_t key) : n_(n) {
+  int bits = 2;
+  while (bits < 64 && (std::uint64_t{1} << bits) < n) bits += 2;
+  half_bits_ = bits / 2;
+  half_mask_ = (std::uint64_t{1} << half_bits_) - 1;
+  std::uint64_t state = key;
+  for (auto& k : round_keys_) {
+    state = mix64(state);
+    k = state;
+  }
+}
+
+std::uint64_t RandomPermutation::operator()(std::uint64_t index) const {
+  if (index >= n_) throw std::out_of_range("permutation index outside its domain");
+  // A Feistel network is a bijection of the 2*half_bits domain whatever the round function;
+  // walking the cycle until the value falls back into [0, n) keeps it a bijection of [0, n).
+  std::uint64_t x = index;
+  do {
+    std::uint64_t left = x >> half_bits_;
+    std::uint64_t right = x & half_mask_;
+    for (std::uint64_t k : round_keys_) {
+      const std::uint64_t f = mix64(right ^ k) & half_mask_;
+      const std::uint64_t next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << half_bits_) | right;
+  } while (x >= n_);
+  return x;
+}
+
+Sampler::Sampler(std::vector<SampleStream> streams, std::vector<int> quotas, int world,
+                 std::uint64_t seed)
+    : streams_(std::move(streams)), quotas_(std::move(quotas)), world_(world), seed_(seed) {
+  if (streams_.size() != quotas_.size())
+    throw std::invalid_argument("sampler: " + std::to_string(quotas_.size()) + " quotas for " +
+                                std::to_string(streams_.size()) + " sample streams");
+  if (world_ < 1) throw std::invalid_argument("sampler: world size must be >= 1");
+  per_epoch_ = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    if (quotas_[s] < 0) throw std::invalid_argument("sampler: negative quota");
+    per_rank_batch_ += quotas_[s];
+    if (quotas_[s] == 0) continue;
+    const std::int64_t need = static_cast<std::int64_t>(world_) * quotas_[s];
+    const std::int64_t steps = streams_[s].size() / need;
+    if (steps < 1)
+      throw std::invalid_argument(
+          "sampler: stream " + std::to_string(s) + " has " + std::to_string(streams_[s].size()) +
+          " samples but one micro-step needs " + std::to_string(need) + " (" +
+          std::to_string(world_) + " ranks x quota " + std::to_string(quotas_[s]) + ")");
+    per_epoch_ = std::min(per_epoch_, steps);
+  }
+  if (per_rank_batch_ < 1) throw std::invalid_argument("sampler: the per-rank batch is empty");
+}
+
+std::vector<SampleRef> Sampler::batch(int rank, std::int64_t micro_step) const {
+  if (rank < 0 || rank >= world_) throw std::out_of_range("sampler: rank outside the world");
+  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
+  const std::int64_t epoch = micro_step / per_epoch_;
+  const std::int64_t step_in_epoch = micro_step % per_epoch_;
+  std::vector<SampleRef> samples;
+  samples.reserve(per_rank_batch_);
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    const int quota = quotas_[s];
+    if (quota == 0) continue;
+    // One permutation per (seed, epoch, stream): a new order every epoch.
+    const RandomPermutation order(
+        static_cast<std::uint64_t>(streams_[s].size()),
+        mix64(seed_ ^ mix64(static_cast<std::uint64_t>(epoch) * 0x100 + s + 1)));
+    const std::int64_t first = (step_in_epoch * world_ + rank) * quota;
+    for (int j = 0; j < quota; ++j)
+      samples.push_back(streams_[s].at(static_cast<std::int64_t>(order(first + j))));
+  }
+  return samples;
+}
+
+}  // namespace mlbert::harness

@@ -1,0 +1,201 @@
+// systems/*.json: the shipped systems validate, and every kind of mistake is reported with the
+// file and the JSON path of the field.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "harness/system_config.h"
+#include "tests/common/shared_fixtures.h"
+
+namespace {
+
+using mlbert::harness::load_system;
+using mlbert::harness::parse_system;
+using mlbert::harness::SystemConfigError;
+using nlohmann::json;
+
+json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+std::filesystem::path systems_dir() {
+  return mlbert::test::source_dir() / "systems";
+}
+
+// The message of the error parse_system throws for `root` (fails the test if none is thrown).
+std::string error_of(const json& root, const std::string& origin = "systems/test.json") {
+  try {
+    parse_system(root, origin);
+  } catch (const SystemConfigError& e) {
+    return e.what();
+  }
+  FAIL("parse_system accepted an invalid system");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("every shipped system file validates", "[system]") {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(systems_dir())) {
+    if (entry.path().extension() != ".json") continue;
+    INFO(entry.path());
+    const auto system = load_system(entry.path().string());
+    CHECK(system.name == entry.path().stem().string());
+    CHECK(system.run.global_batch_size == system.run.per_rank_batch * system.topology.world_size() *
+                                              system.run.gradient_accumulation);
+    ++count;
+  }
+  CHECK(count >= 6);
+}
+
+TEST_CASE("the shipped systems have the published shapes and hyperparameters", "[system]") {
+  const auto dgx1 = load_system("dgxa100_1x8", systems_dir());
+  CHECK(dgx1.topology.world_size() == 8);
+  CHECK(dgx1.run.global_batch_size == 448);
+  CHECK(dgx1.topology.nics.size() == 8);
+  CHECK(dgx1.run.optimizer.kind == mlbert::harness::OptimizerKind::lamb);
+  CHECK(dgx1.run.division == "closed");
+
+  const auto dgx128 = load_system("dgxa100_128x8", systems_dir());
+  CHECK(dgx128.topology.world_size() == 1024);
+  CHECK(dgx128.topology.nics.size() == 8);
+
+  const auto paper = load_system("samsung_dgxa100_128x8", systems_dir());
+  CHECK(paper.topology.world_size() == 1024);
+  CHECK(paper.topology.nics.size() == 4);
+  CHECK(paper.run.global_batch_size == 16384);
+  CHECK(paper.run.division == "open");
+  CHECK(paper.run.optimizer.kind == mlbert::harness::OptimizerKind::adamw);
+  CHECK(paper.run.optimizer.learning_rate == Approx(3.9299e-4).epsilon(1e-4));
+  CHECK(paper.run.optimizer.beta1 == Approx(0.80036).epsilon(1e-4));
+  CHECK(paper.run.optimizer.beta2 == Approx(0.81747).epsilon(1e-4));
+  CHECK(paper.run.optimizer.epsilon == 1e-9);
+  CHECK(paper.run.optimizer.weight_decay == Approx(2.886e-3).epsilon(1e-3));
+  CHECK(paper.run.lr_schedule.warmup_steps == 82);
+  CHECK(paper.run.lr_schedule.start_warmup_step == -16);
+  CHECK(paper.run.lr_schedule.decay_steps == 179);
+  CHECK(paper.run.lr_schedule.end_learning_rate == Approx(4.945e-5).epsilon(1e-3));
+  CHECK(paper.run.stratified_quotas == std::vector<int>{6, 3, 2, 5});
+  CHECK(paper.run.load_balancing == mlbert::harness::LoadBalancing::node_exchange);
+  CHECK(paper.run.clipping == mlbert::harness::ClippingMode::bucket_before_allreduce);
+  CHECK(paper.run.loss_scale.initial == 131072.0);
+
+  const auto n171 = load_system("samsung_dgxa100_171x8", systems_dir());
+  CHECK(n171.topology.world_size() == 1368);
+
+  const auto h200 = load_system("h200_1x1", systems_dir());
+  CHECK(h200.topology.world_size() == 1);
+  CHECK(h200.topology.accelerator.model.find("H200") != std::string::npos);
+}
+
+TEST_CASE("the MLPerf eval cadence follows floor(0.05*(230.23*GBS + 3e6), 25000)", "[system]") {
+  using mlbert::harness::mlperf_eval_interval;
+  for (int gbs : {256, 448, 1536, 2048}) CHECK(mlperf_eval_interval(gbs) == 150000);
+  CHECK(mlperf_eval_interval(3072) == 175000);
+  CHECK(mlperf_eval_interval(4096) == 175000);
+  CHECK(mlperf_eval_interval(4608) == 200000);
+  CHECK(mlperf_eval_interval(6144) == 200000);
+  CHECK(mlperf_eval_interval(8192) == 225000);
+  CHECK(mlperf_eval_interval(16384) == 325000);
+}
+
+TEST_CASE("a missing official field is named with the file", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");
+  root.erase("host_memory_capacity");
+  const std::string message = error_of(root, "systems/broken.json");
+  CHECK_THAT(message, Catch::Contains("systems/broken.json: host_memory_capacity: missing"));
+}
+
+TEST_CASE("wrong types and values name the JSON path of the field", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");
+  root["run"]["optimizer"]["beta1"] = "0.9";
+  root["topology"]["nodes"] = 1.5;
+  root["other_software_stack"] = "cuda 12";
+  const std::string message = error_of(root);
+  CHECK_THAT(message, Catch::Contains("run.optimizer.beta1: must be a number"));
+  CHECK_THAT(message, Catch::Contains("topology.nodes: must be an integer"));
+  CHECK_THAT(message, Catch::Contains("other_software_stack: must be an object"));
+  CHECK_THAT(message, Catch::Contains("3 problems"));
+}
+
+TEST_CASE("the hyperparameters of the optimizer must all be present", "[system][errors]") {
+  json root = read_json(systems_dir() / "samsung_dgxa100_128x8.json");
+  root["run"]["optimizer"].erase("epsilon");
+  root["run"]["optimizer"].erase("weight_decay");
+  const std::string message = error_of(root);
+  CHECK_THAT(message, Catch::Contains("run.optimizer.epsilon: missing"));
+  CHECK_THAT(message, Catch::Contains("run.optimizer.weight_decay: missing"));
+}
+
+TEST_CASE("the global batch must equal per-rank batch x ranks x accumulation", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_128x8.json");
+  root["run"]["global_batch_size"] = 4096;
+  CHECK_THAT(error_of(root),
+             Catch::Contains("run.global_batch_size: 4096 but per_rank_batch x "
+                             "ranks x gradient_accumulation = 3 x 1024 x 1 = 3072"));
+}
+
+TEST_CASE("ranks must equal nodes x GPUs of the official fields", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_128x8.json");
+  root["number_of_nodes"] = "64";
+  CHECK_THAT(error_of(root), Catch::Contains("number_of_nodes: \"64\" but topology.nodes is 128"));
+  root = read_json(systems_dir() / "dgxa100_128x8.json");
+  root["accelerators_per_node"] = "4";
+  CHECK_THAT(error_of(root),
+             Catch::Contains("accelerators_per_node: \"4\" but topology.ranks_per_node is 8"));
+}
+
+TEST_CASE("affinity entries must name known NICs and NUMA nodes", "[system][errors]") {
+  json root = read_json(systems_dir() / "samsung_dgxa100_128x8.json");
+  root["topology"]["local_ranks"][3]["nic"] = "mlx5_9";
+  root["topology"]["local_ranks"][5]["numa_node"] = 8;
+  const std::string message = error_of(root);
+  CHECK_THAT(message, Catch::Contains(
+                          "topology.local_ranks[3].nic: \"mlx5_9\" is not one of topology.nics"));
+  CHECK_THAT(message, Catch::Contains("topology.local_ranks[5].numa_node: must be in 0..7"));
+}
+
+TEST_CASE("stratified quotas must cover the per-rank batch", "[system][errors]") {
+  json root = read_json(systems_dir() / "samsung_dgxa100_128x8.json");
+  root["run"]["sampler"]["quotas"] = {6, 3, 2, 4};
+  CHECK_THAT(error_of(root),
+             Catch::Contains("run.sampler.quotas: sum to 15 but per_rank_batch is 16"));
+}
+
+TEST_CASE("closed division forbids the open techniques", "[system][errors]") {
+  json root = read_json(systems_dir() / "samsung_dgxa100_128x8.json");
+  root["division"] = "closed";
+  root["run"]["division"] = "closed";
+  const std::string message = error_of(root);
+  CHECK_THAT(message, Catch::Contains("run.optimizer.name: must be \"lamb\""));
+  CHECK_THAT(message, Catch::Contains("run.clipping.mode: must be \"after-allreduce\""));
+  CHECK_THAT(message, Catch::Contains("run.sampler.name: must be \"random\""));
+}
+
+TEST_CASE("an unknown enum value lists the accepted ones", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");
+  root["run"]["load_balancing"] = "node-swap";
+  CHECK_THAT(error_of(root), Catch::Contains("run.load_balancing: \"node-swap\" is not one of "
+                                             "\"none\", \"global-exchange\", \"node-exchange\""));
+}
+
+TEST_CASE("status values follow the ruleset", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");  // ruleset 4.1.0
+  root["status"] = "onprem";
+  CHECK_THAT(error_of(root), Catch::Contains("status: \"onprem\" is not allowed by ruleset 4.1.0"));
+}
+
+TEST_CASE("bad files are named in the error", "[system][errors]") {
+  const auto dir = std::filesystem::temp_directory_path() / "mlbert_harness_system_test";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "truncated.json") << "{\"submitter\": \"x\", "; }
+  CHECK_THROWS_WITH(load_system((dir / "truncated.json").string()),
+                    Catch::Contains("truncated.json: not valid JSON"));
+  CHECK_THROWS_WITH(
+      load_system("no_such_system", systems_dir()),
+      Catch::Contains("no_such_system.json: cannot open system file (known systems: "));
+  std::filesystem::remove_all(dir);
+}
