@@ -1,0 +1,153 @@
+// Attention entry points: parameter validation, dtype dispatch, and the two light kernels around
+// the fused backward (rowsum(dO*O) with dQ-accumulator zeroing before it, dQ conversion after it).
+#include <stdexcept>
+#include <string>
+
+#include "bert/cuda/attention.h"
+#include "bert/cuda/attention_launch.h"
+#include "bert/cuda/common.cuh"
+
+namespace mlbert::cuda {
+namespace {
+
+constexpr int kHeadDim = kAttentionHeadDim;
+constexpr int kPacksPerHead = kHeadDim / 8;  // 16-byte packs of 8 elements per head row
+constexpr int kLightThreads = 256;
+
+// softmax_d[h][t] = sum_d dO[t, h, d] * O[t, h, d]; also zeroes dq_accum[t, h, :].
+// Eight lanes per (token, head), one 16-byte pack each.
+template <typename T>
+__global__ void attention_bwd_prepare_kernel(const T* __restrict__ out, int64_t out_row_stride,
+                                             const T* __restrict__ dout, int64_t dout_row_stride,
+                                             float* __restrict__ softmax_d,
+                                             float* __restrict__ dq_accum, int total_tokens,
+                                             int num_heads) {
+  const int64_t item =
+      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kPacksPerHead;
+  const int pack = threadIdx.x % kPacksPerHead;
+  const bool active = item < static_cast<int64_t>(total_tokens) * num_heads;
+  float partial = 0.0f;
+  int token = 0, head = 0;
+  if (active) {
+    token = static_cast<int>(item / num_heads);
+    head = static_cast<int>(item % num_heads);
+    const int col = head * kHeadDim + pack * 8;
+    const Pack<T> o = load_pack(out + token * out_row_stride + col);
+    const Pack<T> d = load_pack(dout + token * dout_row_stride + col);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) partial += to_float(o.v[i]) * to_float(d.v[i]);
+    float4* acc = reinterpret_cast<float4*>(dq_accum + item * kHeadDim + pack * 8);
+    acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+    acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  // Reduce across the 8 lanes of this (token, head); groups of 8 are aligned within the warp.
+#pragma unroll
+  for (int offset = kPacksPerHead / 2; offset > 0; offset /= 2)
+    partial += __shfl_xor_sync(kFullWarpMask, partial, offset);
+  if (active && pack == 0) softmax_d[static_cast<int64_t>(head) * total_tokens + token] = partial;
+}
+
+template <typename T>
+__global__ void attention_dq_convert_kernel(const float* __restrict__ dq_accum, T* __restrict__ dq,
+                                            int64_t dq_row_stride, int total_tokens,
+                                            int num_heads) {
+  const int64_t item =
+      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kPacksPerHead;
+  const int pack = threadIdx.x % kPacksPerHead;
+  if (item >= static_cast<int64_t>(total_tokens) * num_heads) return;
+  const int token = static_cast<int>(item / num_heads);
+  const int head = static_cast<int>(item % num_heads);
+  const float4* src = reinterpret_cast<const float4*>(dq_accum + item * kHeadDim + pack * 8);
+  const float4 lo = src[0], hi = src[1];
+  Pack<T> out;
+  out.v[0] = from_float<T>(lo.x);
+  out.v[1] = from_float<T>(lo.y);
+  out.v[2] = from_float<T>(lo.z);
+  out.v[3] = from_float<T>(lo.w);
+  out.v[4] = from_float<T>(hi.x);
+  out.v[5] = from_float<T>(hi.y);
+  out.v[6] = from_float<T>(hi.z);
+  out.v[7] = from_float<T>(hi.w);
+  store_pack(dq + token * dq_row_stride + head * kHeadDim + pack * 8, out);
+}
+
+void require_aligned(const void* ptr, const char* name) {
+  if (ptr == nullptr) throw std::invalid_argument(std::string("attention: ") + name + " is null");
+  if (reinterpret_cast<uintptr_t>(ptr) % kVectorBytes != 0)
+    throw std::invalid_argument(std::string("attention: ") + name + " is not 16-byte aligned");
+}
+
+void require_stride(int64_t stride, int num_heads, const char* name) {
+  if (stride % 8 != 0 || stride < static_cast<int64_t>(num_heads) * kHeadDim)
+    throw std::invalid_argument(std::string("attention: ") + name + " = " + std::to_string(stride) +
+                                " must be a multiple of 8 and at least num_heads * 64 = " +
+                                std::to_string(num_heads * kHeadDim));
+}
+
+template <typename T>
+void backward_typed(const AttentionBwdParams& p, cudaStream_t stream) {
+  const int64_t items = static_cast<int64_t>(p.total_tokens) * p.num_heads;
+  const unsigned blocks = ceil_div(items * kPacksPerHead, kLightThreads);
+  attention_bwd_prepare_kernel<T><<<blocks, kLightThreads, 0, stream>>>(
+      static_cast<const T*>(p.out), p.out_row_stride, static_cast<const T*>(p.dout),
+      p.dout_row_stride, p.softmax_d, p.dq_accum, p.total_tokens, p.num_heads);
+  CUDA_CHECK_LAUNCH();
+  attention_detail::run_attention_bwd<T>(p, stream);
+  attention_dq_convert_kernel<T><<<blocks, kLightThreads, 0, stream>>>(
+      p.dq_accum, static_cast<T*>(p.dq), p.dq_row_stride, p.total_tokens, p.num_heads);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void validate_attention_params(const AttentionParams& p) {
+  if (p.num_seqs <= 0 || p.num_heads <= 0 || p.total_tokens <= 0 || p.max_seqlen <= 0)
+    throw std::invalid_argument(
+        "attention: num_seqs, num_heads, total_tokens and max_seqlen must be positive");
+  if (p.cu_seqlens == nullptr) throw std::invalid_argument("attention: cu_seqlens is null");
+  if (p.softmax_lse == nullptr) throw std::invalid_argument("attention: softmax_lse is null");
+  if (p.dropout.enabled && p.dropout.keep_threshold == 0)
+    throw std::invalid_argument("attention: dropout mask keeps nothing (keep_threshold 0)");
+  require_aligned(p.q, "q");
+  require_aligned(p.k, "k");
+  require_aligned(p.v, "v");
+  require_aligned(p.out, "out");
+  require_stride(p.q_row_stride, p.num_heads, "q_row_stride");
+  require_stride(p.k_row_stride, p.num_heads, "k_row_stride");
+  require_stride(p.v_row_stride, p.num_heads, "v_row_stride");
+  require_stride(p.out_row_stride, p.num_heads, "out_row_stride");
+}
+
+void attention_forward(ComputeType type, const AttentionParams& params, cudaStream_t stream) {
+  validate_attention_params(params);
+  AttentionParams p = params;
+  p.dropout_row_stride = bert::attention_dropout_row_stride(p.max_seqlen);
+  if (type == ComputeType::f16) {
+    attention_detail::run_attention_fwd<__half>(p, stream);
+  } else {
+    attention_detail::run_attention_fwd<__nv_bfloat16>(p, stream);
+  }
+}
+
+void attention_backward(ComputeType type, const AttentionBwdParams& params, cudaStream_t stream) {
+  validate_attention_params(params);
+  AttentionBwdParams p = params;
+  p.dropout_row_stride = bert::attention_dropout_row_stride(p.max_seqlen);
+  require_aligned(p.dout, "dout");
+  require_aligned(p.dq, "dq");
+  require_aligned(p.dk, "dk");
+  require_aligned(p.dv, "dv");
+  require_aligned(p.dq_accum, "dq_accum");
+  if (p.softmax_d == nullptr) throw std::invalid_argument("attention: softmax_d is null");
+  require_stride(p.dout_row_stride, p.num_heads, "dout_row_stride");
+  require_stride(p.dq_row_stride, p.num_heads, "dq_row_stride");
+  require_stride(p.dk_row_stride, p.num_heads, "dk_row_stride");
+  require_stride(p.dv_row_stride, p.num_heads, "dv_row_stride");
+  if (type == ComputeType::f16) {
+    backward_typed<__half>(p, stream);
+  } else {
+    backward_typed<__nv_bfloat16>(p, stream);
+  }
+}
+
+}  // namespace mlbert::cuda

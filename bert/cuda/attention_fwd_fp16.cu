@@ -1,0 +1,7 @@
+// Attention forward kernel instantiated for fp16 (see attention_kernels.cuh).
+#include "bert/cuda/attention_kernels.cuh"
+#include "bert/cuda/attention_launch.h"
+
+namespace mlbert::cuda::attention_detail {
+template void run_attention_fwd<__half>(const AttentionParams& p, cudaStream_t stream);
+}  // namespace mlbert::cuda::attention_detail

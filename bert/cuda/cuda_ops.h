@@ -1,0 +1,136 @@
+// CudaOps: the CUDA backend of the Ops contract (bert/ops.h) for A100 (sm_80) and H100/H200
+// (sm_90): activations and weights in fp16 or bf16, fp32 master weights, gradients, optimizer
+// state and every accumulation; GEMMs through cuBLASLt with epilogues, everything else through
+// the fused kernels of bert/cuda.
+//
+// Design choice: all work is issued in order on one stream that CudaOps owns; no op allocates.
+// Tensors come from allocate() (cudaMalloc, at model construction), the ops' temporaries from one
+// workspace reserved up front for the largest step (workspace.h), chunk tables are uploaded once
+// per parameter layout. Index errors found on the device (ids, labels, gather indices) are raised
+// as exceptions at the next synchronizing call, never silently used.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bert/config.h"
+#include "bert/cuda/gemm.h"
+#include "bert/cuda/loss_scale.h"
+#include "bert/cuda/multi_tensor.h"
+#include "bert/cuda/optimizer.h"
+#include "bert/cuda/types.h"
+#include "bert/cuda/workspace.h"
+#include "bert/model.h"
+#include "bert/ops.h"
+
+namespace mlbert::cuda {
+
+struct CudaOpsOptions {
+  bert::DType compute_dtype = bert::DType::bf16;  // f16 or bf16
+  int device = 0;
+  size_t gemm_workspace_bytes = kGemmWorkspaceBytes;
+  // Reserve the op workspace for these limits at construction (see workspace.h). Left at zero,
+  // the workspace is sized by the first ops that need it (allocations then happen during the
+  // first step, never after it for the same shapes).
+  WorkspaceLimits workspace_limits;
+  // cuBLASLt epilogues; each can be switched off (then a separate kernel does the same work).
+  bool gelu_epilogue = true;
+  bool bias_grad_epilogue = true;
+};
+
+// Options for a model: the workspace sized for `limits`.
+CudaOpsOptions cuda_ops_options_for(const bert::BertConfig& config, const bert::ModelLimits& limits,
+                                    bert::DType compute_dtype);
+
+// Number of CUDA devices visible (0 when there is no driver or no device).
+int cuda_device_count();
+
+class CudaOps final : public bert::Ops {
+ public:
+  explicit CudaOps(const CudaOpsOptions& options = {});
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  std::string name() const override;
+  bert::DType compute_dtype() const override { return options_.compute_dtype; }
+
+  bert::Tensor allocate(bert::DType dtype, size_t numel) override;
+  void release(bert::Tensor tensor) override;
+  void copy_from_host(bert::Tensor dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, bert::Tensor src, size_t bytes) override;
+  void copy(bert::Tensor dst, bert::Tensor src) override;
+  void fill_zero(bert::Tensor tensor) override;
+  void cast(bert::Tensor dst, bert::Tensor src) override;
+  void synchronize() override;
+
+  void linear_forward(const bert::LinearForwardParams& p) override;
+  void linear_backward(const bert::LinearBackwardParams& p) override;
+  void layer_norm_forward(const bert::LayerNormForwardParams& p) override;
+  void layer_norm_backward(const bert::LayerNormBackwardParams& p) override;
+  void embedding_forward(const bert::EmbeddingForwardParams& p) override;
+  void embedding_backward(const bert::EmbeddingBackwardParams& p) override;
+  void attention_forward(const bert::AttentionForwardParams& p) override;
+  void attention_backward(const bert::AttentionBackwardParams& p) override;
+  void gather_rows(const bert::GatherRowsParams& p) override;
+  void scatter_add_rows(const bert::ScatterAddRowsParams& p) override;
+  void cross_entropy(const bert::CrossEntropyParams& p) override;
+
+  void l2_norm(const bert::L2NormParams& p) override;
+  void scale(bert::Tensor x, float factor) override;
+  void adam_update(const bert::AdamParams& p) override;
+  void lamb_update(const bert::LambParams& p) override;
+
+  // ---- CUDA-specific extensions (the harness may use them; the Ops contract does not need them)
+  // The stream every op is issued on (for NCCL overlap: record an event here, wait on it there).
+  cudaStream_t stream() const { return stream_; }
+  int sm_count() const { return sm_count_; }
+  const std::string& device_name() const { return device_name_; }
+  // cudaMalloc calls so far (tensors, workspace growth, chunk tables): constant across steady-state
+  // steps, which the device check asserts.
+  size_t device_allocations() const { return device_allocations_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  const GemmRunner& gemm() const { return *gemm_; }
+  // Device-side dynamic loss scaling (fp16): when enabled, update_loss_scale(total) reads the
+  // inf/nan flag an l2_norm wrote into `total` and updates the scale on the device; adam_update
+  // and lamb_update then skip an overflowed step and multiply gradients by 1 / (the step's scale)
+  // on top of their grad_scale, without any host synchronization.
+  void enable_device_loss_scaling(const LossScaleConfig& config);
+  void update_loss_scale(bert::Tensor total);
+  LossScaleState loss_scale_state();  // synchronizes
+
+ private:
+  void* scratch(size_t bytes);
+  const DeviceChunkTable& chunk_table(std::span<const bert::TensorSegment> segments,
+                                      size_t buffer_elements);
+  void check_device_errors();
+  void* device_malloc(size_t bytes);
+  void linear_gemm(const GemmArgs& args);
+
+  CudaOpsOptions options_;
+  ComputeType type_;
+  cudaStream_t stream_ = nullptr;
+  int sm_count_ = 0;
+  std::string device_name_;
+  std::unique_ptr<GemmRunner> gemm_;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  uint32_t* error_flags_ = nullptr;
+  LossScaleState* loss_scale_ = nullptr;
+  LossScaleConfig loss_scale_config_;
+  size_t device_allocations_ = 0;
+  struct CachedTable {
+    std::vector<bert::TensorSegment> segments;
+    size_t buffer_elements = 0;
+    void* device = nullptr;
+    DeviceChunkTable table;
+  };
+  std::vector<CachedTable> tables_;
+};
+
+}  // namespace mlbert::cuda

@@ -1,0 +1,297 @@
+// cuBLASLt GEMM runner with a per-problem algorithm cache, and the tiled fallback GEMM.
+#include "bert/cuda/gemm.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "bert/cuda/common.cuh"
+
+namespace mlbert::cuda {
+namespace {
+
+cudaDataType_t cuda_type(MatrixType type) {
+  switch (type) {
+    case MatrixType::f16:
+      return CUDA_R_16F;
+    case MatrixType::bf16:
+      return CUDA_R_16BF;
+    case MatrixType::f32:
+      return CUDA_R_32F;
+  }
+  return CUDA_R_32F;
+}
+
+cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue) {
+  switch (epilogue) {
+    case GemmEpilogue::none:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::bias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::gelu_aux_bias:
+      return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case GemmEpilogue::dgelu_bgrad:
+      return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    case GemmEpilogue::bgrad_a:
+      return CUBLASLT_EPILOGUE_BGRADA;
+    case GemmEpilogue::bgrad_b:
+      return CUBLASLT_EPILOGUE_BGRADB;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool uses_aux(GemmEpilogue e) {
+  return e == GemmEpilogue::gelu_aux_bias || e == GemmEpilogue::dgelu_bgrad;
+}
+bool uses_bias_grad(GemmEpilogue e) {
+  return e == GemmEpilogue::dgelu_bgrad || e == GemmEpilogue::bgrad_a || e == GemmEpilogue::bgrad_b;
+}
+bool uses_bias(GemmEpilogue e) {
+  return e == GemmEpilogue::bias || e == GemmEpilogue::gelu_aux_bias;
+}
+
+template <typename V>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const V& value) {
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const GemmArgs& args) {
+  if (uses_bias(args.epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias);
+  if (uses_bias_grad(args.epilogue))
+    set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(args.bias_grad));
+  if (uses_aux(args.epilogue))
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<const void*>(args.aux));
+}
+
+void validate(const GemmArgs& args) {
+  const ColumnMajorGemm& g = args.shape;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+    throw std::invalid_argument("gemm: empty problem " + describe(g));
+  if (args.a == nullptr || args.b == nullptr || args.d == nullptr)
+    throw std::invalid_argument("gemm: null operand for " + describe(g));
+  if (uses_bias(args.epilogue) && args.bias == nullptr)
+    throw std::invalid_argument(std::string("gemm: epilogue ") + gemm_epilogue_name(args.epilogue) +
+                                " needs a bias");
+  if (uses_bias_grad(args.epilogue) && args.bias_grad == nullptr)
+    throw std::invalid_argument(std::string("gemm: epilogue ") + gemm_epilogue_name(args.epilogue) +
+                                " needs a bias_grad");
+  if (uses_aux(args.epilogue) &&
+      (args.aux == nullptr || args.aux_ld < g.m || args.aux_ld % kGemmAuxLdMultiple != 0))
+    throw std::invalid_argument("gemm: GELU aux buffer missing or its ld " +
+                                std::to_string(args.aux_ld) + " is not a multiple of 8 >= m for " +
+                                describe(g));
+}
+
+}  // namespace
+
+GemmRunner::GemmRunner(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+  CUBLAS_CHECK(cublasLtCreate(&handle_));
+  if (workspace_bytes_ > 0) CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+}
+
+GemmRunner::~GemmRunner() {
+  for (auto& [key, plan] : cache_) {
+    if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
+    if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
+    if (plan.d) cublasLtMatrixLayoutDestroy(plan.d);
+    if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
+  }
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
+  const ColumnMajorGemm& g = args.shape;
+  const uint32_t align_a = pointer_alignment(reinterpret_cast<uintptr_t>(args.a));
+  const uint32_t align_b = pointer_alignment(reinterpret_cast<uintptr_t>(args.b));
+  const uint32_t align_d = pointer_alignment(reinterpret_cast<uintptr_t>(args.d));
+  const void* epilogue_ptr = uses_bias(args.epilogue)        ? args.bias
+                             : uses_bias_grad(args.epilogue) ? args.bias_grad
+                                                             : nullptr;
+  const uint32_t align_bias =
+      epilogue_ptr ? pointer_alignment(reinterpret_cast<uintptr_t>(epilogue_ptr)) : 0;
+  const uint32_t align_aux =
+      uses_aux(args.epilogue) ? pointer_alignment(reinterpret_cast<uintptr_t>(args.aux)) : 0;
+  const Key key{g.m,
+                g.n,
+                g.k,
+                g.lda,
+                g.ldb,
+                g.ldd,
+                g.trans_a,
+                g.trans_b,
+                static_cast<int>(args.ab_type),
+                static_cast<int>(args.d_type),
+                static_cast<int>(args.epilogue),
+                static_cast<int>(args.bias_type),
+                uses_aux(args.epilogue) ? args.aux_ld : 0,
+                align_a,
+                align_b,
+                align_d,
+                align_bias,
+                align_aux};
+  auto found = cache_.find(key);
+  if (found != cache_.end()) return found->second;
+
+  Plan plan;
+  const cudaDataType_t ab = cuda_type(args.ab_type), dt = cuda_type(args.d_type);
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
+  const cublasLtEpilogue_t epilogue = lt_epilogue(args.epilogue);
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
+  if (args.epilogue != GemmEpilogue::none) {
+    const int32_t bias_type = cuda_type(args.bias_type);
+    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type);
+  }
+  if (uses_aux(args.epilogue))
+    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, args.aux_ld);
+  set_epilogue_pointers(plan.desc, args);
+
+  // Stored shapes: op(A) is m x k, so A is stored k x m when transposed.
+  CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&plan.a, ab, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&plan.b, ab, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, dt, g.m, g.n, g.ldd));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t max_workspace = workspace_bytes_;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &max_workspace, sizeof(max_workspace)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found_count = 0;
+  ++heuristic_queries_;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle_, plan.desc, plan.a, plan.b, plan.d, plan.d, pref, 1, &result, &found_count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (status == CUBLAS_STATUS_SUCCESS && found_count > 0) {
+    plan.algo = result.algo;
+    plan.supported = true;
+  } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+    CUBLAS_CHECK(status);
+  }
+  return cache_.emplace(key, plan).first->second;
+}
+
+bool GemmRunner::run(const GemmArgs& args, cudaStream_t stream) {
+  validate(args);
+  Plan& plan = plan_for(args);
+  if (!plan.supported) return false;
+  set_epilogue_pointers(plan.desc, args);
+  CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &args.alpha, args.a, plan.a, args.b, plan.b,
+                              &args.beta, args.d, plan.d, args.d, plan.d, &plan.algo, workspace_,
+                              workspace_bytes_, stream));
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fallback GEMM: 32x32 output tiles, 256 threads each owning 4 outputs, k in steps of 32.
+
+namespace {
+
+constexpr int kFallbackTile = 32;
+constexpr int kFallbackThreads = 256;
+
+template <typename T>
+__device__ __forceinline__ float load_as_float(const void* base, int64_t index) {
+  return to_float(static_cast<const T*>(base)[index]);
+}
+
+__device__ __forceinline__ float load_matrix(MatrixType type, const void* base, int64_t index) {
+  switch (type) {
+    case MatrixType::f16:
+      return load_as_float<__half>(base, index);
+    case MatrixType::bf16:
+      return load_as_float<__nv_bfloat16>(base, index);
+    default:
+      return load_as_float<float>(base, index);
+  }
+}
+
+__device__ __forceinline__ void store_matrix(MatrixType type, void* base, int64_t index,
+                                             float value) {
+  switch (type) {
+    case MatrixType::f16:
+      static_cast<__half*>(base)[index] = __float2half_rn(value);
+      break;
+    case MatrixType::bf16:
+      static_cast<__nv_bfloat16*>(base)[index] = __float2bfloat16_rn(value);
+      break;
+    default:
+      static_cast<float*>(base)[index] = value;
+      break;
+  }
+}
+
+__global__ void fallback_gemm_kernel(const GemmArgs args) {
+  const ColumnMajorGemm& g = args.shape;
+  __shared__ float tile_a[kFallbackTile][kFallbackTile + 1];  // [m][k]
+  __shared__ float tile_b[kFallbackTile][kFallbackTile + 1];  // [k][n]
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kFallbackTile;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kFallbackTile;
+  const int tm = threadIdx.x % kFallbackTile;  // output row within the tile
+  const int tn = threadIdx.x / kFallbackTile;  // first of 4 output columns (stride 8)
+  constexpr int kColsPerThread = kFallbackTile * kFallbackTile / kFallbackThreads;
+  constexpr int kColStride = kFallbackThreads / kFallbackTile;
+  float acc[kColsPerThread] = {};
+  for (int64_t k0 = 0; k0 < g.k; k0 += kFallbackTile) {
+    for (int i = threadIdx.x; i < kFallbackTile * kFallbackTile; i += kFallbackThreads) {
+      const int r = i % kFallbackTile, c = i / kFallbackTile;
+      const int64_t am = m0 + r, ak = k0 + c;
+      float a = 0.0f;
+      if (am < g.m && ak < g.k)
+        a = load_matrix(args.ab_type, args.a, g.trans_a ? ak + am * g.lda : am + ak * g.lda);
+      tile_a[r][c] = a;
+      const int64_t bk = k0 + r, bn = n0 + c;
+      float b = 0.0f;
+      if (bk < g.k && bn < g.n)
+        b = load_matrix(args.ab_type, args.b, g.trans_b ? bn + bk * g.ldb : bk + bn * g.ldb);
+      tile_b[r][c] = b;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < kFallbackTile; ++kk) {
+      const float a = tile_a[tm][kk];
+#pragma unroll
+      for (int j = 0; j < kColsPerThread; ++j) acc[j] += a * tile_b[kk][tn + j * kColStride];
+    }
+    __syncthreads();
+  }
+  const int64_t row = m0 + tm;
+  if (row >= g.m) return;
+#pragma unroll
+  for (int j = 0; j < kColsPerThread; ++j) {
+    const int64_t col = n0 + tn + j * kColStride;
+    if (col >= g.n) continue;
+    const int64_t index = row + col * g.ldd;
+    float value = args.alpha * acc[j];
+    if (args.beta != 0.0f) value += args.beta * load_matrix(args.d_type, args.d, index);
+    if (args.epilogue == GemmEpilogue::bias) value += load_matrix(args.bias_type, args.bias, row);
+    store_matrix(args.d_type, args.d, index, value);
+  }
+}
+
+}  // namespace
+
+void fallback_gemm(const GemmArgs& args, cudaStream_t stream) {
+  validate(args);
+  if (args.epilogue != GemmEpilogue::none && args.epilogue != GemmEpilogue::bias)
+    throw std::invalid_argument(std::string("fallback_gemm: epilogue ") +
+                                gemm_epilogue_name(args.epilogue) +
+                                " is not supported; run the plain product and a separate kernel");
+  const dim3 grid(ceil_div(args.shape.m, kFallbackTile), ceil_div(args.shape.n, kFallbackTile));
+  fallback_gemm_kernel<<<grid, kFallbackThreads, 0, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mlbert::cuda

@@ -1,0 +1,63 @@
+// Launch-configuration arithmetic (see launch_config.h).
+#include "bert/cuda/launch_config.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace mlbert::cuda {
+
+int packs_per_lane_for_width(int64_t width) {
+  if (width <= 0 || width % kElementsPerPack != 0 ||
+      width > 32 * kElementsPerPack * kMaxPacksPerLane)
+    throw std::invalid_argument(
+        "row kernels need a width that is a positive multiple of 8 and at most " +
+        std::to_string(32 * kElementsPerPack * kMaxPacksPerLane) + " (got " +
+        std::to_string(width) + ")");
+  const int64_t packs = (width / kElementsPerPack + 31) / 32;
+  int packs_per_lane = 1;
+  while (packs_per_lane < packs) packs_per_lane *= 2;
+  return packs_per_lane;
+}
+
+RowKernelConfig row_kernel_config(int64_t rows, int64_t width, int sm_count) {
+  if (rows <= 0)
+    throw std::invalid_argument("row kernels need at least one row (got " + std::to_string(rows) +
+                                ")");
+  if (sm_count <= 0) throw std::invalid_argument("row kernels need a positive SM count");
+  RowKernelConfig config;
+  config.packs_per_lane = packs_per_lane_for_width(width);
+  const int64_t target_warps =
+      static_cast<int64_t>(sm_count) * kRowBlocksPerSm * config.warps_per_block;
+  config.rows_per_warp = std::max<int64_t>(1, (rows + target_warps - 1) / target_warps);
+  config.blocks = (rows + config.rows_per_block() - 1) / config.rows_per_block();
+  return config;
+}
+
+size_t column_partials_bytes(const RowKernelConfig& config, int64_t width, int sums) {
+  return static_cast<size_t>(config.blocks) * static_cast<size_t>(width) *
+         static_cast<size_t>(sums) * sizeof(float);
+}
+
+AttentionGrid attention_grid(int max_seqlen, int heads, int64_t num_sequences) {
+  if (max_seqlen <= 0 || heads <= 0 || num_sequences <= 0)
+    throw std::invalid_argument("attention grid needs positive max_seqlen, heads and sequences");
+  if (num_sequences > 65535)
+    throw std::invalid_argument("attention: more than 65535 sequences in one call");
+  AttentionGrid grid;
+  grid.x = static_cast<unsigned>((max_seqlen + kAttentionBlockRows - 1) / kAttentionBlockRows);
+  grid.y = static_cast<unsigned>(heads);
+  grid.z = static_cast<unsigned>(num_sequences);
+  return grid;
+}
+
+int64_t attention_busy_blocks(const int32_t* cu_seqlens, int64_t num_sequences) {
+  int64_t busy = 0;
+  for (int64_t s = 0; s < num_sequences; ++s) {
+    const int64_t len = cu_seqlens[s + 1] - cu_seqlens[s];
+    busy += (len + kAttentionBlockRows - 1) / kAttentionBlockRows;
+  }
+  return busy;
+}
+
+}  // namespace mlbert::cuda

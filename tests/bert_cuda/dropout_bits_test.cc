@@ -1,0 +1,127 @@
+// The CUDA kernels' dropout drawing (one Philox block per 4 elements, shared between warp lanes by
+// shuffles) must reproduce bert::dropout_keep element for element, or the two backends disagree.
+// The lane mapping is __host__ __device__, so a 32-lane warp is simulated here exactly as the
+// kernels run it: every lane draws its block, then each lane reads the nibbles of its sources.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <random>
+#include <set>
+
+#include "bert/cuda/dropout_bits.h"
+#include "bert/philox.h"
+
+namespace {
+
+using mlbert::bert::attention_dropout_element;
+using mlbert::bert::attention_dropout_row_stride;
+using mlbert::bert::dropout_keep;
+using mlbert::bert::DropoutMask;
+using mlbert::bert::make_dropout_mask;
+namespace cuda = mlbert::cuda;
+
+constexpr int kLanes = 32;
+constexpr int kTiles = 8;
+
+DropoutMask random_mask(std::mt19937_64& rng, double p) {
+  return make_dropout_mask(rng(), static_cast<uint32_t>(rng() % 100000),
+                           static_cast<uint32_t>(rng() % 80), p);
+}
+
+}  // namespace
+
+TEST_CASE("dropout_keep_byte equals bert::dropout_keep for every element of a pack") {
+  std::mt19937_64 rng(7);
+  for (double p : {0.1, 0.5, 0.9}) {
+    const DropoutMask mask = random_mask(rng, p);
+    int kept = 0;
+    for (int trial = 0; trial < 2000; ++trial) {
+      const uint64_t element = (rng() % (uint64_t{1} << 40)) & ~uint64_t{7};
+      const uint32_t bits = cuda::dropout_keep_byte(mask, element);
+      for (int i = 0; i < 8; ++i) {
+        REQUIRE(((bits >> i) & 1u) == static_cast<uint32_t>(dropout_keep(mask, element + i)));
+        kept += (bits >> i) & 1u;
+      }
+    }
+    // The keep rate follows 1 - p (16000 draws: 5 sigma is below 0.02).
+    CHECK(kept / 16000.0 == Approx(1.0 - p).margin(0.02));
+  }
+}
+
+TEST_CASE("attention forward: warp lanes sharing Philox blocks reproduce the per-element mask") {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const DropoutMask mask = random_mask(rng, 0.1 + 0.8 * (trial % 5) / 4.0);
+    cuda::AttentionTileCoords c;
+    c.num_heads = 1 + static_cast<int>(rng() % 16);
+    c.head = static_cast<int>(rng() % c.num_heads);
+    c.query_token0 = rng() % 100000;
+    c.key0 = 64 * static_cast<int>(rng() % 8);
+    // The tile's keys lie inside the longest sequence, as in every tile the kernel keeps.
+    const int max_seqlen = c.key0 + 64 + static_cast<int>(rng() % (512 - c.key0 - 63));
+    c.row_stride = attention_dropout_row_stride(max_seqlen);
+    for (int nt = 0; nt < kTiles; ++nt) {
+      std::array<uint32_t, kLanes> nibble{};
+      std::set<uint64_t> blocks;
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const uint64_t block = cuda::attention_forward_lane_block(c, lane, nt);
+        blocks.insert(block);
+        nibble[lane] = cuda::dropout_keep_nibble(mask, block);
+      }
+      REQUIRE(blocks.size() == kLanes);  // each block drawn once per warp
+      for (int lane = 0; lane < kLanes; ++lane) {
+        int src_g, src_g8, shift;
+        cuda::attention_forward_sources(lane, src_g, src_g8, shift);
+        const uint32_t bits = cuda::attention_forward_bits(nibble[src_g], nibble[src_g8], shift);
+        const int group = lane >> 2, quad = lane & 3;
+        for (int e = 0; e < 4; ++e) {
+          const uint64_t query_token = c.query_token0 + group + 8 * (e >> 1);
+          const int key = c.key0 + nt * 8 + 2 * quad + (e & 1);
+          const bool expected = dropout_keep(
+              mask, attention_dropout_element(query_token, c.head, c.num_heads, c.row_stride, key));
+          INFO("lane " << lane << " tile " << nt << " element " << e);
+          REQUIRE(((bits >> e) & 1u) == static_cast<uint32_t>(expected));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention backward: the transposed tile's shared draws reproduce the per-element mask") {
+  std::mt19937_64 rng(13);
+  for (int trial = 0; trial < 200; ++trial) {
+    const DropoutMask mask = random_mask(rng, 0.1 + 0.8 * (trial % 5) / 4.0);
+    cuda::AttentionTileCoords c;
+    c.num_heads = 1 + static_cast<int>(rng() % 16);
+    c.head = static_cast<int>(rng() % c.num_heads);
+    c.query_token0 = rng() % 100000;
+    c.key0 = 16 * static_cast<int>(rng() % 32);  // a warp's first key: multiples of 16
+    const int max_seqlen = c.key0 + 16 + static_cast<int>(rng() % (512 - c.key0 - 15));
+    c.row_stride = attention_dropout_row_stride(max_seqlen);
+    for (int nt = 0; nt < kTiles; ++nt) {
+      std::array<uint32_t, kLanes> nibble{};
+      std::set<uint64_t> blocks;
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const uint64_t block = cuda::attention_backward_lane_block(c, lane, nt);
+        blocks.insert(block);
+        nibble[lane] = cuda::dropout_keep_nibble(mask, block);
+      }
+      REQUIRE(blocks.size() == kLanes);
+      for (int lane = 0; lane < kLanes; ++lane) {
+        int src_g, src_g8, shift;
+        cuda::attention_backward_sources(lane, src_g, src_g8, shift);
+        const uint32_t bits = cuda::attention_backward_bits(
+            nibble[src_g], nibble[src_g + 1], nibble[src_g8], nibble[src_g8 + 1], shift);
+        const int group = lane >> 2, quad = lane & 3;
+        for (int e = 0; e < 4; ++e) {
+          const int key = c.key0 + group + 8 * (e >> 1);
+          const uint64_t query_token = c.query_token0 + nt * 8 + 2 * quad + (e & 1);
+          const bool expected = dropout_keep(
+              mask, attention_dropout_element(query_token, c.head, c.num_heads, c.row_stride, key));
+          INFO("lane " << lane << " tile " << nt << " element " << e);
+          REQUIRE(((bits >> e) & 1u) == static_cast<uint32_t>(expected));
+        }
+      }
+    }
+  }
+}
