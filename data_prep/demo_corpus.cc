@@ -171,26 +171,6 @@ DemoCorpus generate_demo_corpus(const DemoCorpusOptions& o) {
                       static_cast<int>(rng.randbelow(kWeather.size())),
                       static_cast<int>(rng.randbelow(kRivers.size()))});
   }
-  std::vector<Entity> entities;
-  for (const auto& first : kFirstSyllables) {
-    for (const auto& second : kSecondSyllables) {
-      Entity e;
-      e.name = first + second.substr(2);
-      e.female = rng.random() < 0.5;
-      e.city = static_cast<int>(rng.randbelow(kCities.size()));
-      e.job = static_cast<int>(rng.randbelow(kJobs.size()));
-      e.animal = static_cast<int>(rng.randbelow(kAnimals.size()));
-      e.color = static_cast<int>(rng.randbelow(kColors.size()));
-      e.food = static_cast<int>(rng.randbelow(kFoods.size()));
-      entities.push_back(e);
-    }
-  }
-  for (size_t i = 0; i < entities.size(); ++i) {
-    size_t f = static_cast<size_t>(rng.randbelow(entities.size() - 1));
-    if (f >= i) ++f;  // never oneself
-    entities[i].friend_entity = static_cast<int>(f);
-  }
-
   DemoCorpus corpus;
   // Vocabulary: special tokens, punctuation, then every word and piece in a fixed order.
   corpus.vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","};
@@ -210,6 +190,36 @@ DemoCorpus generate_demo_corpus(const DemoCorpusOptions& o) {
   for (const auto& w : kColors) add(w);
   for (const auto& w : kFoods) add(w);
   for (const auto& w : kNumbers) add(w);
+
+  // Entity names are two pieces ("kal" "##ix"); a name is kept only when greedy WordPiece splits it
+  // that way, i.e. no longer vocabulary word is a prefix of it ("are" would swallow "aren").
+  std::vector<Entity> entities;
+  for (const auto& first : kFirstSyllables) {
+    for (const auto& second : kSecondSyllables) {
+      const std::string name = first + second.substr(2);
+      bool clean = true;
+      for (const auto& w : corpus.vocab) {
+        if (w.size() > first.size() && w.size() <= name.size() && name.compare(0, w.size(), w) == 0) {
+          clean = false;
+        }
+      }
+      if (!clean) continue;
+      Entity e;
+      e.name = name;
+      e.female = rng.random() < 0.5;
+      e.city = static_cast<int>(rng.randbelow(kCities.size()));
+      e.job = static_cast<int>(rng.randbelow(kJobs.size()));
+      e.animal = static_cast<int>(rng.randbelow(kAnimals.size()));
+      e.color = static_cast<int>(rng.randbelow(kColors.size()));
+      e.food = static_cast<int>(rng.randbelow(kFoods.size()));
+      entities.push_back(e);
+    }
+  }
+  for (size_t i = 0; i < entities.size(); ++i) {
+    size_t f = static_cast<size_t>(rng.randbelow(entities.size() - 1));
+    if (f >= i) ++f;  // never oneself
+    entities[i].friend_entity = static_cast<int>(f);
+  }
 
   Writer writer(rng, entities, cities);
   corpus.parts.resize(static_cast<size_t>(o.parts));

@@ -3,6 +3,7 @@
 #include "data_prep/hdf5_io.h"
 
 #include <hdf5.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <system_error>
+#include <type_traits>
 
 namespace mlbert::data {
 namespace {
@@ -701,97 +703,119 @@ void ShardWriter::add(const PackedRow& row) {
   row_sizes_.push_back(static_cast<uint8_t>(row.samples.size()));
 }
 
+static_assert(std::is_same_v<hid_t, int64_t>, "ShardWriter::write_datasets takes hid_t as int64_t");
+
+void ShardWriter::write_datasets(int64_t file) const {
+  const hsize_t n = row_sizes_.size();
+  if (layout_ == Layout::kFixed) {
+    const hsize_t S = static_cast<hsize_t>(format_.max_seq_length);
+    const hsize_t P = static_cast<hsize_t>(format_.max_predictions_per_seq);
+    std::vector<int32_t> ids(n * S, 0), mask(n * S, 0), seg(n * S, 0), pos(n * P, 0),
+        mids(n * P, 0), nsp(n, 0);
+    for (hsize_t r = 0; r < n; ++r) {
+      const Sample& s = samples_[r];
+      for (size_t k = 0; k < s.input_ids.size(); ++k) {
+        ids[r * S + k] = s.input_ids[k];
+        mask[r * S + k] = 1;
+        seg[r * S + k] = s.segment_ids[k];
+      }
+      for (size_t k = 0; k < s.masked_lm_positions.size(); ++k) {
+        pos[r * P + k] = s.masked_lm_positions[k];
+        mids[r * P + k] = s.masked_lm_ids[k];
+      }
+      nsp[r] = s.next_sentence_label;
+    }
+    write_2d(file, path_, "input_ids", H5T_STD_I32LE, ids, n, S);
+    write_2d(file, path_, "input_mask", H5T_STD_I8LE, mask, n, S);
+    write_2d(file, path_, "segment_ids", H5T_STD_I8LE, seg, n, S);
+    write_2d(file, path_, "masked_lm_positions", H5T_STD_I32LE, pos, n, P);
+    write_2d(file, path_, "masked_lm_ids", H5T_STD_I32LE, mids, n, P);
+    write_2d(file, path_, "next_sentence_labels", H5T_STD_I8LE, nsp, n, 0);
+  } else {
+    VlenColumns c;
+    size_t next = 0;
+    for (hsize_t r = 0; r < n; ++r) {
+      int32_t row_tokens = 0;
+      for (uint8_t q = 0; q < row_sizes_[r]; ++q) {
+        const Sample& s = samples_[next++];
+        c.input_ids.insert(c.input_ids.end(), s.input_ids.begin(), s.input_ids.end());
+        c.segment_ids.insert(c.segment_ids.end(), s.segment_ids.begin(), s.segment_ids.end());
+        for (int32_t p : s.masked_lm_positions) c.positions.push_back(p + row_tokens);
+        c.masked_ids.insert(c.masked_ids.end(), s.masked_lm_ids.begin(), s.masked_lm_ids.end());
+        c.nsp.push_back(s.next_sentence_label);
+        c.input_len.push_back(s.length());
+        c.masked_len.push_back(static_cast<int32_t>(s.masked_lm_positions.size()));
+        row_tokens += s.length();
+      }
+      c.ids_off.push_back(c.input_ids.size());
+      c.pos_off.push_back(c.positions.size());
+      c.seq_off.push_back(c.nsp.size());
+    }
+    write_vlen(file, path_, "input_ids", H5T_STD_I16LE, c.input_ids, c.ids_off);
+    write_vlen(file, path_, "segment_ids", H5T_STD_I8LE, c.segment_ids, c.ids_off);
+    write_vlen(file, path_, "masked_lm_positions", H5T_STD_I16LE, c.positions, c.pos_off);
+    write_vlen(file, path_, "masked_lm_ids", H5T_STD_I16LE, c.masked_ids, c.pos_off);
+    if (layout_ == Layout::kVarlen) {
+      write_2d(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, n, 0);
+    } else {
+      write_vlen(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, c.seq_off);
+      write_vlen(file, path_, "packed_input_len", H5T_STD_I16LE, c.input_len, c.seq_off);
+      write_vlen(file, path_, "packed_masked_lm_len", H5T_STD_I16LE, c.masked_len,
+                 c.seq_off);
+    }
+  }
+}
+
 void ShardWriter::commit() {
   if (committed_) throw std::logic_error(path_.string() + ": shard committed twice");
   quiet_hdf5();
+  // HDF5 builds the whole file image in memory (core driver, no backing store); the image is then
+  // written with checked POSIX I/O. A failing disk therefore never leaves HDF5 holding a half-closed
+  // file, and every write error is reported here with errno.
+  std::vector<unsigned char> image;
+  {
+    H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+    const std::string name = path_.string() + ".in-memory";
+    H5Id file(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    if (!file.valid()) throw std::runtime_error(path_.string() + ": cannot create HDF5 image");
+    write_datasets(file.get());
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) {
+      throw std::runtime_error(path_.string() + ": HDF5 flush failed");
+    }
+    const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+    if (size <= 0) throw std::runtime_error(path_.string() + ": cannot get the HDF5 file image");
+    image.resize(static_cast<size_t>(size));
+    if (H5Fget_file_image(file.get(), image.data(), image.size()) != size) {
+      throw std::runtime_error(path_.string() + ": cannot get the HDF5 file image");
+    }
+  }
   temp_ = path_;
   temp_ += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
-  const std::string temp_name = temp_.string();
-  auto fail = [&](const std::string& what) {
+  auto fail = [&](const std::string& what, int fd) {
     const int saved = errno;
-    std::error_code ec;
-    std::filesystem::remove(temp_, ec);
-    throw std::runtime_error(path_.string() + ": " + what +
-                             (saved ? std::string(" (") + std::strerror(saved) + ")" : ""));
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp_.c_str());
+    throw std::runtime_error(path_.string() + ": " + what + ": " + std::strerror(saved));
   };
-  errno = 0;
-  H5Id file(H5Fcreate(temp_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  if (!file.valid()) fail("cannot create " + temp_name);
-  try {
-    const hsize_t n = row_sizes_.size();
-    if (layout_ == Layout::kFixed) {
-      const hsize_t S = static_cast<hsize_t>(format_.max_seq_length);
-      const hsize_t P = static_cast<hsize_t>(format_.max_predictions_per_seq);
-      std::vector<int32_t> ids(n * S, 0), mask(n * S, 0), seg(n * S, 0), pos(n * P, 0),
-          mids(n * P, 0), nsp(n, 0);
-      for (hsize_t r = 0; r < n; ++r) {
-        const Sample& s = samples_[r];
-        for (size_t k = 0; k < s.input_ids.size(); ++k) {
-          ids[r * S + k] = s.input_ids[k];
-          mask[r * S + k] = 1;
-          seg[r * S + k] = s.segment_ids[k];
-        }
-        for (size_t k = 0; k < s.masked_lm_positions.size(); ++k) {
-          pos[r * P + k] = s.masked_lm_positions[k];
-          mids[r * P + k] = s.masked_lm_ids[k];
-        }
-        nsp[r] = s.next_sentence_label;
-      }
-      write_2d(file.get(), path_, "input_ids", H5T_STD_I32LE, ids, n, S);
-      write_2d(file.get(), path_, "input_mask", H5T_STD_I8LE, mask, n, S);
-      write_2d(file.get(), path_, "segment_ids", H5T_STD_I8LE, seg, n, S);
-      write_2d(file.get(), path_, "masked_lm_positions", H5T_STD_I32LE, pos, n, P);
-      write_2d(file.get(), path_, "masked_lm_ids", H5T_STD_I32LE, mids, n, P);
-      write_2d(file.get(), path_, "next_sentence_labels", H5T_STD_I8LE, nsp, n, 0);
-    } else {
-      VlenColumns c;
-      size_t next = 0;
-      for (hsize_t r = 0; r < n; ++r) {
-        int32_t row_tokens = 0;
-        for (uint8_t q = 0; q < row_sizes_[r]; ++q) {
-          const Sample& s = samples_[next++];
-          c.input_ids.insert(c.input_ids.end(), s.input_ids.begin(), s.input_ids.end());
-          c.segment_ids.insert(c.segment_ids.end(), s.segment_ids.begin(), s.segment_ids.end());
-          for (int32_t p : s.masked_lm_positions) c.positions.push_back(p + row_tokens);
-          c.masked_ids.insert(c.masked_ids.end(), s.masked_lm_ids.begin(), s.masked_lm_ids.end());
-          c.nsp.push_back(s.next_sentence_label);
-          c.input_len.push_back(s.length());
-          c.masked_len.push_back(static_cast<int32_t>(s.masked_lm_positions.size()));
-          row_tokens += s.length();
-        }
-        c.ids_off.push_back(c.input_ids.size());
-        c.pos_off.push_back(c.positions.size());
-        c.seq_off.push_back(c.nsp.size());
-      }
-      write_vlen(file.get(), path_, "input_ids", H5T_STD_I16LE, c.input_ids, c.ids_off);
-      write_vlen(file.get(), path_, "segment_ids", H5T_STD_I8LE, c.segment_ids, c.ids_off);
-      write_vlen(file.get(), path_, "masked_lm_positions", H5T_STD_I16LE, c.positions, c.pos_off);
-      write_vlen(file.get(), path_, "masked_lm_ids", H5T_STD_I16LE, c.masked_ids, c.pos_off);
-      if (layout_ == Layout::kVarlen) {
-        write_2d(file.get(), path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, n, 0);
-      } else {
-        write_vlen(file.get(), path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, c.seq_off);
-        write_vlen(file.get(), path_, "packed_input_len", H5T_STD_I16LE, c.input_len, c.seq_off);
-        write_vlen(file.get(), path_, "packed_masked_lm_len", H5T_STD_I16LE, c.masked_len,
-                   c.seq_off);
-      }
+  const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int saved = errno;
+    throw std::runtime_error(path_.string() + ": cannot create " + temp_.string() + ": " +
+                             std::strerror(saved));
+  }
+  size_t written = 0;
+  while (written < image.size()) {
+    const ssize_t n = ::write(fd, image.data() + written, image.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed (disk full?)", fd);
     }
-    errno = 0;
-    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) fail("write failed while flushing " + temp_name);
-    if (file.release() < 0) fail("write failed while closing " + temp_name);
-  } catch (const std::runtime_error&) {
-    file.release();
-    std::error_code ec;
-    std::filesystem::remove(temp_, ec);
-    throw;
+    written += static_cast<size_t>(n);
   }
-  std::error_code ec;
-  std::filesystem::rename(temp_, path_, ec);
-  if (ec) {
-    std::filesystem::remove(temp_, ec);
-    throw std::runtime_error(path_.string() + ": cannot rename the finished shard into place: " +
-                             ec.message());
-  }
+  if (::fsync(fd) != 0) fail("fsync failed", fd);
+  if (::close(fd) != 0) fail("close failed", -1);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename the finished shard into place", -1);
   committed_ = true;
 }
 

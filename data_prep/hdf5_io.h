@@ -61,8 +61,9 @@ std::vector<PackedRow> read_packed_shard(const std::filesystem::path& path,
 // input_ids; packed: packed_input_len, summed per row).
 std::vector<int32_t> read_lengths(const std::filesystem::path& path);
 
-// Collects rows and writes them at commit() to `<path>.tmp-<pid>-<n>`, then renames to `path`.
-// Destroyed without commit(), or failing in commit(), it leaves nothing behind.
+// Collects rows; commit() builds the HDF5 image in memory, writes it to `<path>.tmp-<pid>-<n>`,
+// fsyncs and renames it to `path`. Destroyed without commit(), or failing in commit(), it leaves
+// nothing behind.
 class ShardWriter {
  public:
   ShardWriter(std::filesystem::path path, Layout layout, ShardFormat format = {});
@@ -78,6 +79,7 @@ class ShardWriter {
 
  private:
   void check(const Sample& sample, const char* what) const;
+  void write_datasets(int64_t file) const;  // file: an HDF5 hid_t
   std::filesystem::path path_;
   Layout layout_;
   ShardFormat format_;

@@ -70,6 +70,13 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
     check_output_dir(parent);
   } else {
     check_output_dir(options.output);
+    std::vector<std::filesystem::path> names;
+    for (const auto& f : files) names.push_back(shard_name_for(options.output, f));
+    std::sort(names.begin(), names.end());
+    if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end()) {
+      throw std::runtime_error("two inputs would both write " + dup->string() +
+                               "; give inputs distinct file names or use --joint");
+    }
   }
   int64_t total_bytes = 0;
   for (const auto& f : files) total_bytes += static_cast<int64_t>(std::filesystem::file_size(f));
@@ -91,6 +98,11 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
     }
     int64_t doc_count = 0;
     for (const auto& d : documents) doc_count += d.empty() ? 0 : 1;
+    if (doc_count == 0) {
+      std::string names;
+      for (const auto& f : group) names += (names.empty() ? "" : ", ") + f.string();
+      throw std::runtime_error(names + ": no text to make samples from (empty, or only blank lines)");
+    }
     std::vector<Sample> samples = create_samples(documents, vocab, options.pretraining);
     documents.clear();
     documents.shrink_to_fit();

@@ -317,7 +317,37 @@ void Tokenizer::wordpiece(std::string_view w, std::vector<int32_t>& ids) const {
 }
 
 void Tokenizer::tokenize(std::string_view text, std::vector<int32_t>& ids) const {
-  for_each_word(text, [&](std::string_view w) { wordpiece(w, ids); });
+  auto words = [&](std::string_view part) {
+    for_each_word(part, [&](std::string_view w) { wordpiece(w, ids); });
+  };
+  if (flavor_ == TokenizerFlavor::kReference) {
+    words(text);
+    return;
+  }
+  // HF registers the special tokens as "added tokens": their literal text in the raw input becomes
+  // the token itself, before any normalization (so "[MASK]" in text is id 103, not "[", "mask", "]").
+  if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
+    throw InvalidUtf8Error(bad);
+  }
+  const SpecialIds& sp = vocab_.special();
+  const std::pair<std::string_view, int32_t> specials[] = {
+      {"[MASK]", sp.mask}, {"[CLS]", sp.cls}, {"[SEP]", sp.sep}, {"[PAD]", sp.pad}, {"[UNK]", sp.unk}};
+  size_t start = 0, pos = 0;
+  while ((pos = text.find('[', pos)) != std::string_view::npos) {
+    bool matched = false;
+    for (const auto& [literal, id] : specials) {
+      if (text.substr(pos, literal.size()) == literal) {
+        words(text.substr(start, pos - start));
+        ids.push_back(id);
+        pos += literal.size();
+        start = pos;
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) ++pos;
+  }
+  words(text.substr(start));
 }
 
 std::vector<std::string> Tokenizer::basic_words(std::string_view text) const {
