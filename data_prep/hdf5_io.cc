@@ -66,29 +66,48 @@ std::string where(const std::filesystem::path& path, const char* dataset) {
 // ------------------------------------------------------------------------------------------------
 // Writing
 
+// The native memory type with the same size and sign as the on-disk type. Writing and reading
+// through it avoids HDF5's per-element type conversion, which dominates vlen I/O time otherwise.
+template <typename T>
+hid_t native_type() {
+  if constexpr (sizeof(T) == 1) return H5T_NATIVE_SCHAR;
+  if constexpr (sizeof(T) == 2) return H5T_NATIVE_SHORT;
+  return H5T_NATIVE_INT32;
+}
+
+template <typename T>
+std::vector<T> narrow(const std::vector<int32_t>& data) {
+  // Values were range-checked when rows were added (ids fit int16, segments and labels are 0/1).
+  return std::vector<T>(data.begin(), data.end());
+}
+
+template <typename T>
 void write_2d(hid_t file, const std::filesystem::path& path, const char* name, hid_t file_type,
-              const std::vector<int32_t>& data, hsize_t rows, hsize_t cols) {
+              const std::vector<int32_t>& wide, hsize_t rows, hsize_t cols) {
+  const std::vector<T> data = narrow<T>(wide);
   const hsize_t dims[2] = {rows, cols};
   H5Id space(H5Screate_simple(cols ? 2 : 1, dims, nullptr), H5Sclose);
   H5Id dset(H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
             H5Dclose);
   if (!dset.valid()) throw std::runtime_error(where(path, name) + ": cannot create dataset");
   if (rows > 0 &&
-      H5Dwrite(dset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0) {
+      H5Dwrite(dset.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0) {
     throw std::runtime_error(where(path, name) + ": write failed");
   }
 }
 
+template <typename T>
 void write_vlen(hid_t file, const std::filesystem::path& path, const char* name, hid_t base_type,
-                const std::vector<int32_t>& flat, const std::vector<size_t>& offsets) {
+                const std::vector<int32_t>& wide, const std::vector<size_t>& offsets) {
+  const std::vector<T> flat = narrow<T>(wide);
   const hsize_t rows = offsets.size() - 1;
   std::vector<hvl_t> vl(rows);
   for (hsize_t r = 0; r < rows; ++r) {
     vl[r].len = offsets[r + 1] - offsets[r];
-    vl[r].p = const_cast<int32_t*>(flat.data() + offsets[r]);
+    vl[r].p = const_cast<T*>(flat.data() + offsets[r]);
   }
   H5Id file_type(H5Tvlen_create(base_type), H5Tclose);
-  H5Id mem_type(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
+  H5Id mem_type(H5Tvlen_create(native_type<T>()), H5Tclose);
   const hsize_t dims[1] = {rows};
   H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
   H5Id dset(H5Dcreate2(file, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
@@ -150,6 +169,19 @@ Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* 
   return d;
 }
 
+// Element size of an integer type when it is a signed 1/2/4-byte integer (read without conversion),
+// 0 otherwise (read through HDF5's conversion to int32).
+size_t direct_size(hid_t type) {
+  if (H5Tget_class(type) != H5T_INTEGER || H5Tget_sign(type) != H5T_SGN_2) return 0;
+  const size_t size = H5Tget_size(type);
+  return size == 1 || size == 2 || size == 4 ? size : 0;
+}
+
+template <typename T>
+void widen_into(const std::vector<T>& in, std::vector<int32_t>& out) {
+  out.assign(in.begin(), in.end());
+}
+
 // Reads rows [begin, begin+count) of a 1-D or 2-D integer dataset as int32 (row-major).
 std::vector<int32_t> read_fixed(Dataset& d, const std::filesystem::path& path, const char* name,
                                 hsize_t begin, hsize_t count) {
@@ -160,25 +192,40 @@ std::vector<int32_t> read_fixed(Dataset& d, const std::filesystem::path& path, c
   H5Id file_space(H5Scopy(d.space.get()), H5Sclose);
   H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr);
   H5Id mem_space(H5Screate_simple(d.rank, extent, nullptr), H5Sclose);
-  if (H5Dread(d.dset.get(), H5T_NATIVE_INT32, mem_space.get(), file_space.get(), H5P_DEFAULT,
-              out.data()) < 0) {
-    throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
+  auto read_as = [&](hid_t mem_type, void* buf) {
+    if (H5Dread(d.dset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buf) < 0) {
+      throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
+    }
+  };
+  switch (direct_size(d.type.get())) {
+    case 1: {
+      std::vector<int8_t> raw(out.size());
+      read_as(H5T_NATIVE_SCHAR, raw.data());
+      widen_into(raw, out);
+      break;
+    }
+    case 2: {
+      std::vector<int16_t> raw(out.size());
+      read_as(H5T_NATIVE_SHORT, raw.data());
+      widen_into(raw, out);
+      break;
+    }
+    default:
+      read_as(H5T_NATIVE_INT32, out.data());
   }
   return out;
 }
 
-// Reads rows of a 1-D vlen dataset into flat storage + offsets.
-void read_vlen(Dataset& d, const std::filesystem::path& path, const char* name, hsize_t begin,
-               hsize_t count, std::vector<int32_t>& flat, std::vector<size_t>& offsets) {
-  flat.clear();
-  offsets.assign(1, 0);
-  if (count == 0) return;
+template <typename T>
+void read_vlen_as(Dataset& d, const std::filesystem::path& path, const char* name, hid_t native,
+                  hsize_t begin, hsize_t count, std::vector<int32_t>& flat,
+                  std::vector<size_t>& offsets) {
   std::vector<hvl_t> vl(count);
   const hsize_t start[1] = {begin}, extent[1] = {count};
   H5Id file_space(H5Scopy(d.space.get()), H5Sclose);
   H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr);
   H5Id mem_space(H5Screate_simple(1, extent, nullptr), H5Sclose);
-  H5Id mem_type(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
+  H5Id mem_type(H5Tvlen_create(native), H5Tclose);
   if (H5Dread(d.dset.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
               vl.data()) < 0) {
     throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
@@ -187,11 +234,30 @@ void read_vlen(Dataset& d, const std::filesystem::path& path, const char* name, 
   for (const hvl_t& v : vl) total += v.len;
   flat.reserve(total);
   for (const hvl_t& v : vl) {
-    const auto* p = static_cast<const int32_t*>(v.p);
+    const auto* p = static_cast<const T*>(v.p);
     flat.insert(flat.end(), p, p + v.len);
     offsets.push_back(flat.size());
   }
   H5Dvlen_reclaim(mem_type.get(), mem_space.get(), H5P_DEFAULT, vl.data());
+}
+
+// Reads rows of a 1-D vlen dataset into flat storage + offsets.
+void read_vlen(Dataset& d, const std::filesystem::path& path, const char* name, hsize_t begin,
+               hsize_t count, std::vector<int32_t>& flat, std::vector<size_t>& offsets) {
+  flat.clear();
+  offsets.assign(1, 0);
+  if (count == 0) return;
+  H5Id super(H5Tget_super(d.type.get()), H5Tclose);
+  switch (direct_size(super.get())) {
+    case 1:
+      read_vlen_as<int8_t>(d, path, name, H5T_NATIVE_SCHAR, begin, count, flat, offsets);
+      break;
+    case 2:
+      read_vlen_as<int16_t>(d, path, name, H5T_NATIVE_SHORT, begin, count, flat, offsets);
+      break;
+    default:
+      read_vlen_as<int32_t>(d, path, name, H5T_NATIVE_INT32, begin, count, flat, offsets);
+  }
 }
 
 class File {
@@ -725,12 +791,12 @@ void ShardWriter::write_datasets(int64_t file) const {
       }
       nsp[r] = s.next_sentence_label;
     }
-    write_2d(file, path_, "input_ids", H5T_STD_I32LE, ids, n, S);
-    write_2d(file, path_, "input_mask", H5T_STD_I8LE, mask, n, S);
-    write_2d(file, path_, "segment_ids", H5T_STD_I8LE, seg, n, S);
-    write_2d(file, path_, "masked_lm_positions", H5T_STD_I32LE, pos, n, P);
-    write_2d(file, path_, "masked_lm_ids", H5T_STD_I32LE, mids, n, P);
-    write_2d(file, path_, "next_sentence_labels", H5T_STD_I8LE, nsp, n, 0);
+    write_2d<int32_t>(file, path_, "input_ids", H5T_STD_I32LE, ids, n, S);
+    write_2d<int8_t>(file, path_, "input_mask", H5T_STD_I8LE, mask, n, S);
+    write_2d<int8_t>(file, path_, "segment_ids", H5T_STD_I8LE, seg, n, S);
+    write_2d<int32_t>(file, path_, "masked_lm_positions", H5T_STD_I32LE, pos, n, P);
+    write_2d<int32_t>(file, path_, "masked_lm_ids", H5T_STD_I32LE, mids, n, P);
+    write_2d<int8_t>(file, path_, "next_sentence_labels", H5T_STD_I8LE, nsp, n, 0);
   } else {
     VlenColumns c;
     size_t next = 0;
@@ -751,16 +817,16 @@ void ShardWriter::write_datasets(int64_t file) const {
       c.pos_off.push_back(c.positions.size());
       c.seq_off.push_back(c.nsp.size());
     }
-    write_vlen(file, path_, "input_ids", H5T_STD_I16LE, c.input_ids, c.ids_off);
-    write_vlen(file, path_, "segment_ids", H5T_STD_I8LE, c.segment_ids, c.ids_off);
-    write_vlen(file, path_, "masked_lm_positions", H5T_STD_I16LE, c.positions, c.pos_off);
-    write_vlen(file, path_, "masked_lm_ids", H5T_STD_I16LE, c.masked_ids, c.pos_off);
+    write_vlen<int16_t>(file, path_, "input_ids", H5T_STD_I16LE, c.input_ids, c.ids_off);
+    write_vlen<int8_t>(file, path_, "segment_ids", H5T_STD_I8LE, c.segment_ids, c.ids_off);
+    write_vlen<int16_t>(file, path_, "masked_lm_positions", H5T_STD_I16LE, c.positions, c.pos_off);
+    write_vlen<int16_t>(file, path_, "masked_lm_ids", H5T_STD_I16LE, c.masked_ids, c.pos_off);
     if (layout_ == Layout::kVarlen) {
-      write_2d(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, n, 0);
+      write_2d<int8_t>(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, n, 0);
     } else {
-      write_vlen(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, c.seq_off);
-      write_vlen(file, path_, "packed_input_len", H5T_STD_I16LE, c.input_len, c.seq_off);
-      write_vlen(file, path_, "packed_masked_lm_len", H5T_STD_I16LE, c.masked_len,
+      write_vlen<int8_t>(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, c.seq_off);
+      write_vlen<int16_t>(file, path_, "packed_input_len", H5T_STD_I16LE, c.input_len, c.seq_off);
+      write_vlen<int16_t>(file, path_, "packed_masked_lm_len", H5T_STD_I16LE, c.masked_len,
                  c.seq_off);
     }
   }
@@ -775,7 +841,14 @@ void ShardWriter::commit() {
   std::vector<unsigned char> image;
   {
     H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-    H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+    // Grow the in-memory image in large steps: the fixed layout is ~6 bytes per token slot.
+    const size_t estimate = layout_ == Layout::kFixed
+                                ? row_sizes_.size() * (static_cast<size_t>(format_.max_seq_length) * 6 +
+                                                       static_cast<size_t>(format_.max_predictions_per_seq) * 8)
+                                : samples_.size() * 64 + 1;
+    size_t token_bytes = 0;
+    for (const Sample& smp : samples_) token_bytes += smp.input_ids.size() * 3 + smp.masked_lm_ids.size() * 4;
+    H5Pset_fapl_core(fapl.get(), std::max<size_t>(1 << 20, estimate + token_bytes + (1 << 16)), 0);
     const std::string name = path_.string() + ".in-memory";
     H5Id file(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
     if (!file.valid()) throw std::runtime_error(path_.string() + ": cannot create HDF5 image");
