@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bert/cpu/check.h"
+#include "bert/cpu/gemm.h"
 
 namespace mlbert::bert {
 
@@ -42,6 +43,10 @@ float gelu_erf_grad(float x) {
   constexpr float kInvSqrt2Pi = 0.3989422804014327f;
   return 0.5f * (1.0f + std::erf(x * 0.7071067811865476f)) +
          x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+}
+
+CpuOps::CpuOps() {
+  cpu::use_single_threaded_blas();
 }
 
 Tensor CpuOps::allocate(DType dtype, size_t numel) {

@@ -1,10 +1,10 @@
 // CpuOps: the fp32 reference backend of the Ops contract (bert/ops.h), on host memory.
 //
-// Design choice: GEMMs go to OpenBLAS (called only from the calling thread, never from inside an
-// OpenMP region, so its own thread pool is not oversubscribed); everything else is plain loops
-// parallelized with OpenMP over rows, sequences x heads, or columns for reductions, written so each
-// output element is owned by one thread (no atomics, results independent of the thread count
-// except for the order of float sums inside BLAS).
+// Design choice: one thread pool. GEMMs are split into per-thread blocks of the output, each run
+// by single-threaded OpenBLAS on an OpenMP thread; everything else is plain loops parallelized
+// with OpenMP over rows, sequences x heads, or columns for reductions, written so each output
+// element is owned by one thread (no atomics; results do not depend on the thread count except
+// through how BLAS blocks its sums).
 #pragma once
 #include <string>
 
@@ -14,6 +14,9 @@ namespace mlbert::bert {
 
 class CpuOps final : public Ops {
  public:
+  // Makes OpenBLAS single-threaded process-wide: GEMMs are split over the OpenMP threads instead
+  // (bert/cpu/gemm.h), so set the thread count with OMP_NUM_THREADS / omp_set_num_threads.
+  CpuOps();
   std::string name() const override { return "cpu"; }
   DType compute_dtype() const override { return DType::f32; }
 

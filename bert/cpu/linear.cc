@@ -1,11 +1,11 @@
-// CpuOps: dense layers (OpenBLAS sgemm) with bias and GELU/tanh epilogues, and their backward.
-#include <cblas.h>
-
+// CpuOps: dense layers (OpenBLAS sgemm on the OpenMP threads) with bias and GELU/tanh epilogues,
+// and their backward.
 #include <cmath>
 #include <cstring>
 
 #include "bert/cpu/check.h"
 #include "bert/cpu/cpu_ops.h"
+#include "bert/cpu/gemm.h"
 
 namespace mlbert::bert {
 
@@ -51,11 +51,8 @@ void CpuOps::linear_forward(const LinearForwardParams& p) {
       for (int64_t r = 0; r < p.m; ++r) std::memcpy(target + r * p.n, bias, sizeof(float) * p.n);
       beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, p.weight_transposed ? CblasTrans : CblasNoTrans,
-                static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k), 1.0f,
-                p.input.as<const float>(), static_cast<int>(p.k), weight,
-                static_cast<int>(p.weight_transposed ? p.k : p.n), beta, target,
-                static_cast<int>(p.n));
+    cpu::sgemm(false, p.weight_transposed, p.m, p.n, p.k, 1.0f, p.input.as<const float>(), p.k,
+               weight, p.weight_transposed ? p.k : p.n, beta, target, p.n);
     if (p.activation == Activation::none) continue;
     float* out = p.out.as<float>() + b * out_stride;
     const int64_t count = p.m * p.n;
@@ -116,19 +113,18 @@ void CpuOps::linear_backward(const LinearBackwardParams& p) {
     if (p.d_input.defined()) {
       const float beta = (b == 0 && !p.accumulate_d_input) ? 0.0f : 1.0f;
       // d_input[M,K] = d_pre[M,N] . W^T, with W stored [K,N] (or [N,K] when transposed).
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, p.weight_transposed ? CblasNoTrans : CblasTrans, m,
-                  k, n, 1.0f, d_pre, n, weight, p.weight_transposed ? k : n, beta,
-                  p.d_input.as<float>(), k);
+      cpu::sgemm(false, !p.weight_transposed, m, k, n, 1.0f, d_pre, n, weight,
+                 p.weight_transposed ? k : n, beta, p.d_input.as<float>(), k);
     }
     float* d_weight = p.d_weight.as<float>() + b * weight_stride;
     if (p.weight_transposed) {
       // d_W[N,K] += d_pre^T . input
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, d_pre, n,
-                  p.input.as<const float>(), k, 1.0f, d_weight, k);
+      cpu::sgemm(true, false, n, k, m, 1.0f, d_pre, n, p.input.as<const float>(), k, 1.0f, d_weight,
+                 k);
     } else {
       // d_W[K,N] += input^T . d_pre
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, p.input.as<const float>(),
-                  k, d_pre, n, 1.0f, d_weight, n);
+      cpu::sgemm(true, false, k, n, m, 1.0f, p.input.as<const float>(), k, d_pre, n, 1.0f, d_weight,
+                 n);
     }
     if (p.d_bias.defined()) {
       float* d_bias = p.d_bias.as<float>() + b * bias_stride;
