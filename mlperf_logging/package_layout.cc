@@ -1,0 +1,180 @@
+// Submission layout helpers shared by score, rcp, system-check and package. MLLOG lines are read
+// one at a time (a 1 GB log never sits in memory) and decoded as latin-1 like the official tools
+// do, so a stray non-UTF-8 byte never turns into a parse error the official checker would not
+// report.
+#include "mlperf_logging/package_layout.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <system_error>
+
+namespace mlbert::logging {
+namespace {
+
+constexpr std::string_view kMllogToken = ":::MLLOG ";
+
+// Characters Python's str.strip() removes from a latin-1 decoded line.
+bool is_python_space(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
+}
+
+std::string latin1_to_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (unsigned char c : bytes) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back(static_cast<char>(0xc0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    }
+  }
+  return out;
+}
+
+// Run number of "result_<n>.txt", for sorting result_10 after result_9.
+long run_number(const std::filesystem::path& file) {
+  const std::string stem = file.stem().string();
+  const auto underscore = stem.rfind('_');
+  if (underscore == std::string::npos) return -1;
+  long n = -1;
+  const char* first = stem.data() + underscore + 1;
+  const char* last = stem.data() + stem.size();
+  auto [ptr, ec] = std::from_chars(first, last, n);
+  return (ec == std::errc() && ptr == last) ? n : -1;
+}
+
+}  // namespace
+
+bool is_result_file_name(std::string_view name) {
+  return name.size() >= 11 && name.starts_with("result_") && name.ends_with(".txt");
+}
+
+std::vector<std::filesystem::path> find_result_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) throw AuditError(dir.string() + ": no such directory");
+  if (!std::filesystem::is_directory(dir, ec)) throw AuditError(dir.string() + ": not a directory");
+  std::vector<std::filesystem::path> files;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw AuditError(dir.string() + ": cannot list directory: " + ec.message());
+  for (const auto& entry : it) {
+    if (is_result_file_name(entry.path().filename().string())) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    const long ra = run_number(a);
+    const long rb = run_number(b);
+    return ra != rb ? ra < rb : a.filename() < b.filename();
+  });
+  return files;
+}
+
+void require_ruleset_format(std::string_view ruleset) {
+  static const std::regex kPattern(R"(\d+\.\d+\.\d+)");
+  if (!std::regex_match(ruleset.begin(), ruleset.end(), kPattern)) {
+    throw AuditError("ruleset '" + std::string(ruleset) + "' is not of the form M.m.p, e.g. 4.1.0");
+  }
+}
+
+std::optional<std::string> ruleset_from_path(const std::filesystem::path& path) {
+  static const std::regex kRound(R"((?:training_results_)?v(\d+)\.(\d+))");
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) absolute = path;
+  std::optional<std::string> found;
+  for (const auto& component : absolute) {  // the innermost matching component wins
+    std::smatch m;
+    const std::string name = component.string();
+    if (std::regex_match(name, m, kRound)) found = m[1].str() + "." + m[2].str() + ".0";
+  }
+  return found;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw AuditError(file.string() + ": cannot open file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message already says "parse error at line L, column C: ...".
+    std::string what = e.what();
+    if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    throw AuditError(file.string() + ": malformed JSON: " + what);
+  }
+}
+
+void for_each_mllog_payload(
+    const std::filesystem::path& file,
+    const std::function<void(std::string_view payload, int line)>& on_line) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw AuditError(file.string() + ": cannot open file");
+  std::string raw;
+  int line_number = 0;
+  auto handle = [&](std::string_view line) {
+    ++line_number;
+    const auto token = line.rfind(kMllogToken);
+    if (token == std::string_view::npos) return;
+    std::string_view payload = line.substr(token + kMllogToken.size());
+    while (!payload.empty() && is_python_space(static_cast<unsigned char>(payload.back()))) {
+      payload.remove_suffix(1);
+    }
+    const bool ascii = std::all_of(payload.begin(), payload.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (ascii) {
+      on_line(payload, line_number);
+    } else {
+      const std::string utf8 = latin1_to_utf8(payload);
+      on_line(utf8, line_number);
+    }
+  };
+  while (std::getline(in, raw)) {
+    // Universal newlines: a lone '\r' also ends a line.
+    std::string_view rest = raw;
+    if (!rest.empty() && rest.back() == '\r') rest.remove_suffix(1);
+    for (auto cr = rest.find('\r'); cr != std::string_view::npos; cr = rest.find('\r')) {
+      handle(rest.substr(0, cr));
+      rest.remove_prefix(cr + 1);
+    }
+    handle(rest);
+  }
+  if (in.bad()) throw AuditError(file.string() + ": read error");
+}
+
+std::string python_float_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Shortest round-trip digits in scientific form, then laid out the way Python's repr does:
+  // positional for exponents -4..15, scientific with a two-digit exponent otherwise.
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  std::string sci(buffer, result.ptr);
+  const bool negative = sci.front() == '-';
+  if (negative) sci.erase(0, 1);
+  const auto e_pos = sci.find('e');
+  std::string digits = sci.substr(0, e_pos);
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  const int exponent = std::atoi(sci.c_str() + e_pos + 1);
+  std::string out;
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out = "0." + std::string(-exponent - 1, '0') + digits;
+    } else if (static_cast<int>(digits.size()) <= exponent + 1) {
+      out = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
+    }
+  } else {
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char exp_text[16];
+    std::snprintf(exp_text, sizeof exp_text, "e%c%02d", exponent < 0 ? '-' : '+',
+                  std::abs(exponent));
+    out += exp_text;
+  }
+  return negative ? "-" + out : out;
+}
+
+}  // namespace mlbert::logging

@@ -1,0 +1,55 @@
+// How an MLPerf Training submission lies on disk (`<org>/systems/<system>.json`,
+// `<org>/results/<system>/bert/result_N.txt`, `<org>/benchmarks/bert/implementations/<impl>/`) and
+// the small pieces every audit command shares: result-file discovery, ruleset names, JSON files
+// read with precise errors, MLLOG lines read the way the official Python tools read them (latin-1).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlbert::logging {
+
+// Bad input to an audit command (missing directory, unreadable file, malformed JSON): the message
+// names the file and, where there is one, the line and field.
+class AuditError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr std::string_view kBertBenchmark = "bert";
+inline constexpr int kBertResultFileCount = 10;  // runs per BERT submission
+inline constexpr int kBertMaxDroppedRuns = 1;    // runs olympic scoring may drop as failed
+
+// True for names the official tools glob as results: `result_*.txt`.
+bool is_result_file_name(std::string_view file_name);
+
+// The result_*.txt files directly in `dir`, sorted by run number then name. Throws AuditError when
+// `dir` does not exist or is not a directory.
+std::vector<std::filesystem::path> find_result_files(const std::filesystem::path& dir);
+
+// Throws AuditError unless `ruleset` looks like "M.m.p" (digits).
+void require_ruleset_format(std::string_view ruleset);
+
+// The ruleset of a published results tree, from a path component "v3.0" or
+// "training_results_v3.0" -> "3.0.0". Empty when no component says.
+std::optional<std::string> ruleset_from_path(const std::filesystem::path& path);
+
+// Whole JSON file; throws AuditError "FILE: line L, column C: ..." for malformed JSON.
+nlohmann::json read_json_file(const std::filesystem::path& file);
+
+// Reads a text file as the official tools do (latin-1, universal newlines) and calls `on_line`
+// with each MLLOG payload: the text after the last ":::MLLOG " on the line, stripped, converted
+// to UTF-8, with its 1-based line number in the file. Throws AuditError when unreadable.
+void for_each_mllog_payload(const std::filesystem::path& file,
+                            const std::function<void(std::string_view payload, int line)>& on_line);
+
+// Python's repr() of a float: shortest round-trip digits, "1e-06", "26.0".
+std::string python_float_repr(double value);
+
+}  // namespace mlbert::logging
