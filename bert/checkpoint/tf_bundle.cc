@@ -171,6 +171,10 @@ std::vector<int64_t> parse_shape(std::string_view bytes, const Error& error) {
       }
       if (size < 0) error("negative dimension in shape");
       dims.push_back(size);
+      // Keep element counts far from overflow: no real tensor has 2^48 elements.
+      unsigned __int128 numel = 1;
+      for (int64_t dim : dims) numel *= static_cast<uint64_t>(dim);
+      if (numel > (static_cast<unsigned __int128>(1) << 48)) error("implausibly large shape");
     } else if (field == 3 && wire == kVarint) {
       if (c.varint64() != 0) error("tensor has unknown rank");
     } else {
@@ -288,6 +292,10 @@ std::string snappy_uncompress(const char* data, size_t size) {
   const Error error{"snappy"};
   Cursor c(data, size, error);
   const uint64_t length = c.varint32();
+  // No snappy element expands more than 64 bytes out of 3 in: a larger claim is corruption (and
+  // must not become a huge allocation).
+  constexpr uint64_t kMaxExpansion = 22;
+  if (length > kMaxExpansion * size + 64) error("declared length exceeds what the input can hold");
   std::string out;
   out.reserve(length);
   while (!c.done()) {
