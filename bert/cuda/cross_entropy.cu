@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / kWarpSize;
-constexpr int kStatsThreads = 1024;
+constexpr int kStatsThreads = 256;
 constexpr int kStatsPerRow = 2;  // loss, hit
 
 struct RowState {
@@ -133,17 +133,24 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kStatsThreads)
     cross_entropy_stats_kernel(const float* __restrict__ row_stats, int64_t rows,
                                float* __restrict__ stats) {
-  __shared__ double scratch[kStatsThreads / kWarpSize];
+  __shared__ double2 scratch[kStatsThreads / kWarpSize];
   double loss = 0.0, hits = 0.0;
   for (int64_t r = threadIdx.x; r < rows; r += kStatsThreads) {
     loss += row_stats[r * kStatsPerRow];
     hits += row_stats[r * kStatsPerRow + 1];
   }
-  loss = block_sum(loss, scratch);
-  hits = block_sum(hits, scratch);
+  loss = warp_sum(loss);
+  hits = warp_sum(hits);
+  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = make_double2(loss, hits);
+  __syncthreads();
   if (threadIdx.x == 0) {
-    stats[0] = static_cast<float>(loss);
-    stats[1] = static_cast<float>(hits);
+    double total_loss = 0.0, total_hits = 0.0;
+    for (int w = 0; w < kStatsThreads / kWarpSize; ++w) {
+      total_loss += scratch[w].x;
+      total_hits += scratch[w].y;
+    }
+    stats[0] = static_cast<float>(total_loss);
+    stats[1] = static_cast<float>(total_hits);
   }
 }
 

@@ -804,6 +804,13 @@ void CudaOps::enable_device_loss_scaling(const LossScaleConfig& config) {
   CUDA_CHECK(cudaMemcpy(loss_scale_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
 }
 
+void CudaOps::disable_device_loss_scaling() {
+  if (loss_scale_ == nullptr) return;
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaFree(loss_scale_));
+  loss_scale_ = nullptr;
+}
+
 void CudaOps::update_loss_scale(Tensor total) {
   require(loss_scale_ != nullptr, "update_loss_scale", "device loss scaling is not enabled");
   require_tensor(total, DType::f32, 2, "update_loss_scale", "total");

@@ -101,6 +101,7 @@ class CudaOps final : public bert::Ops {
   // and lamb_update then skip an overflowed step and multiply gradients by 1 / (the step's scale)
   // on top of their grad_scale, without any host synchronization.
   void enable_device_loss_scaling(const LossScaleConfig& config);
+  void disable_device_loss_scaling();
   void update_loss_scale(bert::Tensor total);
   LossScaleState loss_scale_state();  // synchronizes
 

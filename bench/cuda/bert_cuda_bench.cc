@@ -1,0 +1,365 @@
+// bert_cuda_bench: throughput of one BERT-large training step (forward, backward, global gradient
+// norm, LAMB) on the CUDA backend in bf16 and fp16, for a padded batch (16 x 512) and a realistic
+// unpadded length mix (REFERENCE.md section 8), with the MFU of REFERENCE.md section 7. In the same
+// process it measures two baselines of the device: a large bf16 GEMM through cuBLASLt and a
+// device-to-device copy, and prints the step's FLOP rate as a ratio of the GEMM ceiling.
+// PyTorch on the same GPU is timed by torch_bert_step.py (scripts/device_check.sh runs both).
+// Exit 77 when there is no CUDA device.
+//
+//   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
+//                   [--batch N] [--seed N] [--peak-tflops X]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bert/batch.h"
+#include "bert/config.h"
+#include "bert/cuda/cuda_check.h"
+#include "bert/cuda/cuda_ops.h"
+#include "bert/cuda/device_info.h"
+#include "bert/cuda/gemm.h"
+#include "bert/model.h"
+#include "bert/parameters.h"
+
+namespace {
+
+using mlbert::bert::DType;
+namespace bert = mlbert::bert;
+namespace cuda = mlbert::cuda;
+
+constexpr int kSkipped = 77;
+constexpr int kMaxPredictions = 76;
+
+struct Options {
+  std::vector<DType> dtypes{DType::bf16, DType::f16};
+  std::vector<std::string> mixes{"padded", "mix"};
+  int steps = 10, warmup = 3, batch = 16;
+  uint64_t seed = 1234;
+  double peak_tflops = 0;  // 0: from the device name
+};
+
+// REFERENCE.md section 7: 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
+double step_flops(const bert::BertConfig& c, const bert::Batch& batch) {
+  const double L = static_cast<double>(c.num_hidden_layers), H = static_cast<double>(c.hidden_size);
+  const double F = static_cast<double>(c.intermediate_size), V = static_cast<double>(c.vocab_size);
+  const double n_enc = L * (4 * H * H + 2 * H * F);
+  double flops = 0;
+  std::vector<int> masked(batch.num_sequences(), 0);
+  for (size_t s = 0, m = 0; s < batch.num_sequences(); ++s)
+    while (m < batch.masked_lm_positions.size() &&
+           batch.masked_lm_positions[m] < batch.cu_seqlens[s + 1])
+      ++masked[s], ++m;
+  for (size_t s = 0; s < batch.num_sequences(); ++s) {
+    const double len = batch.cu_seqlens[s + 1] - batch.cu_seqlens[s];
+    flops += 6 * n_enc * len + 12 * L * H * len * len + 6 * masked[s] * (H * H + H * V);
+  }
+  return flops;
+}
+
+// The paper's per-batch length quotas (6/3/2/5 of 16 from the bins 1-128, 129-256, 257-384,
+// 385-512), lengths uniform inside a bin; or every sequence 512 long ("padded").
+bert::Batch make_batch(const bert::BertConfig& c, const std::string& mix, int batch_size,
+                       std::mt19937_64& rng) {
+  std::vector<int> lengths;
+  if (mix == "padded") {
+    lengths.assign(batch_size, 512);
+  } else {
+    const int quotas[4] = {6, 3, 2, 5};
+    for (int i = 0; i < batch_size; ++i) {
+      const int slot = i % 16;
+      const int bin = slot < quotas[0] ? 0 : slot < quotas[0] + quotas[1] ? 1 : slot < 11 ? 2 : 3;
+      lengths.push_back(bin * 128 + 1 + static_cast<int>(rng() % 128));
+    }
+  }
+  bert::Batch batch;
+  for (int len : lengths) {
+    std::vector<int32_t> ids(len), segments(len), positions, labels;
+    for (int i = 0; i < len; ++i) {
+      ids[i] = 1 + static_cast<int32_t>(rng() % (c.vocab_size - 1));
+      segments[i] = i < len / 2 ? 0 : 1;
+    }
+    const int masked =
+        std::min(kMaxPredictions, std::max(1, static_cast<int>(std::lround(0.15 * len))));
+    std::vector<int> order(len);
+    for (int i = 0; i < len; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    order.resize(masked);
+    std::sort(order.begin(), order.end());
+    for (int p : order) {
+      positions.push_back(p);
+      labels.push_back(1 + static_cast<int32_t>(rng() % (c.vocab_size - 1)));
+    }
+    batch.append_sequence(ids, segments, positions, labels, static_cast<int32_t>(rng() % 2));
+  }
+  return batch;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Baseline 1: an 8192^3 bf16 GEMM through the same cuBLASLt runner (TFLOP/s).
+double gemm_ceiling_tflops() {
+  constexpr int64_t n = 8192;
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  CUDA_CHECK(cudaMalloc(&a, n * n * 2));
+  CUDA_CHECK(cudaMalloc(&b, n * n * 2));
+  CUDA_CHECK(cudaMalloc(&d, n * n * 2));
+  // Random-looking bits (never zeros: zeros run faster than real data).
+  std::vector<uint16_t> host(n * n);
+  std::mt19937 rng(3);
+  for (auto& x : host)
+    x = static_cast<uint16_t>(0x3c00 + (rng() % 0x300) - 0x180);  // bf16 in ~[0.3, 1.7]
+  CUDA_CHECK(cudaMemcpy(a, host.data(), n * n * 2, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(b, host.data(), n * n * 2, cudaMemcpyHostToDevice));
+  cuda::GemmRunner runner;
+  cuda::GemmArgs g;
+  g.shape.m = g.shape.n = g.shape.k = n;
+  g.shape.lda = g.shape.ldb = g.shape.ldd = n;
+  g.ab_type = g.d_type = cuda::MatrixType::bf16;
+  g.a = a;
+  g.b = b;
+  g.d = d;
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i) runner.run(g, nullptr);
+  std::vector<double> ms;
+  for (int i = 0; i < 10; ++i) {
+    CUDA_CHECK(cudaEventRecord(start));
+    runner.run(g, nullptr);
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(d);
+  return 2.0 * n * n * n / (median(ms) * 1e-3) / 1e12;
+}
+
+// Baseline 2: device-to-device copy bandwidth, bytes read + written (GB/s).
+double copy_bandwidth_gbs() {
+  constexpr size_t bytes = size_t{2} << 30;
+  void *src = nullptr, *dst = nullptr;
+  CUDA_CHECK(cudaMalloc(&src, bytes));
+  CUDA_CHECK(cudaMalloc(&dst, bytes));
+  CUDA_CHECK(cudaMemset(src, 1, bytes));
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int i = 0; i < 8; ++i) {
+    CUDA_CHECK(cudaEventRecord(start));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 2) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(src);
+  cudaFree(dst);
+  return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
+}
+
+double datasheet_peak_tflops(const std::string& name) {
+  if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ||
+      name.find("H800") != std::string::npos || name.find("GH200") != std::string::npos)
+    return 989.4;  // dense bf16/fp16, SXM
+  if (name.find("A100") != std::string::npos || name.find("A800") != std::string::npos)
+    return 312.0;
+  return 0;
+}
+
+struct StepTiming {
+  double wall_ms = 0, fwd_bwd_ms = 0, optimizer_ms = 0;
+  double loss = 0;
+  size_t allocations_during_steps = 0;
+};
+
+StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::Batch& batch,
+                      const Options& o) {
+  bert::ModelLimits limits;
+  limits.max_tokens = batch.num_tokens();
+  limits.max_sequences = batch.num_sequences();
+  limits.max_masked = batch.num_masked();
+  limits.max_seqlen = 512;
+  cuda::CudaOps ops(cuda::cuda_ops_options_for(config, limits, dtype));
+  bert::ParameterStore params(config, ops);
+  params.init_truncated_normal(o.seed);
+  bert::Model model(params, limits);
+  bert::Buffer exp_avg(ops, DType::f32, params.flat_size()),
+      exp_avg_sq(ops, DType::f32, params.flat_size());
+  bert::Buffer norm_total(ops, DType::f32, 2);
+  const bool fp16 = dtype == DType::f16;
+  if (fp16) ops.enable_device_loss_scaling(cuda::LossScaleConfig{});
+  bert::ForwardBackwardOptions fb;
+  // fp16: gradients of loss * 2^17 (the MLPerf starting scale); the device scaler unscales them.
+  fb.loss_scale = fp16 ? cuda::LossScaleConfig{}.initial_scale : 1.0f;
+
+  cudaEvent_t e0, e1, e2;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaEventCreate(&e2));
+  std::vector<double> wall, fwd_bwd, optimizer;
+  size_t allocations = 0;
+  StepTiming timing;
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    if (step == o.warmup) allocations = ops.device_allocations();
+    ops.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    CUDA_CHECK(cudaEventRecord(e0, ops.stream()));
+    const bert::StepResult r = model.forward_backward(
+        batch, bert::DropoutKey{o.seed, static_cast<uint32_t>(step)}, {}, fb);
+    CUDA_CHECK(cudaEventRecord(e1, ops.stream()));
+    bert::L2NormParams norm;
+    norm.buffer = params.grad();
+    norm.segments = params.segments();
+    norm.total = norm_total.tensor();
+    ops.l2_norm(norm);
+    if (fp16) ops.update_loss_scale(norm_total.tensor());
+    bert::LambParams lamb;
+    lamb.master = params.master();
+    lamb.grad = params.grad();
+    lamb.exp_avg = exp_avg.tensor();
+    lamb.exp_avg_sq = exp_avg_sq.tensor();
+    lamb.compute = params.compute();
+    lamb.segments = params.segments();
+    lamb.lr = 1e-5f;  // small: the weights stay in range over the timed steps
+    lamb.beta1 = 0.9f;
+    lamb.beta2 = 0.999f;
+    lamb.weight_decay = 0.01f;
+    lamb.step = step + 1;
+    ops.lamb_update(lamb);
+    CUDA_CHECK(cudaEventRecord(e2, ops.stream()));
+    ops.synchronize();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (step >= o.warmup) {
+      float a = 0, b = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&a, e0, e1));
+      CUDA_CHECK(cudaEventElapsedTime(&b, e1, e2));
+      wall.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      fwd_bwd.push_back(a);
+      optimizer.push_back(b);
+      timing.loss = r.total_loss;
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaEventDestroy(e2);
+  timing.wall_ms = median(wall);
+  timing.fwd_bwd_ms = median(fwd_bwd);
+  timing.optimizer_ms = median(optimizer);
+  timing.allocations_during_steps = ops.device_allocations() - allocations;
+  if (!std::isfinite(timing.loss)) throw std::runtime_error("the loss is not finite");
+  return timing;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--dtype") {
+      const std::string v = next();
+      o.dtypes.clear();
+      if (v == "bf16" || v == "both") o.dtypes.push_back(DType::bf16);
+      if (v == "fp16" || v == "both") o.dtypes.push_back(DType::f16);
+    } else if (arg == "--mix") {
+      const std::string v = next();
+      o.mixes.clear();
+      if (v == "padded" || v == "both") o.mixes.push_back("padded");
+      if (v == "mix" || v == "both") o.mixes.push_back("mix");
+    } else if (arg == "--steps")
+      o.steps = std::atoi(next().c_str());
+    else if (arg == "--warmup")
+      o.warmup = std::atoi(next().c_str());
+    else if (arg == "--batch")
+      o.batch = std::atoi(next().c_str());
+    else if (arg == "--seed")
+      o.seed = std::strtoull(next().c_str(), nullptr, 10);
+    else if (arg == "--peak-tflops")
+      o.peak_tflops = std::atof(next().c_str());
+    else {
+      std::fprintf(
+          stderr,
+          "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
+          "[--batch N] [--seed N] [--peak-tflops X]\n",
+          argv[0]);
+      return 2;
+    }
+  }
+  if (o.dtypes.empty() || o.mixes.empty() || o.steps < 1 || o.warmup < 1 || o.batch < 1) {
+    std::fprintf(stderr, "bad options\n");
+    return 2;
+  }
+  const auto devices = cuda::cuda_devices();
+  if (devices.empty()) {
+    std::printf("no CUDA device: bert_cuda_bench skipped\n");
+    return kSkipped;
+  }
+  try {
+    const auto& dev = devices[0];
+    const double peak = o.peak_tflops > 0 ? o.peak_tflops : datasheet_peak_tflops(dev.name);
+    std::printf("device: %s\n", dev.describe().c_str());
+    const double gemm = gemm_ceiling_tflops();
+    const double copy = copy_bandwidth_gbs();
+    std::printf(
+        "baseline: bf16 GEMM 8192^3 through cuBLASLt %.1f TFLOP/s; device copy %.0f GB/s (read + "
+        "write)\n",
+        gemm, copy);
+    std::printf("peak used for MFU: %.1f TFLOP/s (%s)\n", peak,
+                o.peak_tflops > 0 ? "--peak-tflops" : "datasheet, dense");
+    const bert::BertConfig config = bert::BertConfig::preset("bert-large");
+    std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s\n", "dtype", "mix", "tokens",
+                "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs");
+    for (const std::string& mix : o.mixes) {
+      std::mt19937_64 rng(o.seed);
+      const bert::Batch batch = make_batch(config, mix, o.batch, rng);
+      const double flops = step_flops(config, batch);
+      for (DType dtype : o.dtypes) {
+        const StepTiming t = time_steps(dtype, config, batch, o);
+        const double rate = flops / (t.wall_ms * 1e-3) / 1e12;
+        std::printf("%-6s %-7s %7zu %7.2f %9.2f %9.2f %9.2f %9.1f %6.1f%% %7.1f%% %7zu\n",
+                    bert::dtype_name(dtype), mix.c_str(), batch.num_tokens(), flops / 1e12,
+                    t.wall_ms, t.fwd_bwd_ms, t.optimizer_ms, o.batch / (t.wall_ms * 1e-3),
+                    peak > 0 ? 100.0 * rate / peak : 0.0, 100.0 * rate / gemm,
+                    t.allocations_during_steps);
+        std::printf(
+            "RESULT mlbert %s %s seq_per_s=%.2f mfu=%.4f step_ms=%.3f tflops=%.2f "
+            "gemm_ratio=%.4f\n",
+            bert::dtype_name(dtype), mix.c_str(), o.batch / (t.wall_ms * 1e-3),
+            peak > 0 ? rate / peak : 0.0, t.wall_ms, rate, rate / gemm);
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::printf("bert_cuda_bench: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

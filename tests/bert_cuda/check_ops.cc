@@ -1,0 +1,989 @@
+// Device check, part 1: every CudaOps op against the CPU reference backend on fresh random inputs.
+// For each output: the fp32 reference (CpuOps on the same inputs, which are already rounded to the
+// compute type), the GPU result (outputs NaN-poisoned before the op), and a plain low-precision
+// implementation of the op emulated on the host (the same math, rounding to the compute type at
+// every point where an unfused implementation stores a tensor). Masks, copies and counts are
+// compared exactly.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "bert/cpu/cpu_ops.h"
+#include "bert/philox.h"
+#include "tests/bert_cuda/check_ops.h"
+
+namespace mlbert::cuda::check {
+namespace {
+
+using bert::Activation;
+using bert::DropoutMask;
+
+constexpr int64_t kHidden = 1024;
+constexpr int64_t kHeads = 16;
+constexpr int64_t kHeadDim = 64;
+constexpr int64_t kFfn = 4096;
+constexpr int64_t kVocab = 30522;
+constexpr int64_t kPaddedVocab = 30528;
+constexpr double kF32Floor = 1e-4;  // f32 outputs of 16-bit products: fp32-accumulation noise
+
+// Lengths with the edge cases of the 64-row tiles: 1, exactly 64, 65, and a long one.
+const std::vector<int32_t> kLengths = {1, 37, 64, 65, 128, 200, 511};
+
+std::vector<int32_t> cu_seqlens_of(const std::vector<int32_t>& lengths) {
+  std::vector<int32_t> cu{0};
+  for (int32_t len : lengths) cu.push_back(cu.back() + len);
+  return cu;
+}
+
+float act(Activation a, float x) {
+  switch (a) {
+    case Activation::gelu:
+      return bert::gelu_tanh(x);
+    case Activation::gelu_erf:
+      return bert::gelu_erf(x);
+    case Activation::tanh:
+      return std::tanh(x);
+    default:
+      return x;
+  }
+}
+float act_grad(Activation a, float pre, float out) {
+  switch (a) {
+    case Activation::gelu:
+      return bert::gelu_tanh_grad(pre);
+    case Activation::gelu_erf:
+      return bert::gelu_erf_grad(pre);
+    case Activation::tanh:
+      return 1.0f - out * out;
+    default:
+      return 1.0f;
+  }
+}
+
+DropoutMask random_mask(std::mt19937_64& rng, double p) {
+  return bert::make_dropout_mask(rng(), static_cast<uint32_t>(rng() % 100000),
+                                 static_cast<uint32_t>(rng() % 73), p);
+}
+
+struct Context {
+  Backends& b;
+  DType t;  // compute type
+  std::mt19937_64& rng;
+  std::vector<CheckRow>& rows;
+  void add(CheckRow row) { rows.push_back(std::move(row)); }
+};
+
+// ---- linear ----------------------------------------------------------------------------------
+
+struct LinearCase {
+  const char* name;
+  int64_t m, n, k;
+  int batch;
+  bool transposed, bias;
+  Activation activation;
+};
+
+void check_linear(Context& c, const LinearCase& lc) {
+  Backends& b = c.b;
+  const size_t B = lc.batch, M = lc.m, N = lc.n, K = lc.k;
+  const size_t out_n = B * M * N;
+  const std::string op = std::string("linear ") + lc.name;
+  auto x = b.twin(normal(c.rng, M * K), c.t);
+  auto w = b.twin(normal(c.rng, B * N * K, 0.03f), c.t);
+  auto bias = b.twin(normal(c.rng, B * N, 0.1f), c.t);
+  const bool has_act = lc.activation != Activation::none;
+  auto out = b.output(out_n, c.t);
+  auto pre = b.output(out_n, c.t);
+
+  auto fwd = [&](bool gpu, const Twin& o, const Twin* p, Activation a) {
+    bert::LinearForwardParams f;
+    f.input = gpu ? x.gpu.tensor() : x.cpu.tensor();
+    f.weight = gpu ? w.gpu.tensor() : w.cpu.tensor();
+    if (lc.bias) f.bias = gpu ? bias.gpu.tensor() : bias.cpu.tensor();
+    f.out = gpu ? o.gpu.tensor() : o.cpu.tensor();
+    if (p) f.pre_activation = gpu ? p->gpu.tensor() : p->cpu.tensor();
+    f.activation = a;
+    f.m = lc.m;
+    f.n = lc.n;
+    f.k = lc.k;
+    f.batch = lc.batch;
+    f.weight_stride = N * K;
+    f.bias_stride = N;
+    f.out_stride = M * N;
+    f.weight_transposed = lc.transposed;
+    if (gpu)
+      b.gpu().linear_forward(f);
+    else
+      b.cpu().linear_forward(f);
+  };
+  fwd(true, out, has_act ? &pre : nullptr, lc.activation);
+  fwd(false, out, has_act ? &pre : nullptr, lc.activation);
+  const auto ref_out = b.cpu_values(out);
+  const auto gpu_out = b.gpu_values(out);
+  // Plain: the product rounded to the compute type, then the activation, rounded again.
+  auto plain_pre = b.output(out_n, c.t);
+  fwd(false, plain_pre, nullptr, Activation::none);
+  auto plain = rounded(c.t, b.cpu_values(plain_pre));
+  const auto plain_pre_values = plain;
+  for (float& v : plain) v = round_to(c.t, act(lc.activation, v));
+  c.add(judge(op + " fwd", "out", c.t, gpu_out, plain, ref_out));
+  if (has_act)
+    c.add(judge(op + " fwd", "pre_activation", c.t, b.gpu_values(pre), plain_pre_values,
+                b.cpu_values(pre)));
+
+  // Backward (d_weight and d_bias accumulate onto random values).
+  auto d_out = b.twin(normal(c.rng, out_n), c.t);
+  const auto d_out_host = b.cpu_values(d_out);
+  const auto dw0 = normal(c.rng, B * N * K, 0.01f), db0 = normal(c.rng, B * N, 0.01f);
+  auto d_w = b.twin(dw0, DType::f32);
+  auto d_b = b.twin(db0, DType::f32);
+  auto d_x = b.output(M * K, c.t);
+  auto bwd = [&](bool gpu, const Twin& dy, const Twin& dw, const Twin& db, const Twin& dx,
+                 Activation a) {
+    bert::LinearBackwardParams p;
+    p.d_out = gpu ? dy.gpu.tensor() : dy.cpu.tensor();
+    p.pre_activation = gpu ? pre.gpu.tensor() : pre.cpu.tensor();
+    p.out = gpu ? out.gpu.tensor() : out.cpu.tensor();
+    p.activation = a;
+    p.input = gpu ? x.gpu.tensor() : x.cpu.tensor();
+    p.weight = gpu ? w.gpu.tensor() : w.cpu.tensor();
+    p.d_input = gpu ? dx.gpu.tensor() : dx.cpu.tensor();
+    p.d_weight = gpu ? dw.gpu.tensor() : dw.cpu.tensor();
+    if (lc.bias) p.d_bias = gpu ? db.gpu.tensor() : db.cpu.tensor();
+    p.m = lc.m;
+    p.n = lc.n;
+    p.k = lc.k;
+    p.batch = lc.batch;
+    p.weight_stride = N * K;
+    p.bias_stride = N;
+    p.out_stride = M * N;
+    p.weight_transposed = lc.transposed;
+    if (gpu)
+      b.gpu().linear_backward(p);
+    else
+      b.cpu().linear_backward(p);
+  };
+  bwd(true, d_out, d_w, d_b, d_x, lc.activation);
+  bwd(false, d_out, d_w, d_b, d_x, lc.activation);
+  // Plain: d_pre rounded to the compute type (stored by an activation-backward kernel), then the
+  // products from it.
+  std::vector<float> d_pre(out_n);
+  const auto pre_ref = b.cpu_values(pre), out_ref = b.cpu_values(out);
+  // The activation's input as stored by the forward (compute type).
+  for (size_t i = 0; i < out_n; ++i)
+    d_pre[i] = round_to(
+        c.t, d_out_host[i] * act_grad(lc.activation, has_act ? round_to(c.t, pre_ref[i]) : 0.0f,
+                                      round_to(c.t, out_ref[i])));
+  auto plain_dy = b.twin(d_pre, c.t);
+  auto plain_dw = b.twin(dw0, DType::f32);
+  auto plain_db = b.twin(db0, DType::f32);
+  auto plain_dx = b.output(M * K, c.t);
+  bwd(false, plain_dy, plain_dw, plain_db, plain_dx, Activation::none);
+  c.add(judge(op + " bwd", "d_input", c.t, b.gpu_values(d_x), rounded(c.t, b.cpu_values(plain_dx)),
+              b.cpu_values(d_x)));
+  c.add(judge(op + " bwd", "d_weight (+=)", c.t, b.gpu_values(d_w), b.cpu_values(plain_dw),
+              b.cpu_values(d_w), kF32Floor));
+  if (lc.bias)
+    c.add(judge(op + " bwd", "d_bias (+=)", c.t, b.gpu_values(d_b), b.cpu_values(plain_db),
+                b.cpu_values(d_b), kF32Floor));
+  if (has_act)
+    c.add(judge(op + " bwd", "d_out (in place d_pre)", c.t, b.gpu_values(d_out), d_pre,
+                b.cpu_values(d_out)));
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------
+
+void host_layer_norm(const std::vector<float>& s, size_t rows, size_t width,
+                     const std::vector<float>& gamma, const std::vector<float>& beta, float eps,
+                     std::vector<float>& out, std::vector<float>& mean, std::vector<float>& rstd) {
+  out.resize(rows * width);
+  mean.resize(rows);
+  rstd.resize(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    double sum = 0, sq = 0;
+    for (size_t col = 0; col < width; ++col) sum += s[r * width + col];
+    const double mu = sum / width;
+    for (size_t col = 0; col < width; ++col)
+      sq += (s[r * width + col] - mu) * (s[r * width + col] - mu);
+    const double rs = 1.0 / std::sqrt(sq / width + eps);
+    mean[r] = static_cast<float>(mu);
+    rstd[r] = static_cast<float>(rs);
+    for (size_t col = 0; col < width; ++col)
+      out[r * width + col] =
+          static_cast<float>((s[r * width + col] - mu) * rs * gamma[col] + beta[col]);
+  }
+}
+
+void check_layer_norm(Context& c) {
+  Backends& b = c.b;
+  const size_t R = std::accumulate(kLengths.begin(), kLengths.end(), 0), W = kHidden;
+  const float eps = 1e-12f;
+  const DropoutMask mask = random_mask(c.rng, 0.1);
+  auto x = b.twin(normal(c.rng, R * W), c.t);
+  auto bias = b.twin(normal(c.rng, W, 0.1f), c.t);
+  auto residual = b.twin(normal(c.rng, R * W), c.t);
+  auto gamma = b.twin(normal(c.rng, W, 0.1f, 1.0f), c.t);
+  auto beta = b.twin(normal(c.rng, W, 0.1f), c.t);
+  auto out = b.output(R * W, c.t), ln_input = b.output(R * W, c.t);
+  auto mean = b.output(R, DType::f32), rstd = b.output(R, DType::f32);
+  auto fwd = [&](bool gpu, bool with_residual) {
+    bert::LayerNormForwardParams p;
+    auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+    p.x = pick(x);
+    p.bias = pick(bias);
+    if (with_residual) p.residual = pick(residual);
+    p.gamma = pick(gamma);
+    p.beta = pick(beta);
+    p.out = pick(out);
+    p.ln_input = pick(ln_input);
+    p.mean = pick(mean);
+    p.rstd = pick(rstd);
+    p.dropout = mask;
+    p.rows = static_cast<int64_t>(R);
+    p.width = static_cast<int64_t>(W);
+    p.eps = eps;
+    if (gpu)
+      b.gpu().layer_norm_forward(p);
+    else
+      b.cpu().layer_norm_forward(p);
+  };
+  // Mask check first: without a residual, ln_input is exactly zero where dropout dropped.
+  fwd(true, false);
+  fwd(false, false);
+  {
+    auto zeros = [](const std::vector<float>& v) {
+      std::vector<float> z(v.size());
+      for (size_t i = 0; i < v.size(); ++i) z[i] = v[i] == 0.0f ? 1.0f : 0.0f;
+      return z;
+    };
+    c.add(judge_exact("layer_norm fwd", "dropout mask", c.t, zeros(b.gpu_values(ln_input)),
+                      zeros(b.cpu_values(ln_input))));
+  }
+  b.poison(out);
+  b.poison(ln_input);
+  b.poison(mean);
+  b.poison(rstd);
+  fwd(true, true);
+  fwd(false, true);
+  // Plain: h = x + bias stored, dropout applied and stored, s = h + residual stored, LN stored.
+  const auto xv = b.cpu_values(x), bv = b.cpu_values(bias), rv = b.cpu_values(residual);
+  const auto gv = b.cpu_values(gamma), betav = b.cpu_values(beta);
+  std::vector<float> s(R * W);
+  for (size_t r = 0; r < R; ++r)
+    for (size_t col = 0; col < W; ++col) {
+      const size_t i = r * W + col;
+      const float h = round_to(c.t, round_to(c.t, xv[i] + bv[col]) * bert::dropout_factor(mask, i));
+      s[i] = round_to(c.t, h + rv[i]);
+    }
+  std::vector<float> plain_out, plain_mean, plain_rstd;
+  host_layer_norm(s, R, W, gv, betav, eps, plain_out, plain_mean, plain_rstd);
+  c.add(judge("layer_norm fwd", "out", c.t, b.gpu_values(out), rounded(c.t, plain_out),
+              b.cpu_values(out)));
+  c.add(
+      judge("layer_norm fwd", "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
+  c.add(judge("layer_norm fwd", "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
+  c.add(judge("layer_norm fwd", "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
+
+  // Backward from the same saved tensors on both backends (the CPU's, rounded).
+  auto s_in = b.twin(b.cpu_values(ln_input), c.t);
+  auto mean_in = b.twin(b.cpu_values(mean), DType::f32);
+  auto rstd_in = b.twin(b.cpu_values(rstd), DType::f32);
+  auto d_out = b.twin(normal(c.rng, R * W), c.t);
+  const auto res0 = normal(c.rng, R * W), dg0 = normal(c.rng, W), dbeta0 = normal(c.rng, W),
+             dbias0 = normal(c.rng, W);
+  auto d_res = b.twin(res0, c.t);
+  auto d_gamma = b.twin(dg0, DType::f32), d_beta = b.twin(dbeta0, DType::f32),
+       d_bias = b.twin(dbias0, DType::f32);
+  auto d_x = b.output(R * W, c.t);
+  auto bwd = [&](bool gpu, const Twin& dx, const Twin* dres, const DropoutMask& m) {
+    bert::LayerNormBackwardParams p;
+    auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+    p.d_out = pick(d_out);
+    p.ln_input = pick(s_in);
+    p.mean = pick(mean_in);
+    p.rstd = pick(rstd_in);
+    p.gamma = pick(gamma);
+    p.d_x = pick(dx);
+    if (dres) p.d_residual = pick(*dres);
+    p.accumulate_d_residual = true;
+    p.d_gamma = pick(d_gamma);
+    p.d_beta = pick(d_beta);
+    p.d_bias = pick(d_bias);
+    p.dropout = m;
+    p.rows = static_cast<int64_t>(R);
+    p.width = static_cast<int64_t>(W);
+    if (gpu)
+      b.gpu().layer_norm_backward(p);
+    else
+      b.cpu().layer_norm_backward(p);
+  };
+  bwd(true, d_x, &d_res, mask);
+  bwd(false, d_x, &d_res, mask);
+  const auto gpu_dx = b.gpu_values(d_x), gpu_res = b.gpu_values(d_res);
+  const auto gpu_dg = b.gpu_values(d_gamma), gpu_dbeta = b.gpu_values(d_beta),
+             gpu_dbias = b.gpu_values(d_bias);
+  const auto ref_dx = b.cpu_values(d_x), ref_res = b.cpu_values(d_res);
+  const auto ref_dg = b.cpu_values(d_gamma), ref_dbeta = b.cpu_values(d_beta),
+             ref_dbias = b.cpu_values(d_bias);
+  // Plain: d_s stored in the compute type, d_x = d_s * mask and d_residual += d_s from it.
+  auto d_s = b.output(R * W, c.t);
+  bwd(false, d_s, nullptr, DropoutMask{});
+  const auto ds = rounded(c.t, b.cpu_values(d_s));
+  std::vector<float> plain_dx(R * W), plain_res(R * W);
+  for (size_t i = 0; i < R * W; ++i) {
+    plain_dx[i] = round_to(c.t, ds[i] * bert::dropout_factor(mask, i));
+    plain_res[i] = round_to(c.t, round_to(c.t, res0[i]) + ds[i]);
+  }
+  c.add(judge("layer_norm bwd", "d_x", c.t, gpu_dx, plain_dx, ref_dx));
+  c.add(judge("layer_norm bwd", "d_residual (+=)", c.t, gpu_res, plain_res, ref_res));
+  c.add(judge("layer_norm bwd", "d_gamma (+=)", c.t, gpu_dg, ref_dg, ref_dg, kF32Floor));
+  c.add(judge("layer_norm bwd", "d_beta (+=)", c.t, gpu_dbeta, ref_dbeta, ref_dbeta, kF32Floor));
+  c.add(judge("layer_norm bwd", "d_bias (+=)", c.t, gpu_dbias, ref_dbias, ref_dbias, kF32Floor));
+}
+
+// ---- embeddings --------------------------------------------------------------------------------
+
+void check_embedding(Context& c) {
+  Backends& b = c.b;
+  const size_t T = std::accumulate(kLengths.begin(), kLengths.end(), 0), H = kHidden;
+  const size_t positions = 512, types = 2;
+  const float eps = 1e-12f;
+  const DropoutMask mask = random_mask(c.rng, 0.1);
+  std::vector<int32_t> ids(T), pos(T), seg(T);
+  {
+    size_t t = 0;
+    for (int32_t len : kLengths)
+      for (int32_t i = 0; i < len; ++i, ++t) {
+        ids[t] = static_cast<int32_t>(c.rng() % kVocab);
+        pos[t] = i;
+        seg[t] = i < len / 2 ? 0 : 1;
+      }
+    ids[5] = ids[6] = ids[700];  // repeated ids: the scatter must add, not overwrite
+  }
+  auto input_ids = b.twin_i32(ids), position_ids = b.twin_i32(pos), segment_ids = b.twin_i32(seg);
+  auto word = b.twin(normal(c.rng, kPaddedVocab * H, 0.5f), c.t);
+  auto position = b.twin(normal(c.rng, positions * H, 0.5f), c.t);
+  auto token_type = b.twin(normal(c.rng, types * H, 0.5f), c.t);
+  auto gamma = b.twin(normal(c.rng, H, 0.1f, 1.0f), c.t);
+  auto beta = b.twin(normal(c.rng, H, 0.5f), c.t);
+  auto out = b.output(T * H, c.t), ln_input = b.output(T * H, c.t);
+  auto mean = b.output(T, DType::f32), rstd = b.output(T, DType::f32);
+  auto pick_gpu = [](const Twin& tw, bool gpu) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+  auto fwd = [&](bool gpu) {
+    bert::EmbeddingForwardParams p;
+    p.input_ids = pick_gpu(input_ids, gpu);
+    p.position_ids = pick_gpu(position_ids, gpu);
+    p.segment_ids = pick_gpu(segment_ids, gpu);
+    p.word = pick_gpu(word, gpu);
+    p.position = pick_gpu(position, gpu);
+    p.token_type = pick_gpu(token_type, gpu);
+    p.gamma = pick_gpu(gamma, gpu);
+    p.beta = pick_gpu(beta, gpu);
+    p.out = pick_gpu(out, gpu);
+    p.ln_input = pick_gpu(ln_input, gpu);
+    p.mean = pick_gpu(mean, gpu);
+    p.rstd = pick_gpu(rstd, gpu);
+    p.dropout = mask;
+    p.tokens = static_cast<int64_t>(T);
+    p.hidden = static_cast<int64_t>(H);
+    p.eps = eps;
+    if (gpu)
+      b.gpu().embedding_forward(p);
+    else
+      b.cpu().embedding_forward(p);
+  };
+  fwd(true);
+  fwd(false);
+  const auto gpu_out = b.gpu_values(out), ref_out = b.cpu_values(out);
+  {
+    std::vector<float> gz(gpu_out.size()), rz(ref_out.size());
+    for (size_t i = 0; i < gz.size(); ++i) {
+      gz[i] = gpu_out[i] == 0.0f;
+      rz[i] = ref_out[i] == 0.0f;
+    }
+    c.add(judge_exact("embedding fwd", "dropout mask", c.t, gz, rz));
+  }
+  // Plain: the gathered sum stored, LN stored, dropout stored.
+  const auto wv = b.cpu_values(word), pv = b.cpu_values(position), tv = b.cpu_values(token_type);
+  std::vector<float> s(T * H);
+  for (size_t t = 0; t < T; ++t)
+    for (size_t col = 0; col < H; ++col)
+      s[t * H + col] =
+          round_to(c.t, wv[ids[t] * H + col] + pv[pos[t] * H + col] + tv[seg[t] * H + col]);
+  std::vector<float> plain_out, plain_mean, plain_rstd;
+  host_layer_norm(s, T, H, b.cpu_values(gamma), b.cpu_values(beta), eps, plain_out, plain_mean,
+                  plain_rstd);
+  for (size_t i = 0; i < plain_out.size(); ++i)
+    plain_out[i] = round_to(c.t, round_to(c.t, plain_out[i]) * bert::dropout_factor(mask, i));
+  c.add(judge("embedding fwd", "out", c.t, gpu_out, plain_out, ref_out));
+  c.add(judge("embedding fwd", "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
+  c.add(judge("embedding fwd", "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
+  c.add(judge("embedding fwd", "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
+
+  // Backward from the CPU's saved tensors; table gradients accumulate onto random values.
+  auto s_in = b.twin(b.cpu_values(ln_input), c.t);
+  auto mean_in = b.twin(b.cpu_values(mean), DType::f32),
+       rstd_in = b.twin(b.cpu_values(rstd), DType::f32);
+  auto d_out = b.twin(normal(c.rng, T * H), c.t);
+  auto d_word = b.twin(normal(c.rng, kPaddedVocab * H, 0.01f), DType::f32);
+  auto d_position = b.twin(normal(c.rng, positions * H, 0.01f), DType::f32);
+  auto d_type = b.twin(normal(c.rng, types * H, 0.01f), DType::f32);
+  auto d_gamma = b.twin(normal(c.rng, H, 0.01f), DType::f32),
+       d_beta = b.twin(normal(c.rng, H, 0.01f), DType::f32);
+  auto bwd = [&](bool gpu) {
+    bert::EmbeddingBackwardParams p;
+    p.d_out = pick_gpu(d_out, gpu);
+    p.input_ids = pick_gpu(input_ids, gpu);
+    p.position_ids = pick_gpu(position_ids, gpu);
+    p.segment_ids = pick_gpu(segment_ids, gpu);
+    p.ln_input = pick_gpu(s_in, gpu);
+    p.mean = pick_gpu(mean_in, gpu);
+    p.rstd = pick_gpu(rstd_in, gpu);
+    p.gamma = pick_gpu(gamma, gpu);
+    p.d_word = pick_gpu(d_word, gpu);
+    p.d_position = pick_gpu(d_position, gpu);
+    p.d_token_type = pick_gpu(d_type, gpu);
+    p.d_gamma = pick_gpu(d_gamma, gpu);
+    p.d_beta = pick_gpu(d_beta, gpu);
+    p.dropout = mask;
+    p.tokens = static_cast<int64_t>(T);
+    p.hidden = static_cast<int64_t>(H);
+    if (gpu)
+      b.gpu().embedding_backward(p);
+    else
+      b.cpu().embedding_backward(p);
+  };
+  bwd(true);
+  bwd(false);
+  // The GPU computes these in fp32 from the stored inputs like the reference: only fp32 noise.
+  for (auto [name, tw] : {std::pair{"d_word (+=)", &d_word},
+                          {"d_position (+=)", &d_position},
+                          {"d_token_type (+=)", &d_type},
+                          {"d_gamma (+=)", &d_gamma},
+                          {"d_beta (+=)", &d_beta}}) {
+    const auto ref = b.cpu_values(*tw);
+    c.add(judge("embedding bwd", name, c.t, b.gpu_values(*tw), ref, ref, kF32Floor));
+  }
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+
+struct AttentionData {
+  std::vector<int32_t> cu;
+  int max_seqlen = 0;
+  size_t tokens = 0;
+};
+
+AttentionData attention_layout(const std::vector<int32_t>& lengths) {
+  AttentionData d;
+  d.cu = cu_seqlens_of(lengths);
+  d.max_seqlen = *std::max_element(lengths.begin(), lengths.end());
+  d.tokens = static_cast<size_t>(d.cu.back());
+  return d;
+}
+
+// Standard (unfused) attention in the compute type: S, P, the dropped P and O each stored.
+void plain_attention_forward(DType t, const AttentionData& a, const std::vector<float>& q,
+                             const std::vector<float>& k, const std::vector<float>& v,
+                             const DropoutMask& mask, float scale, std::vector<float>& out,
+                             std::vector<float>& lse) {
+  const size_t H = kHeads * kHeadDim;
+  out.assign(a.tokens * H, 0.0f);
+  lse.assign(kHeads * a.tokens, 0.0f);
+  const uint64_t row_stride = bert::attention_dropout_row_stride(a.max_seqlen);
+  for (size_t s = 0; s + 1 < a.cu.size(); ++s) {
+    const int start = a.cu[s], len = a.cu[s + 1] - a.cu[s];
+    for (int h = 0; h < kHeads; ++h)
+      for (int i = 0; i < len; ++i) {
+        std::vector<float> sc(len);
+        float mx = -INFINITY;
+        for (int j = 0; j < len; ++j) {
+          double dot = 0;
+          for (int d = 0; d < kHeadDim; ++d)
+            dot += q[(start + i) * H + h * kHeadDim + d] * k[(start + j) * H + h * kHeadDim + d];
+          sc[j] = round_to(t, static_cast<float>(scale * dot));
+          mx = std::max(mx, sc[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j < len; ++j) sum += std::exp(static_cast<double>(sc[j]) - mx);
+        lse[h * a.tokens + start + i] = static_cast<float>(mx + std::log(sum));
+        for (int d = 0; d < kHeadDim; ++d) {
+          double acc = 0;
+          for (int j = 0; j < len; ++j) {
+            const float p =
+                round_to(t, static_cast<float>(std::exp(static_cast<double>(sc[j]) - mx) / sum));
+            const float f = bert::dropout_factor(
+                mask, bert::attention_dropout_element(start + i, h, kHeads, row_stride, j));
+            acc += round_to(t, p * f) * v[(start + j) * H + h * kHeadDim + d];
+          }
+          out[(start + i) * H + h * kHeadDim + d] = round_to(t, static_cast<float>(acc));
+        }
+      }
+  }
+}
+
+// Standard attention backward in the compute type: P, dPd, dP, dS each stored.
+void plain_attention_backward(DType t, const AttentionData& a, const std::vector<float>& q,
+                              const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<float>& d_o, const DropoutMask& mask, float scale,
+                              std::vector<float>& dq, std::vector<float>& dk,
+                              std::vector<float>& dv) {
+  const size_t H = kHeads * kHeadDim;
+  dq.assign(a.tokens * H, 0.0f);
+  dk.assign(a.tokens * H, 0.0f);
+  dv.assign(a.tokens * H, 0.0f);
+  std::vector<double> dqd(dq.size(), 0.0), dkd(dk.size(), 0.0), dvd(dv.size(), 0.0);
+  const uint64_t row_stride = bert::attention_dropout_row_stride(a.max_seqlen);
+  for (size_t s = 0; s + 1 < a.cu.size(); ++s) {
+    const int start = a.cu[s], len = a.cu[s + 1] - a.cu[s];
+    for (int h = 0; h < kHeads; ++h) {
+      auto at = [&](const std::vector<float>& x, int row, int d) {
+        return x[(start + row) * H + h * kHeadDim + d];
+      };
+      for (int i = 0; i < len; ++i) {
+        std::vector<float> p(len), f(len), dp(len);
+        float mx = -INFINITY;
+        std::vector<double> sc(len);
+        for (int j = 0; j < len; ++j) {
+          double dot = 0;
+          for (int d = 0; d < kHeadDim; ++d) dot += at(q, i, d) * at(k, j, d);
+          sc[j] = round_to(t, static_cast<float>(scale * dot));
+          mx = std::max(mx, static_cast<float>(sc[j]));
+        }
+        double sum = 0;
+        for (int j = 0; j < len; ++j) sum += std::exp(sc[j] - mx);
+        double delta = 0;
+        for (int j = 0; j < len; ++j) {
+          p[j] = round_to(t, static_cast<float>(std::exp(sc[j] - mx) / sum));
+          f[j] = bert::dropout_factor(
+              mask, bert::attention_dropout_element(start + i, h, kHeads, row_stride, j));
+          double dot = 0;
+          for (int d = 0; d < kHeadDim; ++d) dot += at(d_o, i, d) * at(v, j, d);
+          dp[j] = round_to(t, round_to(t, static_cast<float>(dot)) * f[j]);
+          delta += static_cast<double>(p[j]) * dp[j];
+        }
+        for (int j = 0; j < len; ++j) {
+          const float ds = round_to(t, static_cast<float>(p[j] * (dp[j] - delta)));
+          const float pd = round_to(t, p[j] * f[j]);
+          for (int d = 0; d < kHeadDim; ++d) {
+            dqd[(start + i) * H + h * kHeadDim + d] +=
+                static_cast<double>(ds) * scale * at(k, j, d);
+            dkd[(start + j) * H + h * kHeadDim + d] +=
+                static_cast<double>(ds) * scale * at(q, i, d);
+            dvd[(start + j) * H + h * kHeadDim + d] += static_cast<double>(pd) * at(d_o, i, d);
+          }
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < dq.size(); ++i) {
+    dq[i] = round_to(t, static_cast<float>(dqd[i]));
+    dk[i] = round_to(t, static_cast<float>(dkd[i]));
+    dv[i] = round_to(t, static_cast<float>(dvd[i]));
+  }
+}
+
+void run_attention(Backends& b, bool gpu, const AttentionData& a, const Twin& cu, const Twin& q,
+                   const Twin& k, const Twin& v, const Twin& out, const Twin& lse,
+                   const DropoutMask& mask, float scale) {
+  auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+  bert::AttentionForwardParams p;
+  p.q = pick(q);
+  p.k = pick(k);
+  p.v = pick(v);
+  p.cu_seqlens = pick(cu);
+  p.out = pick(out);
+  p.softmax_lse = pick(lse);
+  p.dropout = mask;
+  p.tokens = static_cast<int64_t>(a.tokens);
+  p.num_sequences = static_cast<int64_t>(a.cu.size() - 1);
+  p.heads = kHeads;
+  p.head_dim = kHeadDim;
+  p.max_seqlen = a.max_seqlen;
+  p.scale = scale;
+  if (gpu)
+    b.gpu().attention_forward(p);
+  else
+    b.cpu().attention_forward(p);
+}
+
+void check_attention(Context& c) {
+  Backends& b = c.b;
+  const float scale = 0.125f;
+  const size_t H = kHeads * kHeadDim;
+  {
+    // Exact mask readout: q = k = 0 gives P = 1/len; v_j = e_j (len <= 64) makes out_i[j] =
+    // keep_ij * scale_keep / len, so the output's zero pattern is the dropout mask.
+    const AttentionData a = attention_layout({1, 17, 64, 40, 64, 33});
+    const DropoutMask mask = random_mask(c.rng, 0.3);
+    std::vector<float> zeros(a.tokens * H, 0.0f), onehot(a.tokens * H, 0.0f);
+    for (size_t s = 0; s + 1 < a.cu.size(); ++s)
+      for (int j = 0; j < a.cu[s + 1] - a.cu[s]; ++j)
+        for (int h = 0; h < kHeads; ++h) onehot[(a.cu[s] + j) * H + h * kHeadDim + j] = 1.0f;
+    auto cu = b.twin_i32(a.cu);
+    auto q = b.twin(zeros, c.t), v = b.twin(onehot, c.t);
+    auto out = b.output(a.tokens * H, c.t), lse = b.output(kHeads * a.tokens, DType::f32);
+    run_attention(b, true, a, cu, q, q, v, out, lse, mask, scale);
+    run_attention(b, false, a, cu, q, q, v, out, lse, mask, scale);
+    auto nz = [](std::vector<float> v) {
+      for (float& x : v) x = x != 0.0f ? 1.0f : 0.0f;
+      return v;
+    };
+    c.add(judge_exact("attention fwd", "dropout mask", c.t, nz(b.gpu_values(out)),
+                      nz(b.cpu_values(out))));
+  }
+  const AttentionData a = attention_layout(kLengths);
+  const DropoutMask mask = random_mask(c.rng, 0.1);
+  auto cu = b.twin_i32(a.cu);
+  auto q = b.twin(normal(c.rng, a.tokens * H), c.t);
+  auto k = b.twin(normal(c.rng, a.tokens * H), c.t);
+  auto v = b.twin(normal(c.rng, a.tokens * H), c.t);
+  auto out = b.output(a.tokens * H, c.t), lse = b.output(kHeads * a.tokens, DType::f32);
+  run_attention(b, true, a, cu, q, k, v, out, lse, mask, scale);
+  run_attention(b, false, a, cu, q, k, v, out, lse, mask, scale);
+  const auto qv = b.cpu_values(q), kv = b.cpu_values(k), vv = b.cpu_values(v);
+  std::vector<float> plain_out, plain_lse;
+  plain_attention_forward(c.t, a, qv, kv, vv, mask, scale, plain_out, plain_lse);
+  c.add(judge("attention fwd", "out", c.t, b.gpu_values(out), plain_out, b.cpu_values(out)));
+  c.add(
+      judge("attention fwd", "softmax_lse", c.t, b.gpu_values(lse), plain_lse, b.cpu_values(lse)));
+
+  // Backward from the CPU forward's out and lse (rounded/f32) on both backends.
+  auto out_in = b.twin(b.cpu_values(out), c.t);
+  auto lse_in = b.twin(b.cpu_values(lse), DType::f32);
+  auto d_out = b.twin(normal(c.rng, a.tokens * H), c.t);
+  auto d_q = b.output(a.tokens * H, c.t), d_k = b.output(a.tokens * H, c.t),
+       d_v = b.output(a.tokens * H, c.t);
+  auto bwd = [&](bool gpu) {
+    auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+    bert::AttentionBackwardParams p;
+    p.q = pick(q);
+    p.k = pick(k);
+    p.v = pick(v);
+    p.out = pick(out_in);
+    p.d_out = pick(d_out);
+    p.softmax_lse = pick(lse_in);
+    p.cu_seqlens = pick(cu);
+    p.d_q = pick(d_q);
+    p.d_k = pick(d_k);
+    p.d_v = pick(d_v);
+    p.dropout = mask;
+    p.tokens = static_cast<int64_t>(a.tokens);
+    p.num_sequences = static_cast<int64_t>(a.cu.size() - 1);
+    p.heads = kHeads;
+    p.head_dim = kHeadDim;
+    p.max_seqlen = a.max_seqlen;
+    p.scale = scale;
+    if (gpu)
+      b.gpu().attention_backward(p);
+    else
+      b.cpu().attention_backward(p);
+  };
+  bwd(true);
+  bwd(false);
+  std::vector<float> pdq, pdk, pdv;
+  plain_attention_backward(c.t, a, qv, kv, vv, b.cpu_values(d_out), mask, scale, pdq, pdk, pdv);
+  c.add(judge("attention bwd", "d_q", c.t, b.gpu_values(d_q), pdq, b.cpu_values(d_q)));
+  c.add(judge("attention bwd", "d_k", c.t, b.gpu_values(d_k), pdk, b.cpu_values(d_k)));
+  c.add(judge("attention bwd", "d_v", c.t, b.gpu_values(d_v), pdv, b.cpu_values(d_v)));
+}
+
+// ---- rows, losses
+// --------------------------------------------------------------------------------
+
+void check_rows(Context& c) {
+  Backends& b = c.b;
+  const size_t rows = 1006, W = kHidden, count = 300;
+  std::vector<int32_t> idx(count);
+  for (auto& i : idx) i = static_cast<int32_t>(c.rng() % rows);
+  idx[1] = idx[2] = idx[3];  // repeats
+  auto indices = b.twin_i32(idx);
+  auto src = b.twin(normal(c.rng, rows * W), c.t);
+  auto out = b.output(count * W, c.t);
+  bert::GatherRowsParams g{src.gpu.tensor(), indices.gpu.tensor(), out.gpu.tensor(),
+                           static_cast<int64_t>(count), static_cast<int64_t>(W)};
+  b.gpu().gather_rows(g);
+  bert::GatherRowsParams gc{src.cpu.tensor(), indices.cpu.tensor(), out.cpu.tensor(),
+                            static_cast<int64_t>(count), static_cast<int64_t>(W)};
+  b.cpu().gather_rows(gc);
+  c.add(judge_exact("gather_rows", "out", c.t, b.gpu_values(out), b.cpu_values(out)));
+
+  const auto d0 = normal(c.rng, rows * W);
+  auto d_src = b.twin(d0, c.t);
+  auto d_out = b.twin(normal(c.rng, count * W), c.t);
+  bert::ScatterAddRowsParams s{d_out.gpu.tensor(), indices.gpu.tensor(), d_src.gpu.tensor(),
+                               static_cast<int64_t>(count), static_cast<int64_t>(W)};
+  b.gpu().scatter_add_rows(s);
+  bert::ScatterAddRowsParams sc{d_out.cpu.tensor(), indices.cpu.tensor(), d_src.cpu.tensor(),
+                                static_cast<int64_t>(count), static_cast<int64_t>(W)};
+  b.cpu().scatter_add_rows(sc);
+  // Plain: each add rounded to the compute type.
+  auto plain = rounded(c.t, d0);
+  const auto dov = b.cpu_values(d_out);
+  for (size_t i = 0; i < count; ++i)
+    for (size_t col = 0; col < W; ++col) {
+      float& dst = plain[idx[i] * W + col];
+      dst = round_to(c.t, dst + dov[i * W + col]);
+    }
+  c.add(judge("scatter_add_rows", "d_src (+=)", c.t, b.gpu_values(d_src), plain,
+              b.cpu_values(d_src)));
+}
+
+void check_cross_entropy(Context& c, const char* name, size_t rows, int64_t classes,
+                         int64_t row_stride, float logit_scale) {
+  Backends& b = c.b;
+  auto logits_host = normal(c.rng, rows * row_stride, logit_scale);
+  std::vector<int32_t> labels(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    // A third of the rows are labelled with their argmax, so the hit count is not trivially 0.
+    if (r % 3 == 0) {
+      const auto row = logits_host.begin() + static_cast<std::ptrdiff_t>(r * row_stride);
+      labels[r] = static_cast<int32_t>(std::max_element(row, row + classes) - row);
+    } else {
+      labels[r] = static_cast<int32_t>(c.rng() % classes);
+    }
+  }
+  auto logits = b.twin(logits_host, c.t);
+  auto label_t = b.twin_i32(labels);
+  auto stats = b.output(2, DType::f32);
+  const float grad_scale = 1.0f / static_cast<float>(rows);
+  auto run = [&](bool gpu) {
+    auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+    bert::CrossEntropyParams p;
+    p.logits = pick(logits);
+    p.d_logits = pick(logits);  // in place, as the model calls it
+    p.labels = pick(label_t);
+    p.stats = pick(stats);
+    p.rows = static_cast<int64_t>(rows);
+    p.classes = classes;
+    p.row_stride = row_stride;
+    p.grad_scale = grad_scale;
+    if (gpu)
+      b.gpu().cross_entropy(p);
+    else
+      b.cpu().cross_entropy(p);
+  };
+  run(true);
+  run(false);
+  const auto ref = b.cpu_values(logits);
+  c.add(judge(std::string("cross_entropy ") + name, "d_logits (in place)", c.t,
+              b.gpu_values(logits), rounded(c.t, ref), ref));
+  const auto gs = b.gpu_values(stats), rs = b.cpu_values(stats);
+  c.add(judge_tolerance(std::string("cross_entropy ") + name, "loss sum", c.t, {gs[0]}, {rs[0]},
+                        1e-5));
+  c.add(judge_exact(std::string("cross_entropy ") + name, "argmax hits", c.t, {gs[1]}, {rs[1]}));
+}
+
+// ---- optimizer
+// -----------------------------------------------------------------------------------
+
+std::vector<bert::TensorSegment> random_segments(std::mt19937_64& rng, size_t& total) {
+  std::vector<bert::TensorSegment> segments;
+  size_t offset = 0;
+  for (int s = 0; s < 60; ++s) {
+    const size_t numel = s % 10 == 0 ? 1 + rng() % 7 : 1 + rng() % 200000;
+    segments.push_back({offset, numel, s % 3 != 0});
+    offset += (numel + 63) / 64 * 64;
+  }
+  total = offset;
+  return segments;
+}
+
+void check_optimizer(Context& c) {
+  Backends& b = c.b;
+  size_t n = 0;
+  const auto segments = random_segments(c.rng, n);
+  {
+    auto buffer = b.twin(normal(c.rng, n), DType::f32);
+    auto norms = b.output(segments.size(), DType::f32), total = b.output(2, DType::f32);
+    for (bool gpu : {true, false}) {
+      bert::L2NormParams p;
+      p.buffer = gpu ? buffer.gpu.tensor() : buffer.cpu.tensor();
+      p.segments = segments;
+      p.segment_norms = gpu ? norms.gpu.tensor() : norms.cpu.tensor();
+      p.total = gpu ? total.gpu.tensor() : total.cpu.tensor();
+      if (gpu)
+        b.gpu().l2_norm(p);
+      else
+        b.cpu().l2_norm(p);
+    }
+    c.add(judge_tolerance("l2_norm", "segment norms", DType::f32, b.gpu_values(norms),
+                          b.cpu_values(norms), 1e-6));
+    const auto gt = b.gpu_values(total), rt = b.cpu_values(total);
+    c.add(judge_tolerance("l2_norm", "global norm", DType::f32, {gt[0]}, {rt[0]}, 1e-6));
+    c.add(judge_exact("l2_norm", "inf/nan flag (clean)", DType::f32, {gt[1]}, {0.0f}));
+    // One inf and one NaN inside segments: the flag must rise.
+    std::vector<float> bad = b.cpu_values(buffer);
+    bad[segments[7].offset + segments[7].numel / 2] = INFINITY;
+    auto bad_buffer = b.twin(bad, DType::f32);
+    bert::L2NormParams p;
+    p.buffer = bad_buffer.gpu.tensor();
+    p.segments = segments;
+    p.total = total.gpu.tensor();
+    b.gpu().l2_norm(p);
+    c.add(
+        judge_exact("l2_norm", "inf/nan flag (inf)", DType::f32, {b.gpu_values(total)[1]}, {1.0f}));
+    bad[segments[7].offset + segments[7].numel / 2] = NAN;
+    auto nan_buffer = b.twin(bad, DType::f32);
+    p.buffer = nan_buffer.gpu.tensor();
+    b.gpu().l2_norm(p);
+    c.add(
+        judge_exact("l2_norm", "inf/nan flag (nan)", DType::f32, {b.gpu_values(total)[1]}, {1.0f}));
+  }
+  {
+    auto x = b.twin(normal(c.rng, 100003), DType::f32);
+    b.gpu().scale(x.gpu.tensor(), 0.37f);
+    b.cpu().scale(x.cpu.tensor(), 0.37f);
+    c.add(judge_exact("scale", "x", DType::f32, b.gpu_values(x), b.cpu_values(x)));
+    auto half = b.output(100003, c.t);
+    b.gpu().cast(half.gpu.tensor(), x.gpu.tensor());
+    c.add(judge_exact("cast f32->compute", "dst", c.t, b.gpu_values(half),
+                      rounded(c.t, b.cpu_values(x))));
+  }
+  // Adam (both modes) and LAMB (both trust-ratio modes): f32 updates, compared at fp32 tolerance;
+  // the compute copy must be exactly the rounded master.
+  for (int variant = 0; variant < 4; ++variant) {
+    const auto master0 = normal(c.rng, n), grad0 = normal(c.rng, n, 0.1f),
+               m0 = normal(c.rng, n, 0.01f);
+    std::vector<float> v0 = normal(c.rng, n, 0.001f);
+    for (float& x : v0) x = x * x;
+    auto master = b.twin(master0, DType::f32), grad = b.twin(grad0, DType::f32);
+    auto m = b.twin(m0, DType::f32), v = b.twin(v0, DType::f32);
+    auto compute = b.output(n, c.t);
+    const char* name = variant == 0   ? "adamw"
+                       : variant == 1 ? "adam (L2)"
+                       : variant == 2 ? "lamb"
+                                      : "lamb (nvlamb)";
+    for (bool gpu : {true, false}) {
+      auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+      if (variant < 2) {
+        bert::AdamParams p;
+        p.master = pick(master);
+        p.grad = pick(grad);
+        p.exp_avg = pick(m);
+        p.exp_avg_sq = pick(v);
+        if (gpu) p.compute = compute.gpu.tensor();
+        p.segments = segments;
+        p.lr = 1e-3f;
+        p.beta1 = 0.9f;
+        p.beta2 = 0.999f;
+        p.eps = 1e-6f;
+        p.weight_decay = 0.01f;
+        p.grad_scale = 0.5f;
+        p.step = 7;
+        p.mode = variant == 0 ? bert::AdamMode::adamw : bert::AdamMode::adam_l2;
+        if (gpu)
+          b.gpu().adam_update(p);
+        else
+          b.cpu().adam_update(p);
+      } else {
+        bert::LambParams p;
+        p.master = pick(master);
+        p.grad = pick(grad);
+        p.exp_avg = pick(m);
+        p.exp_avg_sq = pick(v);
+        if (gpu) p.compute = compute.gpu.tensor();
+        p.segments = segments;
+        p.lr = 2e-3f;
+        p.beta1 = 0.66f;
+        p.beta2 = 0.996f;
+        p.eps = 1e-6f;
+        p.weight_decay = 0.01f;
+        p.grad_scale = 0.5f;
+        p.step = 3;
+        p.trust_ratio_without_decay = variant == 3;
+        if (gpu)
+          b.gpu().lamb_update(p);
+        else
+          b.cpu().lamb_update(p);
+      }
+    }
+    const auto gm = b.gpu_values(master);
+    c.add(judge_tolerance(name, "master", DType::f32, gm, b.cpu_values(master), 1e-6));
+    c.add(judge_tolerance(name, "exp_avg", DType::f32, b.gpu_values(m), b.cpu_values(m), 1e-6));
+    c.add(judge_tolerance(name, "exp_avg_sq", DType::f32, b.gpu_values(v), b.cpu_values(v), 1e-6));
+    // The compute copy covers the segments; the alignment gaps between them stay unwritten.
+    std::vector<float> copy = b.gpu_values(compute), want(n, 0.0f), got(n, 0.0f);
+    for (const auto& s : segments)
+      for (size_t i = s.offset; i < s.offset + s.numel; ++i) {
+        want[i] = round_to(c.t, gm[i]);
+        got[i] = copy[i];
+      }
+    c.add(judge_exact(name, "compute copy", c.t, got, want));
+  }
+}
+
+void check_loss_scaling(Context& c) {
+  Backends& b = c.b;
+  LossScaleConfig config;
+  config.initial_scale = 65536.0f;
+  config.growth_interval = 3;
+  b.gpu().enable_device_loss_scaling(config);
+  LossScaleState host = initial_loss_scale_state(config);
+  const std::vector<bool> overflow = {false, true,  false, false, false, true,
+                                      true,  false, false, false, false};
+  std::vector<float> got, want;
+  for (bool inf : overflow) {
+    auto total = b.twin({1.0f, inf ? 1.0f : 0.0f}, DType::f32);
+    b.gpu().update_loss_scale(total.gpu.tensor());
+    host = next_loss_scale(host, inf, config);
+    const LossScaleState dev = b.gpu().loss_scale_state();
+    got.insert(got.end(), {dev.scale, dev.step_unscale, static_cast<float>(dev.good_steps),
+                           static_cast<float>(dev.found_inf)});
+    want.insert(want.end(), {host.scale, host.step_unscale, static_cast<float>(host.good_steps),
+                             static_cast<float>(host.found_inf)});
+  }
+  c.add(judge_exact("loss scaling (device)", "state sequence", DType::f32, got, want));
+  // An overflowed step leaves the master weights untouched; a clean one unscales the gradients.
+  size_t n = 0;
+  const auto segments = random_segments(c.rng, n);
+  auto master = b.twin(normal(c.rng, n), DType::f32);
+  auto grad = b.twin(normal(c.rng, n), DType::f32),
+       m = b.twin(std::vector<float>(n, 0.0f), DType::f32);
+  auto v = b.twin(std::vector<float>(n, 0.0f), DType::f32);
+  auto bad = b.twin({1.0f, 1.0f}, DType::f32);
+  b.gpu().update_loss_scale(bad.gpu.tensor());
+  const auto before = b.gpu_values(master);
+  bert::AdamParams p;
+  p.master = master.gpu.tensor();
+  p.grad = grad.gpu.tensor();
+  p.exp_avg = m.gpu.tensor();
+  p.exp_avg_sq = v.gpu.tensor();
+  p.segments = segments;
+  p.lr = 1e-3f;
+  b.gpu().adam_update(p);
+  c.add(judge_exact("loss scaling (device)", "skipped step keeps master", DType::f32,
+                    b.gpu_values(master), before));
+  b.gpu().disable_device_loss_scaling();
+}
+
+}  // namespace
+
+std::vector<CheckRow> check_ops(bert::CpuOps& cpu, CudaOps& gpu, std::mt19937_64& rng, bool quick) {
+  std::vector<CheckRow> rows;
+  Backends backends(cpu, gpu);
+  Context c{backends, gpu.compute_dtype(), rng, rows};
+  const int64_t tokens = std::accumulate(kLengths.begin(), kLengths.end(), 0);
+  check_linear(c, {"ffn1 gelu", tokens, kFfn, kHidden, 1, false, true, Activation::gelu});
+  check_linear(c, {"qkv batch 3", tokens, kHidden, kHidden, 3, false, true, Activation::none});
+  check_linear(c, {"pooler tanh", 7, kHidden, kHidden, 1, false, true, Activation::tanh});
+  check_linear(c, {"nsp [2,H]^T", 7, 2, kHidden, 1, true, true, Activation::none});
+  if (!quick) {
+    check_linear(c, {"ffn2", tokens, kHidden, kFfn, 1, false, false, Activation::none});
+    check_linear(c,
+                 {"decoder [V,H]^T", 200, kPaddedVocab, kHidden, 1, true, true, Activation::none});
+    check_linear(c, {"gelu_erf", 100, 512, kHidden, 1, false, true, Activation::gelu_erf});
+  }
+  check_layer_norm(c);
+  check_embedding(c);
+  check_attention(c);
+  check_rows(c);
+  check_cross_entropy(c, "mlm", quick ? 64 : 300, kVocab, kPaddedVocab, 3.0f);
+  check_cross_entropy(c, "nsp", 7, 2, 2, 2.0f);
+  check_optimizer(c);
+  check_loss_scaling(c);
+  return rows;
+}
+
+}  // namespace mlbert::cuda::check
