@@ -56,7 +56,8 @@ void check_stdout(const char* what) {
 }
 
 void add_tokenize(CLI::App& data, int& exit_code) {
-  auto* cmd = data.add_subcommand("tokenize", "WordPiece ids of each input line, one line out per line in");
+  auto* cmd =
+      data.add_subcommand("tokenize", "WordPiece ids of each input line, one line out per line in");
   auto vocab = std::make_shared<std::string>();
   auto input = std::make_shared<std::string>();
   auto flavor = std::make_shared<std::string>("reference");
@@ -86,9 +87,9 @@ void add_tokenize(CLI::App& data, int& exit_code) {
       ++line_no;
       if (!is_valid_utf8(line)) {
         if (policy == InvalidUtf8Policy::kError) {
-          throw std::runtime_error(name + ":" + std::to_string(line_no) + ": invalid UTF-8 at byte " +
-                                   std::to_string(find_invalid_utf8(line)) +
-                                   " (use --invalid-utf8 replace)");
+          throw std::runtime_error(
+              name + ":" + std::to_string(line_no) + ": invalid UTF-8 at byte " +
+              std::to_string(find_invalid_utf8(line)) + " (use --invalid-utf8 replace)");
         }
         std::fprintf(stderr, "mlbert: warning: %s:%lld: invalid UTF-8 replaced by U+FFFD\n",
                      name.c_str(), static_cast<long long>(line_no));
@@ -113,7 +114,8 @@ void add_tokenize(CLI::App& data, int& exit_code) {
 }
 
 void add_prep(CLI::App& data, int& exit_code) {
-  auto* cmd = data.add_subcommand("prep", "text -> pretraining samples -> HDF5 shards (reference-identical)");
+  auto* cmd = data.add_subcommand(
+      "prep", "text -> pretraining samples -> HDF5 shards (reference-identical)");
   auto o = std::make_shared<PrepOptions>();
   auto vocab = std::make_shared<std::string>();
   auto inputs = std::make_shared<std::vector<std::string>>();
@@ -123,11 +125,13 @@ void add_prep(CLI::App& data, int& exit_code) {
   auto utf8 = std::make_shared<std::string>("error");
   auto progress = std::make_shared<std::string>("auto");
   cmd->add_option("--vocab", *vocab, "vocab.txt")->required();
-  cmd->add_option("--input", *inputs, "text files or directories (one sentence per line)")->required();
+  cmd->add_option("--input", *inputs, "text files or directories (one sentence per line)")
+      ->required();
   cmd->add_option("--output", *output, "output directory (output file with --joint)")->required();
   cmd->add_option("--layout", *layout, "fixed, varlen (default) or packed is not accepted here");
   cmd->add_option("--max-seq-length", o->pretraining.max_seq_length, "default 512");
-  cmd->add_option("--max-predictions-per-seq", o->pretraining.max_predictions_per_seq, "default 76");
+  cmd->add_option("--max-predictions-per-seq", o->pretraining.max_predictions_per_seq,
+                  "default 76");
   cmd->add_option("--masked-lm-prob", o->pretraining.masked_lm_prob, "default 0.15");
   cmd->add_option("--dupe-factor", o->pretraining.dupe_factor, "default 10");
   cmd->add_option("--short-seq-prob", o->pretraining.short_seq_prob, "default 0.1");
@@ -142,7 +146,8 @@ void add_prep(CLI::App& data, int& exit_code) {
     o->output = *output;
     o->layout = parse_layout(*layout);
     if (o->layout == Layout::kPacked) {
-      throw std::invalid_argument("prep writes fixed or varlen shards; pack them with `mlbert data pack`");
+      throw std::invalid_argument(
+          "prep writes fixed or varlen shards; pack them with `mlbert data pack`");
     }
     o->flavor = parse_flavor(*flavor);
     o->invalid_utf8 = parse_utf8_policy(*utf8);
@@ -150,7 +155,8 @@ void add_prep(CLI::App& data, int& exit_code) {
     const Vocab v = Vocab::load(*vocab);
     const PrepResult r = run_prep(*o, v);
     std::printf(
-        "prep: %lld files, %lld documents -> %lld samples (%lld tokens, %.1f per sample) in %.2f s; "
+        "prep: %lld files, %lld documents -> %lld samples (%lld tokens, %.1f per sample) in %.2f "
+        "s; "
         "%lld shard(s) in %s\n",
         static_cast<long long>(r.files), static_cast<long long>(r.documents),
         static_cast<long long>(r.samples), static_cast<long long>(r.tokens),
@@ -166,13 +172,15 @@ void add_prep(CLI::App& data, int& exit_code) {
 }
 
 void add_format_options(CLI::App* cmd, ReadOptions& r) {
-  cmd->add_option("--vocab-size", r.vocab_size, "reject token ids >= this (default: no upper check)");
+  cmd->add_option("--vocab-size", r.vocab_size,
+                  "reject token ids >= this (default: no upper check)");
   cmd->add_option("--max-seq-length", r.format.max_seq_length, "default 512");
   cmd->add_option("--max-predictions-per-seq", r.format.max_predictions_per_seq, "default 76");
 }
 
 void add_eval_set(CLI::App& data, int& exit_code) {
-  auto* cmd = data.add_subcommand("eval-set", "pick the eval samples int(i*N/count) from HDF5 shards");
+  auto* cmd =
+      data.add_subcommand("eval-set", "pick the eval samples int(i*N/count) from HDF5 shards");
   auto inputs = std::make_shared<std::vector<std::string>>();
   auto output = std::make_shared<std::string>();
   auto layout = std::make_shared<std::string>("varlen");
@@ -193,7 +201,8 @@ void add_eval_set(CLI::App& data, int& exit_code) {
 }
 
 void add_stratify(CLI::App& data, int& exit_code) {
-  auto* cmd = data.add_subcommand("stratify", "split samples into length bins, each sharded into N files");
+  auto* cmd =
+      data.add_subcommand("stratify", "split samples into length bins, each sharded into N files");
   auto inputs = std::make_shared<std::vector<std::string>>();
   auto output = std::make_shared<std::string>();
   auto layout = std::make_shared<std::string>("varlen");
@@ -207,18 +216,21 @@ void add_stratify(CLI::App& data, int& exit_code) {
   add_format_options(cmd, o->read_options);
   cmd->callback([=, &exit_code] {
     o->layout = parse_layout(*layout);
-    if (o->layout == Layout::kPacked) throw std::invalid_argument("stratify writes fixed or varlen");
+    if (o->layout == Layout::kPacked)
+      throw std::invalid_argument("stratify writes fixed or varlen");
     const auto res = stratify(to_paths(*inputs), *output, *o);
     int64_t total = 0;
     for (int64_t n : res.samples_per_bin) total += n;
     for (size_t b = 0; b < res.samples_per_bin.size(); ++b) {
       const int32_t lo = b == 0 ? 1 : o->upper_bounds[b - 1] + 1;
       const auto& shards = res.samples_per_shard[b];
-      std::printf("stratify: bin %d-%d: %lld samples (%.1f%%), %zu shard(s) of %lld..%lld\n", lo,
-                  o->upper_bounds[b], static_cast<long long>(res.samples_per_bin[b]),
-                  total ? 100.0 * static_cast<double>(res.samples_per_bin[b]) / static_cast<double>(total) : 0.0,
-                  shards.size(), static_cast<long long>(*std::min_element(shards.begin(), shards.end())),
-                  static_cast<long long>(*std::max_element(shards.begin(), shards.end())));
+      std::printf(
+          "stratify: bin %d-%d: %lld samples (%.1f%%), %zu shard(s) of %lld..%lld\n", lo,
+          o->upper_bounds[b], static_cast<long long>(res.samples_per_bin[b]),
+          total ? 100.0 * static_cast<double>(res.samples_per_bin[b]) / static_cast<double>(total)
+                : 0.0,
+          shards.size(), static_cast<long long>(*std::min_element(shards.begin(), shards.end())),
+          static_cast<long long>(*std::max_element(shards.begin(), shards.end())));
     }
     check_stdout("stratify");
     exit_code = 0;
@@ -249,7 +261,8 @@ void add_pack(CLI::App& data, int& exit_code) {
 }
 
 void add_demo_corpus(CLI::App& data, int& exit_code) {
-  auto* cmd = data.add_subcommand("demo-corpus", "write the generated demo corpus and its vocab.txt");
+  auto* cmd =
+      data.add_subcommand("demo-corpus", "write the generated demo corpus and its vocab.txt");
   auto output = std::make_shared<std::string>();
   auto o = std::make_shared<DemoCorpusOptions>();
   cmd->add_option("--output", *output, "output directory")->required();
@@ -268,7 +281,8 @@ void add_demo_corpus(CLI::App& data, int& exit_code) {
 }
 
 void add_inspect(CLI::App& data, int& exit_code) {
-  auto* cmd = data.add_subcommand("inspect", "validate an HDF5 shard and summarise it (or dump samples)");
+  auto* cmd =
+      data.add_subcommand("inspect", "validate an HDF5 shard and summarise it (or dump samples)");
   auto file = std::make_shared<std::string>();
   auto r = std::make_shared<ReadOptions>();
   auto dump = std::make_shared<bool>(false);
@@ -282,13 +296,17 @@ void add_inspect(CLI::App& data, int& exit_code) {
       std::string line;
       for (const Sample& s : samples) {
         line = "{\"input_ids\": [";
-        for (size_t i = 0; i < s.input_ids.size(); ++i) line += (i ? ", " : "") + std::to_string(s.input_ids[i]);
+        for (size_t i = 0; i < s.input_ids.size(); ++i)
+          line += (i ? ", " : "") + std::to_string(s.input_ids[i]);
         line += "], \"segment_ids\": [";
-        for (size_t i = 0; i < s.segment_ids.size(); ++i) line += (i ? ", " : "") + std::to_string(s.segment_ids[i]);
+        for (size_t i = 0; i < s.segment_ids.size(); ++i)
+          line += (i ? ", " : "") + std::to_string(s.segment_ids[i]);
         line += "], \"masked_lm_positions\": [";
-        for (size_t i = 0; i < s.masked_lm_positions.size(); ++i) line += (i ? ", " : "") + std::to_string(s.masked_lm_positions[i]);
+        for (size_t i = 0; i < s.masked_lm_positions.size(); ++i)
+          line += (i ? ", " : "") + std::to_string(s.masked_lm_positions[i]);
         line += "], \"masked_lm_ids\": [";
-        for (size_t i = 0; i < s.masked_lm_ids.size(); ++i) line += (i ? ", " : "") + std::to_string(s.masked_lm_ids[i]);
+        for (size_t i = 0; i < s.masked_lm_ids.size(); ++i)
+          line += (i ? ", " : "") + std::to_string(s.masked_lm_ids[i]);
         line += "], \"next_sentence_label\": " + std::to_string(s.next_sentence_label) + "}\n";
         std::fputs(line.c_str(), stdout);
       }
@@ -302,9 +320,12 @@ void add_inspect(CLI::App& data, int& exit_code) {
       std::printf("%s: %s layout, %lld rows, %zu sequences, %lld tokens (%.1f per sequence)\n",
                   file->c_str(), layout_name(info.layout), static_cast<long long>(info.rows),
                   samples.size(), static_cast<long long>(tokens),
-                  samples.empty() ? 0.0 : static_cast<double>(tokens) / static_cast<double>(samples.size()));
+                  samples.empty()
+                      ? 0.0
+                      : static_cast<double>(tokens) / static_cast<double>(samples.size()));
       for (const auto& [b, n] : bins) {
-        std::printf("  length %d-%d: %lld\n", b * 128 + 1, b * 128 + 128, static_cast<long long>(n));
+        std::printf("  length %d-%d: %lld\n", b * 128 + 1, b * 128 + 128,
+                    static_cast<long long>(n));
       }
     }
     check_stdout("inspect");
@@ -315,7 +336,8 @@ void add_inspect(CLI::App& data, int& exit_code) {
 }  // namespace
 
 void register_cli(CLI::App& app, int& exit_code) {
-  auto* data = app.add_subcommand("data", "data pipeline: tokenize, prep, eval-set, stratify, pack, demo-corpus");
+  auto* data = app.add_subcommand(
+      "data", "data pipeline: tokenize, prep, eval-set, stratify, pack, demo-corpus");
   data->require_subcommand(1);
   add_tokenize(*data, exit_code);
   add_prep(*data, exit_code);

@@ -1,4 +1,5 @@
-// Registers the `mlbert data ...` subcommands (tokenize, prep, eval-set, stratify, pack, demo-corpus).
+// Registers the `mlbert data ...` subcommands (tokenize, prep, eval-set, stratify, pack,
+// demo-corpus).
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
-// Demo corpus generator. The knowledge base (who lives where, which job uses which tool...) is drawn
-// once from the seed; documents then sample sentences about one entity each. Everything goes through
-// PyRandom so the corpus is identical on every machine.
+// Demo corpus generator. The knowledge base (who lives where, which job uses which tool...) is
+// drawn once from the seed; documents then sample sentences about one entity each. Everything goes
+// through PyRandom so the corpus is identical on every machine.
 #include "data_prep/demo_corpus.h"
 
 #include <unistd.h>
@@ -15,18 +15,18 @@
 namespace mlbert::data {
 namespace {
 
-const std::vector<std::string> kFirstSyllables = {"ar", "bel", "cor", "dan", "el", "fin", "gar",
-                                                   "hol", "jor", "kal", "lun", "mor"};
-const std::vector<std::string> kSecondSyllables = {"##ak", "##en", "##ia", "##on", "##us", "##ra",
-                                                    "##eth", "##ix"};
+const std::vector<std::string> kFirstSyllables = {"ar",  "bel", "cor", "dan", "el",  "fin",
+                                                  "gar", "hol", "jor", "kal", "lun", "mor"};
+const std::vector<std::string> kSecondSyllables = {"##ak", "##en", "##ia",  "##on",
+                                                   "##us", "##ra", "##eth", "##ix"};
 const std::vector<std::string> kCities = {
     "paris",  "london", "berlin", "madrid", "rome",   "vienna", "prague", "oslo",
     "dublin", "lisbon", "athens", "warsaw", "zurich", "munich", "milan",  "geneva"};
 const std::vector<std::string> kCountries = {"france", "england", "germany", "spain",
                                              "italy",  "austria", "norway",  "ireland"};
 const std::vector<std::string> kWeather = {"sunny", "rainy", "cold", "warm", "windy", "foggy"};
-const std::vector<std::string> kRivers = {"north", "south", "east", "west", "red", "blue",
-                                          "silver", "golden"};
+const std::vector<std::string> kRivers = {"north", "south", "east",   "west",
+                                          "red",   "blue",  "silver", "golden"};
 struct Job {
   std::string name, tool, place;
 };
@@ -41,24 +41,24 @@ struct Animal {
   std::string singular, plural, sound_singular, sound_plural;
 };
 const std::vector<Animal> kAnimals = {
-    {"dog", "dogs", "barks", "bark"},       {"cat", "cats", "meows", "meow"},
-    {"bird", "birds", "sings", "sing"},     {"horse", "horses", "neighs", "neigh"},
-    {"cow", "cows", "moos", "moo"},         {"sheep", "sheep", "bleats", "bleat"},
-    {"duck", "ducks", "quacks", "quack"},   {"frog", "frogs", "croaks", "croak"},
-    {"lion", "lions", "roars", "roar"},     {"owl", "owls", "hoots", "hoot"}};
-const std::vector<std::string> kColors = {"black", "white", "brown", "gray",
+    {"dog", "dogs", "barks", "bark"},     {"cat", "cats", "meows", "meow"},
+    {"bird", "birds", "sings", "sing"},   {"horse", "horses", "neighs", "neigh"},
+    {"cow", "cows", "moos", "moo"},       {"sheep", "sheep", "bleats", "bleat"},
+    {"duck", "ducks", "quacks", "quack"}, {"frog", "frogs", "croaks", "croak"},
+    {"lion", "lions", "roars", "roar"},   {"owl", "owls", "hoots", "hoot"}};
+const std::vector<std::string> kColors = {"black", "white",  "brown",  "gray",
                                           "green", "yellow", "orange", "purple"};
-const std::vector<std::string> kFoods = {"bread", "cheese", "rice", "soup", "apples", "fish",
-                                         "pasta", "beans", "honey", "salad", "cake", "eggs"};
+const std::vector<std::string> kFoods = {"bread", "cheese", "rice",  "soup",  "apples", "fish",
+                                         "pasta", "beans",  "honey", "salad", "cake",   "eggs"};
 const std::vector<std::string> kNumbers = {"two", "three", "four", "five"};
 // Words of the templates (everything not in the lists above).
 const std::vector<std::string> kTemplateWords = {
-    "he",    "she",  "his",   "her",     "lives",  "in",      "works",   "as",    "a",
-    "an",    "the",  "every", "uses",    "favorite", "food",  "is",      "has",   "all",
-    "day",   "city", "weather", "often", "and",    "are",     "friends", "walks", "to",
-    "river", "each", "morning", "at",    "eats",   "for",     "lunch",   "of",    "with",
-    "likes", "very", "much",  "visits",  "near",   "old",     "best",    "friend", "pet",
-    "loud",  "there", "people", "many",  "own",    "flows",   "through", "works", "loves"};
+    "he",    "she",   "his",     "her",    "lives",    "in",    "works",   "as",     "a",
+    "an",    "the",   "every",   "uses",   "favorite", "food",  "is",      "has",    "all",
+    "day",   "city",  "weather", "often",  "and",      "are",   "friends", "walks",  "to",
+    "river", "each",  "morning", "at",     "eats",     "for",   "lunch",   "of",     "with",
+    "likes", "very",  "much",    "visits", "near",     "old",   "best",    "friend", "pet",
+    "loud",  "there", "people",  "many",   "own",      "flows", "through", "works",  "loves"};
 
 struct City {
   int country, weather, river;
@@ -91,10 +91,18 @@ class Writer {
     for (int s = 1; s < sentences; ++s) {
       const std::string subject = rng_.random() < 0.5 ? he : e.name;
       switch (rng_.randbelow(12)) {
-        case 0: lines.push_back(subject + " works as a " + job.name + " at the " + job.place + " ."); break;
-        case 1: lines.push_back("every " + job.name + " uses a " + job.tool + " ."); break;
-        case 2: lines.push_back(his + " favorite food is " + kFoods[static_cast<size_t>(e.food)] + " ."); break;
-        case 3: lines.push_back(subject + " has a " + color + " " + pet.singular + " ."); break;
+        case 0:
+          lines.push_back(subject + " works as a " + job.name + " at the " + job.place + " .");
+          break;
+        case 1:
+          lines.push_back("every " + job.name + " uses a " + job.tool + " .");
+          break;
+        case 2:
+          lines.push_back(his + " favorite food is " + kFoods[static_cast<size_t>(e.food)] + " .");
+          break;
+        case 3:
+          lines.push_back(subject + " has a " + color + " " + pet.singular + " .");
+          break;
         case 4: {
           const std::string n = pick(rng_, kNumbers);
           lines.push_back(subject + " has " + n + " " + color + " " + pet.plural + " .");
@@ -107,8 +115,14 @@ class Writer {
             lines.push_back("the " + pet.plural + " " + pet.sound_plural + " all day .");
           }
           break;
-        case 6: lines.push_back(city + " is a city in " + kCountries[static_cast<size_t>(c.country)] + " ."); break;
-        case 7: lines.push_back("the weather in " + city + " is often " + kWeather[static_cast<size_t>(c.weather)] + " ."); break;
+        case 6:
+          lines.push_back(city + " is a city in " + kCountries[static_cast<size_t>(c.country)] +
+                          " .");
+          break;
+        case 7:
+          lines.push_back("the weather in " + city + " is often " +
+                          kWeather[static_cast<size_t>(c.weather)] + " .");
+          break;
         case 8:
           lines.push_back(e.name + " and " + entities_[static_cast<size_t>(e.friend_entity)].name +
                           " are best friends .");
@@ -122,7 +136,8 @@ class Writer {
                           city + " .");
           break;
         default:
-          lines.push_back(subject + " eats " + kFoods[static_cast<size_t>(e.food)] + " for lunch .");
+          lines.push_back(subject + " eats " + kFoods[static_cast<size_t>(e.food)] +
+                          " for lunch .");
           break;
       }
     }
@@ -135,7 +150,8 @@ class Writer {
   const std::vector<City>& cities_;
 };
 
-void write_lines_atomically(const std::filesystem::path& path, const std::vector<std::string>& lines) {
+void write_lines_atomically(const std::filesystem::path& path,
+                            const std::vector<std::string>& lines) {
   auto temp = path;
   temp += ".tmp-" + std::to_string(::getpid());
   {
@@ -186,7 +202,8 @@ DemoCorpus generate_demo_corpus(const DemoCorpusOptions& o) {
   for (const auto& w : kWeather) add(w);
   for (const auto& w : kRivers) add(w);
   for (const auto& j : kJobs) add(j.name), add(j.tool), add(j.place);
-  for (const auto& a : kAnimals) add(a.singular), add(a.plural), add(a.sound_singular), add(a.sound_plural);
+  for (const auto& a : kAnimals)
+    add(a.singular), add(a.plural), add(a.sound_singular), add(a.sound_plural);
   for (const auto& w : kColors) add(w);
   for (const auto& w : kFoods) add(w);
   for (const auto& w : kNumbers) add(w);
@@ -199,7 +216,8 @@ DemoCorpus generate_demo_corpus(const DemoCorpusOptions& o) {
       const std::string name = first + second.substr(2);
       bool clean = true;
       for (const auto& w : corpus.vocab) {
-        if (w.size() > first.size() && w.size() <= name.size() && name.compare(0, w.size(), w) == 0) {
+        if (w.size() > first.size() && w.size() <= name.size() &&
+            name.compare(0, w.size(), w) == 0) {
           clean = false;
         }
       }

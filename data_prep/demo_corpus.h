@@ -1,8 +1,9 @@
 // A generated corpus for the CPU demo: documents about recurring entities whose facts never change
 // (home city, job, pet, favourite food, friend), written with templated sentences whose slots are
-// fixed by other words in the same sentence (a city's country and weather, a job's tool, an animal's
-// sound) or by grammatical agreement (number words, plural nouns and verbs). Most masked tokens are
-// thus predictable from context, while the most frequent token stays far below 72% of predictions.
+// fixed by other words in the same sentence (a city's country and weather, a job's tool, an
+// animal's sound) or by grammatical agreement (number words, plural nouns and verbs). Most masked
+// tokens are thus predictable from context, while the most frequent token stays far below 72% of
+// predictions.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -19,9 +20,9 @@ struct DemoCorpusOptions {
 };
 
 struct DemoCorpus {
-  std::vector<std::string> vocab;                  // vocab.txt lines, id order
-  std::vector<std::vector<std::string>> parts;     // per part: lines (blank line between documents)
-  std::vector<std::string> eval;                   // eval.txt lines
+  std::vector<std::string> vocab;               // vocab.txt lines, id order
+  std::vector<std::vector<std::string>> parts;  // per part: lines (blank line between documents)
+  std::vector<std::string> eval;                // eval.txt lines
 };
 
 DemoCorpus generate_demo_corpus(const DemoCorpusOptions& options);

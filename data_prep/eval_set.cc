@@ -30,7 +30,8 @@ EvalSetResult make_eval_set(const std::vector<std::filesystem::path>& inputs,
   for (const auto& in : inputs) {
     const ShardInfo info = inspect_shard(in);
     int64_t n = info.rows;
-    if (info.layout == Layout::kPacked) n = static_cast<int64_t>(read_shard(in, read_options).size());
+    if (info.layout == Layout::kPacked)
+      n = static_cast<int64_t>(read_shard(in, read_options).size());
     counts.push_back(n);
     total += n;
   }

@@ -1,9 +1,10 @@
-// HDF5 C API plumbing for the three layouts. Writers buffer rows and write each dataset in one call;
-// readers convert any integer file type to int32 in memory and check every row before returning.
+// HDF5 C API plumbing for the three layouts. Writers buffer rows and write each dataset in one
+// call; readers convert any integer file type to int32 in memory and check every row before
+// returning.
 #include "data_prep/hdf5_io.h"
 
-#include <hdf5.h>
 #include <fcntl.h>
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,9 +111,9 @@ void write_vlen(hid_t file, const std::filesystem::path& path, const char* name,
   H5Id mem_type(H5Tvlen_create(native_type<T>()), H5Tclose);
   const hsize_t dims[1] = {rows};
   H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  H5Id dset(H5Dcreate2(file, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
-                       H5P_DEFAULT),
-            H5Dclose);
+  H5Id dset(
+      H5Dcreate2(file, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose);
   if (!dset.valid()) throw std::runtime_error(where(path, name) + ": cannot create dataset");
   if (rows > 0 &&
       H5Dwrite(dset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, vl.data()) < 0) {
@@ -144,7 +145,8 @@ Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* 
     throw std::runtime_error(where(path, name) + ": missing");
   }
   d.dset = H5Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
-  if (!d.dset.valid()) throw std::runtime_error(where(path, name) + ": cannot open (corrupt file?)");
+  if (!d.dset.valid())
+    throw std::runtime_error(where(path, name) + ": cannot open (corrupt file?)");
   d.space = H5Id(H5Dget_space(d.dset.get()), H5Sclose);
   d.type = H5Id(H5Dget_type(d.dset.get()), H5Tclose);
   d.rank = H5Sget_simple_extent_ndims(d.space.get());
@@ -286,7 +288,8 @@ class File {
 
 Layout detect(const File& f, const std::filesystem::path& path) {
   if (!f.has("input_ids")) {
-    throw std::runtime_error(path.string() + ": no 'input_ids' dataset; not a BERT pretraining shard");
+    throw std::runtime_error(path.string() +
+                             ": no 'input_ids' dataset; not a BERT pretraining shard");
   }
   if (f.has("packed_input_len")) return Layout::kPacked;
   Dataset d = open_dataset(f.get(), path, "input_ids");
@@ -345,9 +348,9 @@ void check_sample(const std::filesystem::path& path, int64_t row, const Sample& 
   int32_t previous = 0;
   for (int32_t p : s.masked_lm_positions) {
     if (p <= 0 || p >= s.length()) {
-      row_error(path, "masked_lm_positions", row,
-                "position " + std::to_string(p) + " outside [1, " + std::to_string(s.length()) +
-                    ")");
+      row_error(
+          path, "masked_lm_positions", row,
+          "position " + std::to_string(p) + " outside [1, " + std::to_string(s.length()) + ")");
     }
     if (p <= previous) {
       row_error(path, "masked_lm_positions", row, "positions are not strictly increasing");
@@ -362,7 +365,8 @@ void check_sample(const std::filesystem::path& path, int64_t row, const Sample& 
 }
 
 int8_t to_label(const std::filesystem::path& path, const char* dataset, int64_t row, int32_t v) {
-  if (v != 0 && v != 1) row_error(path, dataset, row, "value " + std::to_string(v) + " is not 0 or 1");
+  if (v != 0 && v != 1)
+    row_error(path, dataset, row, "value " + std::to_string(v) + " is not 0 or 1");
   return static_cast<int8_t>(v);
 }
 
@@ -396,8 +400,10 @@ std::vector<Sample> read_fixed_rows(const File& f, const std::filesystem::path& 
   if (nsp.vlen || !(nsp.rank == 1 || (nsp.rank == 2 && nsp.dims[1] == 1))) {
     throw std::runtime_error(where(path, "next_sentence_labels") + ": must be [N] or [N, 1]");
   }
-  for (auto [d, name] : {std::pair{&mask, "input_mask"}, {&seg, "segment_ids"},
-                         {&pos, "masked_lm_positions"}, {&mids, "masked_lm_ids"},
+  for (auto [d, name] : {std::pair{&mask, "input_mask"},
+                         {&seg, "segment_ids"},
+                         {&pos, "masked_lm_positions"},
+                         {&mids, "masked_lm_ids"},
                          {&nsp, "next_sentence_labels"}}) {
     expect_rows(*d, path, name, n);
   }
@@ -426,8 +432,9 @@ std::vector<Sample> read_fixed_rows(const File& f, const std::filesystem::path& 
     while (len < width && m[len] == 1) ++len;
     for (hsize_t k = len; k < width; ++k) {
       if (m[k] != 0) {
-        row_error(path, "input_mask", row,
-                  "mask is not a prefix of ones followed by zeros (column " + std::to_string(k) + ")");
+        row_error(
+            path, "input_mask", row,
+            "mask is not a prefix of ones followed by zeros (column " + std::to_string(k) + ")");
       }
     }
     s.input_ids.assign(&v_ids[r * width], &v_ids[r * width] + len);
@@ -462,8 +469,10 @@ std::vector<Sample> read_varlen_rows(const File& f, const std::filesystem::path&
   Dataset mids = open_dataset(f.get(), path, "masked_lm_ids");
   Dataset nsp = open_dataset(f.get(), path, "next_sentence_labels");
   const hsize_t n = ids.dims[0];
-  for (auto [d, name] : {std::pair{&ids, "input_ids"}, {&seg, "segment_ids"},
-                         {&pos, "masked_lm_positions"}, {&mids, "masked_lm_ids"}}) {
+  for (auto [d, name] : {std::pair{&ids, "input_ids"},
+                         {&seg, "segment_ids"},
+                         {&pos, "masked_lm_positions"},
+                         {&mids, "masked_lm_ids"}}) {
     if (!d->vlen || d->rank != 1) {
       throw std::runtime_error(where(path, name) + ": varlen layout needs a 1-D vlen dataset");
     }
@@ -505,8 +514,8 @@ std::vector<Sample> read_varlen_rows(const File& f, const std::filesystem::path&
 
 std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::path& path,
                                         hsize_t begin, hsize_t count, const ReadOptions& o) {
-  const char* names[] = {"input_ids",     "segment_ids",          "masked_lm_positions",
-                         "masked_lm_ids", "next_sentence_labels", "packed_input_len",
+  const char* names[] = {"input_ids",           "segment_ids",          "masked_lm_positions",
+                         "masked_lm_ids",       "next_sentence_labels", "packed_input_len",
                          "packed_masked_lm_len"};
   std::vector<Dataset> ds;
   for (const char* name : names) ds.push_back(open_dataset(f.get(), path, name));
@@ -524,7 +533,8 @@ std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::pa
   }
   std::vector<std::vector<int32_t>> flat(ds.size());
   std::vector<std::vector<size_t>> off(ds.size());
-  for (size_t k = 0; k < ds.size(); ++k) read_vlen(ds[k], path, names[k], begin, count, flat[k], off[k]);
+  for (size_t k = 0; k < ds.size(); ++k)
+    read_vlen(ds[k], path, names[k], begin, count, flat[k], off[k]);
   std::vector<PackedRow> out(count);
   for (hsize_t r = 0; r < count; ++r) {
     const int64_t row = static_cast<int64_t>(begin + r);
@@ -544,10 +554,12 @@ std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::pa
                 "packed_masked_lm_len / next_sentence_labels do not list one entry per sequence");
     }
     if (static_cast<int64_t>(ids.size()) > o.format.max_seq_length) {
-      row_error(path, "input_ids", row, "row length " + std::to_string(ids.size()) + " > " +
-                                            std::to_string(o.format.max_seq_length));
+      row_error(path, "input_ids", row,
+                "row length " + std::to_string(ids.size()) + " > " +
+                    std::to_string(o.format.max_seq_length));
     }
-    if (seg.size() != ids.size()) row_error(path, "segment_ids", row, "length differs from input_ids");
+    if (seg.size() != ids.size())
+      row_error(path, "segment_ids", row, "length differs from input_ids");
     if (mids.size() != pos.size()) {
       row_error(path, "masked_lm_ids", row, "length differs from masked_lm_positions");
     }
@@ -559,8 +571,9 @@ std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::pa
                   "sequence " + std::to_string(q) + " lengths do not fit the row");
       }
       Sample s;
-      s.input_ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(tok),
-                         ids.begin() + static_cast<std::ptrdiff_t>(tok + static_cast<size_t>(in_len[q])));
+      s.input_ids.assign(
+          ids.begin() + static_cast<std::ptrdiff_t>(tok),
+          ids.begin() + static_cast<std::ptrdiff_t>(tok + static_cast<size_t>(in_len[q])));
       for (size_t k = tok; k < tok + static_cast<size_t>(in_len[q]); ++k) {
         if (seg[k] != 0 && seg[k] != 1) {
           row_error(path, "segment_ids", row, "segment id " + std::to_string(seg[k]));
@@ -613,9 +626,12 @@ std::vector<Sample> read_range(const std::filesystem::path& path, int64_t begin,
 
 const char* layout_name(Layout layout) {
   switch (layout) {
-    case Layout::kFixed: return "fixed";
-    case Layout::kVarlen: return "varlen";
-    case Layout::kPacked: return "packed";
+    case Layout::kFixed:
+      return "fixed";
+    case Layout::kVarlen:
+      return "varlen";
+    case Layout::kPacked:
+      return "packed";
   }
   return "?";
 }
@@ -719,7 +735,8 @@ ShardWriter::~ShardWriter() {
 
 void ShardWriter::check(const Sample& s, const char* what) const {
   auto fail = [&](const std::string& m) {
-    throw std::invalid_argument(path_.string() + ": " + what + " " + std::to_string(rows()) + ": " + m);
+    throw std::invalid_argument(path_.string() + ": " + what + " " + std::to_string(rows()) + ": " +
+                                m);
   };
   if (s.input_ids.empty() || s.length() > format_.max_seq_length) {
     fail("length " + std::to_string(s.length()) + " outside [1, " +
@@ -760,8 +777,8 @@ void ShardWriter::add(const PackedRow& row) {
   if (row.samples.empty() ||
       static_cast<int32_t>(row.samples.size()) > format_.max_sequences_per_row ||
       row.length() > format_.max_seq_length) {
-    throw std::invalid_argument(path_.string() + ": packed row " + std::to_string(rows()) + " has " +
-                                std::to_string(row.samples.size()) + " sequences / " +
+    throw std::invalid_argument(path_.string() + ": packed row " + std::to_string(rows()) +
+                                " has " + std::to_string(row.samples.size()) + " sequences / " +
                                 std::to_string(row.length()) + " tokens");
   }
   for (const Sample& s : row.samples) check(s, "packed row");
@@ -827,7 +844,7 @@ void ShardWriter::write_datasets(int64_t file) const {
       write_vlen<int8_t>(file, path_, "next_sentence_labels", H5T_STD_I8LE, c.nsp, c.seq_off);
       write_vlen<int16_t>(file, path_, "packed_input_len", H5T_STD_I16LE, c.input_len, c.seq_off);
       write_vlen<int16_t>(file, path_, "packed_masked_lm_len", H5T_STD_I16LE, c.masked_len,
-                 c.seq_off);
+                          c.seq_off);
     }
   }
 }
@@ -836,18 +853,20 @@ void ShardWriter::commit() {
   if (committed_) throw std::logic_error(path_.string() + ": shard committed twice");
   quiet_hdf5();
   // HDF5 builds the whole file image in memory (core driver, no backing store); the image is then
-  // written with checked POSIX I/O. A failing disk therefore never leaves HDF5 holding a half-closed
-  // file, and every write error is reported here with errno.
+  // written with checked POSIX I/O. A failing disk therefore never leaves HDF5 holding a
+  // half-closed file, and every write error is reported here with errno.
   std::vector<unsigned char> image;
   {
     H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     // Grow the in-memory image in large steps: the fixed layout is ~6 bytes per token slot.
-    const size_t estimate = layout_ == Layout::kFixed
-                                ? row_sizes_.size() * (static_cast<size_t>(format_.max_seq_length) * 6 +
-                                                       static_cast<size_t>(format_.max_predictions_per_seq) * 8)
-                                : samples_.size() * 64 + 1;
+    const size_t estimate =
+        layout_ == Layout::kFixed
+            ? row_sizes_.size() * (static_cast<size_t>(format_.max_seq_length) * 6 +
+                                   static_cast<size_t>(format_.max_predictions_per_seq) * 8)
+            : samples_.size() * 64 + 1;
     size_t token_bytes = 0;
-    for (const Sample& smp : samples_) token_bytes += smp.input_ids.size() * 3 + smp.masked_lm_ids.size() * 4;
+    for (const Sample& smp : samples_)
+      token_bytes += smp.input_ids.size() * 3 + smp.masked_lm_ids.size() * 4;
     H5Pset_fapl_core(fapl.get(), std::max<size_t>(1 << 20, estimate + token_bytes + (1 << 16)), 0);
     const std::string name = path_.string() + ".in-memory";
     H5Id file(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
@@ -888,7 +907,8 @@ void ShardWriter::commit() {
   }
   if (::fsync(fd) != 0) fail("fsync failed", fd);
   if (::close(fd) != 0) fail("close failed", -1);
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename the finished shard into place", -1);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0)
+    fail("cannot rename the finished shard into place", -1);
   committed_ = true;
 }
 

@@ -7,7 +7,8 @@
 //            zero padded (S = max_seq_length, P = max_predictions_per_seq).
 //   varlen : input_ids vlen<i16> [N], segment_ids vlen<i8> [N], masked_lm_positions vlen<i16> [N],
 //            masked_lm_ids vlen<i16> [N] (only positions != 0), next_sentence_labels i8 [N].
-//   packed : input_ids vlen<i16>, segment_ids vlen<i8>, masked_lm_positions vlen<i16> (offset to the
+//   packed : input_ids vlen<i16>, segment_ids vlen<i8>, masked_lm_positions vlen<i16> (offset to
+//   the
 //            row), masked_lm_ids vlen<i16>, next_sentence_labels vlen<i8> (one per sequence),
 //            packed_input_len vlen<i16>, packed_masked_lm_len vlen<i16>; all [N].
 // Readers accept any integer dtype (the eval picker of the reference writes int16 fixed files) and
@@ -40,8 +41,8 @@ struct ReadOptions {
 
 struct ShardInfo {
   Layout layout;
-  int64_t rows = 0;        // HDF5 rows (packed: rows of up to 3 sequences)
-  int32_t row_width = 0;   // fixed: S of [N,S]; 0 otherwise
+  int64_t rows = 0;       // HDF5 rows (packed: rows of up to 3 sequences)
+  int32_t row_width = 0;  // fixed: S of [N,S]; 0 otherwise
 };
 
 ShardInfo inspect_shard(const std::filesystem::path& path);
@@ -71,7 +72,7 @@ class ShardWriter {
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  void add(Sample sample);          // fixed, varlen
+  void add(Sample sample);         // fixed, varlen
   void add(const PackedRow& row);  // packed
   void commit();
   int64_t rows() const { return static_cast<int64_t>(row_sizes_.size()); }
@@ -90,7 +91,7 @@ class ShardWriter {
 };
 
 // Writes `samples` as one shard (convenience over ShardWriter).
-void write_shard(const std::filesystem::path& path, Layout layout,
-                 std::span<const Sample> samples, ShardFormat format = {});
+void write_shard(const std::filesystem::path& path, Layout layout, std::span<const Sample> samples,
+                 ShardFormat format = {});
 
 }  // namespace mlbert::data

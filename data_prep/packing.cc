@@ -30,9 +30,10 @@ std::string PackingReport::to_text() const {
                 static_cast<long long>(rows), max_seq_length);
   out << line;
   for (size_t k = 1; k < rows_with_k.size(); ++k) {
-    std::snprintf(line, sizeof line, "  rows with %zu sequence%s: %lld (%.1f%%)\n", k,
-                  k == 1 ? "" : "s", static_cast<long long>(rows_with_k[k]),
-                  rows ? 100.0 * static_cast<double>(rows_with_k[k]) / static_cast<double>(rows) : 0.0);
+    std::snprintf(
+        line, sizeof line, "  rows with %zu sequence%s: %lld (%.1f%%)\n", k, k == 1 ? "" : "s",
+        static_cast<long long>(rows_with_k[k]),
+        rows ? 100.0 * static_cast<double>(rows_with_k[k]) / static_cast<double>(rows) : 0.0);
     out << line;
   }
   std::snprintf(line, sizeof line,
@@ -47,7 +48,8 @@ std::string PackingReport::to_text() const {
 std::vector<std::vector<int64_t>> plan_packing(const std::vector<int32_t>& lengths,
                                                int32_t max_seq_length,
                                                int32_t max_sequences_per_row) {
-  if (max_sequences_per_row < 1) throw std::invalid_argument("packing: sequences per row must be >= 1");
+  if (max_sequences_per_row < 1)
+    throw std::invalid_argument("packing: sequences per row must be >= 1");
   std::vector<int64_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {

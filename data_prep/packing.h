@@ -1,5 +1,5 @@
-// Sequence packing for the packed HDF5 layout: up to 3 sequences share one 512-token row, which cuts
-// padding from over half the tokens to a few percent. The plan is best-fit decreasing with a
+// Sequence packing for the packed HDF5 layout: up to 3 sequences share one 512-token row, which
+// cuts padding from over half the tokens to a few percent. The plan is best-fit decreasing with a
 // per-row cap on the number of sequences; rows are then shuffled (seeded) so that training does not
 // see them sorted by length.
 #pragma once

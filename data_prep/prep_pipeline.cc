@@ -1,5 +1,6 @@
 // Worker threads pull input files from a shared counter; the first error stops the others and is
-// rethrown with its file named. Shards that finished stay (they are complete); none is half-written.
+// rethrown with its file named. Shards that finished stay (they are complete); none is
+// half-written.
 #include "data_prep/prep_pipeline.h"
 
 #include <unistd.h>
@@ -101,7 +102,8 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
     if (doc_count == 0) {
       std::string names;
       for (const auto& f : group) names += (names.empty() ? "" : ", ") + f.string();
-      throw std::runtime_error(names + ": no text to make samples from (empty, or only blank lines)");
+      throw std::runtime_error(names +
+                               ": no text to make samples from (empty, or only blank lines)");
     }
     std::vector<Sample> samples = create_samples(documents, vocab, options.pretraining);
     documents.clear();

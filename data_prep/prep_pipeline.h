@@ -20,7 +20,7 @@ struct PrepOptions {
   PretrainingOptions pretraining;
   TokenizerFlavor flavor = TokenizerFlavor::kReference;
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;
-  int threads = 0;    // 0: hardware concurrency
+  int threads = 0;  // 0: hardware concurrency
   bool joint = false;
   int progress = -1;  // see Progress
 };

@@ -1,7 +1,7 @@
 // create_pretraining_data.py's create_training_instances / create_instances_from_document /
 // create_masked_lm_predictions / truncate_seq_pair on token ids, drawing from PyRandom in the
-// reference's order (see pretraining.h). Token strings are never needed: WordPiece output tokens are
-// vocabulary entries, so comparing ids is comparing tokens.
+// reference's order (see pretraining.h). Token strings are never needed: WordPiece output tokens
+// are vocabulary entries, so comparing ids is comparing tokens.
 #include "data_prep/pretraining.h"
 
 #include <cmath>
@@ -69,8 +69,8 @@ void read_documents(const std::filesystem::path& path, const Tokenizer& tokenize
       pending_bytes = 0;
     }
   }
-  if (in.bad()) throw std::runtime_error(path.string() + ": read error after line " +
-                                         std::to_string(line_no));
+  if (in.bad())
+    throw std::runtime_error(path.string() + ": read error after line " + std::to_string(line_no));
   if (on_bytes && pending_bytes) on_bytes(pending_bytes);
 }
 
@@ -111,7 +111,8 @@ void mask_tokens(Context& ctx, Sample& sample) {
     } else if (ctx.rng.random() < 0.5) {
       masked = sample.input_ids[index];
     } else {
-      masked = words[static_cast<size_t>(ctx.rng.randint(0, static_cast<int64_t>(words.size()) - 1))];
+      masked =
+          words[static_cast<size_t>(ctx.rng.randint(0, static_cast<int64_t>(words.size()) - 1))];
     }
     output[index] = masked;
     predictions.emplace_back(index, sample.input_ids[index]);
@@ -181,7 +182,8 @@ void instances_from_document(Context& ctx, size_t document_index, std::vector<Sa
                 ctx.rng.randint(0, static_cast<int64_t>(ctx.documents.size()) - 1);
             if (random_document_index != static_cast<int64_t>(document_index)) break;
           }
-          const Document& random_document = ctx.documents[static_cast<size_t>(random_document_index)];
+          const Document& random_document =
+              ctx.documents[static_cast<size_t>(random_document_index)];
           const int64_t random_start =
               ctx.rng.randint(0, static_cast<int64_t>(random_document.size()) - 1);
           for (size_t j = static_cast<size_t>(random_start); j < random_document.size(); ++j) {

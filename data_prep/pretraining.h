@@ -7,7 +7,8 @@
 //  2. rng.shuffle(all_documents).
 //  3. for _ in range(dupe_factor): for each document_index: create_instances_from_document:
 //     a. if rng.random() < short_seq_prob: target = rng.randint(2, max_seq_length - 3)
-//     b. walk sentences into current_chunk until the last sentence or current_length >= target; then
+//     b. walk sentences into current_chunk until the last sentence or current_length >= target;
+//     then
 //        a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1 (no draw);
 //        random next when len(chunk) == 1 (no draw) or rng.random() < 0.5:
 //          up to 10 x rng.randint(0, len(all_documents) - 1) until != document_index,
@@ -54,8 +55,8 @@ struct ReadStats {
 };
 
 // Appends the documents of one text file to `documents` (the reference's `all_documents`, whose
-// leading empty document is implicit). `documents` must hold at least one (possibly empty) document.
-// Errors name the file and line.
+// leading empty document is implicit). `documents` must hold at least one (possibly empty)
+// document. Errors name the file and line.
 void read_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
                     InvalidUtf8Policy policy, std::vector<Document>& documents,
                     ReadStats* stats = nullptr,

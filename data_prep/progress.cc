@@ -45,8 +45,8 @@ void Progress::draw(bool force) {
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double done = total_bytes_ > 0 ? static_cast<double>(bytes_) / static_cast<double>(total_bytes_)
-                                       : 0.0;
+  const double done =
+      total_bytes_ > 0 ? static_cast<double>(bytes_) / static_cast<double>(total_bytes_) : 0.0;
   char eta[32] = "--:--";
   if (done > 0.0 && done < 1.0) {
     const auto left = static_cast<int64_t>(elapsed * (1.0 - done) / done);

@@ -1,5 +1,5 @@
-// A one-line progress bar on stderr (files, samples, throughput, ETA) that draws only when stderr is
-// a terminal, so logs and CI output stay clean. Safe to update from several worker threads.
+// A one-line progress bar on stderr (files, samples, throughput, ETA) that draws only when stderr
+// is a terminal, so logs and CI output stay clean. Safe to update from several worker threads.
 #pragma once
 #include <atomic>
 #include <chrono>

@@ -114,6 +114,8 @@ int64_t PyRandom::randrange(int64_t start, int64_t stop) {
   return start + static_cast<int64_t>(randbelow(width));
 }
 
-int64_t PyRandom::randint(int64_t a, int64_t b) { return randrange(a, b + 1); }
+int64_t PyRandom::randint(int64_t a, int64_t b) {
+  return randrange(a, b + 1);
+}
 
 }  // namespace mlbert::data

@@ -1,6 +1,7 @@
-// CPython's `random.Random`, bit for bit: the generator MLPerf's create_pretraining_data.py draws from.
-// Only the calls the reference makes are provided, and each consumes the MT19937 stream exactly as
-// CPython 3.x does (random() takes two 32-bit words, _randbelow rejects with getrandbits(k)).
+// CPython's `random.Random`, bit for bit: the generator MLPerf's create_pretraining_data.py draws
+// from. Only the calls the reference makes are provided, and each consumes the MT19937 stream
+// exactly as CPython 3.x does (random() takes two 32-bit words, _randbelow rejects with
+// getrandbits(k)).
 #pragma once
 #include <array>
 #include <cstddef>

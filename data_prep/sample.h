@@ -1,6 +1,6 @@
-// One pretraining sequence as the training harness consumes it: unpadded, masked, with its NSP label.
-// This is the record every HDF5 layout stores (fixed pads it, varlen stores it as is, packed puts up
-// to three of them in one row).
+// One pretraining sequence as the training harness consumes it: unpadded, masked, with its NSP
+// label. This is the record every HDF5 layout stores (fixed pads it, varlen stores it as is, packed
+// puts up to three of them in one row).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,8 +12,8 @@ struct Sample {
   std::vector<int8_t> segment_ids;           // 0 for [CLS] A [SEP], 1 for B [SEP]; same length
   std::vector<int32_t> masked_lm_positions;  // ascending; only real predictions (position != 0)
   std::vector<int32_t> masked_lm_ids;        // original token id at each masked position
-  // Reference convention (create_pretraining_data.py): 1 = B is a random segment ("is_random_next"),
-  // 0 = B is the actual continuation.
+  // Reference convention (create_pretraining_data.py): 1 = B is a random segment
+  // ("is_random_next"), 0 = B is the actual continuation.
   int8_t next_sentence_label = 0;
 
   int32_t length() const { return static_cast<int32_t>(input_ids.size()); }

@@ -35,27 +35,29 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
   const size_t bins = o.upper_bounds.size();
   StratifyResult result;
   result.samples_per_bin.assign(bins, 0);
-  result.samples_per_shard.assign(bins, std::vector<int64_t>(static_cast<size_t>(o.shards_per_bin), 0));
+  result.samples_per_shard.assign(bins,
+                                  std::vector<int64_t>(static_cast<size_t>(o.shards_per_bin), 0));
   std::vector<std::vector<std::unique_ptr<ShardWriter>>> writers(bins);
   for (size_t b = 0; b < bins; ++b) {
     const int32_t lo = b == 0 ? 1 : o.upper_bounds[b - 1] + 1, hi = o.upper_bounds[b];
     std::error_code ec;
-    std::filesystem::create_directories(stratified_shard_path(output, lo, hi, 0, 1).parent_path(), ec);
+    std::filesystem::create_directories(stratified_shard_path(output, lo, hi, 0, 1).parent_path(),
+                                        ec);
     if (ec) {
       throw std::runtime_error(output.string() + ": cannot create bin directory: " + ec.message());
     }
     for (int32_t s = 0; s < o.shards_per_bin; ++s) {
-      writers[b].push_back(std::make_unique<ShardWriter>(
-          stratified_shard_path(output, lo, hi, s, o.shards_per_bin), o.layout,
-          o.read_options.format));
+      writers[b].push_back(
+          std::make_unique<ShardWriter>(stratified_shard_path(output, lo, hi, s, o.shards_per_bin),
+                                        o.layout, o.read_options.format));
     }
   }
   for (const auto& in : inputs) {
     for (Sample& s : read_shard(in, o.read_options)) {
       const int b = bin_of(s.length(), o.upper_bounds);
       if (b < 0) {
-        throw std::runtime_error(in.string() + ": a sample of length " + std::to_string(s.length()) +
-                                 " exceeds the last bin bound " +
+        throw std::runtime_error(in.string() + ": a sample of length " +
+                                 std::to_string(s.length()) + " exceeds the last bin bound " +
                                  std::to_string(o.upper_bounds.back()));
       }
       const auto bi = static_cast<size_t>(b);

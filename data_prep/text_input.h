@@ -1,5 +1,6 @@
 // UTF-8 and line-level helpers shared by the tokenizer, vocabulary and corpus readers.
-// Whitespace here means Python's `str.isspace()`, because the reference strips lines with `strip()`.
+// Whitespace here means Python's `str.isspace()`, because the reference strips lines with
+// `strip()`.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,7 +36,8 @@ inline char32_t decode_utf8(std::string_view s, size_t& pos) {
     pos += 3;
     return cp;
   }
-  const char32_t cp = ((b0 & 0x07u) << 18) | ((static_cast<unsigned char>(s[pos + 1]) & 0x3Fu) << 12) |
+  const char32_t cp = ((b0 & 0x07u) << 18) |
+                      ((static_cast<unsigned char>(s[pos + 1]) & 0x3Fu) << 12) |
                       ((static_cast<unsigned char>(s[pos + 2]) & 0x3Fu) << 6) |
                       (static_cast<unsigned char>(s[pos + 3]) & 0x3Fu);
   pos += 4;

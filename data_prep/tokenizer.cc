@@ -81,9 +81,23 @@ bool is_cased(char32_t cp) {
 
 bool is_case_ignorable(char32_t cp) {
   switch (cp) {  // Word_Break MidLetter, MidNumLet and Single_Quote
-    case 0x27: case 0x2E: case 0x3A: case 0xB7: case 0x387: case 0x55F: case 0x5F4:
-    case 0x2018: case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52:
-    case 0xFE55: case 0xFF07: case 0xFF0E: case 0xFF1A:
+    case 0x27:
+    case 0x2E:
+    case 0x3A:
+    case 0xB7:
+    case 0x387:
+    case 0x55F:
+    case 0x5F4:
+    case 0x2018:
+    case 0x2019:
+    case 0x2024:
+    case 0x2027:
+    case 0xFE13:
+    case 0xFE52:
+    case 0xFE55:
+    case 0xFF07:
+    case 0xFF0E:
+    case 0xFF1A:
       return true;
     default:
       break;
@@ -183,11 +197,11 @@ void Tokenizer::for_each_word(std::string_view text, Sink&& sink) const {
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
     throw InvalidUtf8Error(bad);
   }
-  std::string word;            // current output word (UTF-8)
-  std::u32string token;        // current whitespace token (non-ASCII path)
+  std::string word;      // current output word (UTF-8)
+  std::u32string token;  // current whitespace token (non-ASCII path)
   std::u32string lowered, stripped;
   bool token_ascii = true;
-  std::string ascii_token;     // current whitespace token (ASCII fast path)
+  std::string ascii_token;  // current whitespace token (ASCII fast path)
 
   auto emit_ascii = [&](std::string_view t) {
     size_t start = 0;
@@ -325,13 +339,17 @@ void Tokenizer::tokenize(std::string_view text, std::vector<int32_t>& ids) const
     return;
   }
   // HF registers the special tokens as "added tokens": their literal text in the raw input becomes
-  // the token itself, before any normalization (so "[MASK]" in text is id 103, not "[", "mask", "]").
+  // the token itself, before any normalization (so "[MASK]" in text is id 103, not "[", "mask",
+  // "]").
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
     throw InvalidUtf8Error(bad);
   }
   const SpecialIds& sp = vocab_.special();
-  const std::pair<std::string_view, int32_t> specials[] = {
-      {"[MASK]", sp.mask}, {"[CLS]", sp.cls}, {"[SEP]", sp.sep}, {"[PAD]", sp.pad}, {"[UNK]", sp.unk}};
+  const std::pair<std::string_view, int32_t> specials[] = {{"[MASK]", sp.mask},
+                                                           {"[CLS]", sp.cls},
+                                                           {"[SEP]", sp.sep},
+                                                           {"[PAD]", sp.pad},
+                                                           {"[UNK]", sp.unk}};
   size_t start = 0, pos = 0;
   while ((pos = text.find('[', pos)) != std::string_view::npos) {
     bool matched = false;

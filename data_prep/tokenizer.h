@@ -1,6 +1,6 @@
-// BERT's uncased WordPiece tokenizer: text cleaning, CJK splitting, lower-casing with accent stripping
-// (NFD, drop Mn), splitting on whitespace and punctuation, then greedy longest-match-first WordPiece.
-// Two flavours that differ in three small, documented ways:
+// BERT's uncased WordPiece tokenizer: text cleaning, CJK splitting, lower-casing with accent
+// stripping (NFD, drop Mn), splitting on whitespace and punctuation, then greedy
+// longest-match-first WordPiece. Two flavours that differ in three small, documented ways:
 //   kReference   = Google's tokenization.py as used by MLPerf's create_pretraining_data.py:
 //                  removes Cc/Cf, lower-cases each whitespace token with Python's str.lower()
 //                  (final-sigma rule included) BEFORE NFD, [UNK] for words over 200 characters;
@@ -24,7 +24,8 @@ enum class TokenizerFlavor { kReference, kHuggingFace };
 // Thrown for text that is not valid UTF-8; `byte_offset` locates the first bad byte in the line.
 struct InvalidUtf8Error : std::runtime_error {
   InvalidUtf8Error(size_t offset)
-      : std::runtime_error("invalid UTF-8 at byte " + std::to_string(offset)), byte_offset(offset) {}
+      : std::runtime_error("invalid UTF-8 at byte " + std::to_string(offset)),
+        byte_offset(offset) {}
   size_t byte_offset;
 };
 

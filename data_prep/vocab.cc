@@ -1,4 +1,5 @@
-// Vocabulary loading with the reference's stripping and duplicate rules, and the special-token check.
+// Vocabulary loading with the reference's stripping and duplicate rules, and the special-token
+// check.
 #include "data_prep/vocab.h"
 
 #include <fstream>

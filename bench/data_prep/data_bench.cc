@@ -1,8 +1,9 @@
 // Data pipeline benchmark: in one run, (1) WordPiece throughput of mlbert against HF `tokenizers`
-// (Rust, encode_batch) on the same text and thread count, and (2) pretraining-sample creation against
-// the reference Python create_training_instances on the same text at MLPerf parameters; from the
-// measured per-core rate it projects the full MLPerf build (500 parts, 156,726,829 sequences) on a
-// 64-core node. Baselines run in a Python helper (reference_bench.py) with the parity venv.
+// (Rust, encode_batch) on the same text and thread count, and (2) pretraining-sample creation
+// against the reference Python create_training_instances on the same text at MLPerf parameters;
+// from the measured per-core rate it projects the full MLPerf build (500 parts, 156,726,829
+// sequences) on a 64-core node. Baselines run in a Python helper (reference_bench.py) with the
+// parity venv.
 //
 // Usage: data_bench --python PY [--vocab vocab.txt] [--mb 16] [--ref-mb 1] [--threads 1,2]
 #include <algorithm>
@@ -45,7 +46,8 @@ std::string run_capture(const std::string& cmd) {
 
 double json_number(const std::string& json, const std::string& key) {
   const auto at = json.find("\"" + key + "\":");
-  if (at == std::string::npos) throw std::runtime_error("no '" + key + "' in helper output: " + json);
+  if (at == std::string::npos)
+    throw std::runtime_error("no '" + key + "' in helper output: " + json);
   return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
 }
 
@@ -139,7 +141,8 @@ int main(int argc, char** argv) try {
     std::stringstream ss(arg(argc, argv, "--threads", "1,2"));
     for (std::string t; std::getline(ss, t, ',');) thread_counts.push_back(std::stoi(t));
   }
-  const fs::path work = fs::temp_directory_path() / ("mlbert-data-bench-" + std::to_string(getpid()));
+  const fs::path work =
+      fs::temp_directory_path() / ("mlbert-data-bench-" + std::to_string(getpid()));
   fs::create_directories(work);
   std::string vocab_path = arg(argc, argv, "--vocab", "");
   if (vocab_path.empty()) {
@@ -152,10 +155,11 @@ int main(int argc, char** argv) try {
   for (const auto& l : lines) bytes += l.size() + 1;
   const fs::path text = work / "corpus.txt";
   write_lines(text, lines, lines.size());
-  std::printf("data_bench: %zu lines, %.1f MB of English prose (/usr/share/doc/*/copyright), "
-              "vocab %s (%d tokens), %u hardware threads\n\n",
-              lines.size(), static_cast<double>(bytes) / 1e6, vocab_path.c_str(), vocab.size(),
-              std::thread::hardware_concurrency());
+  std::printf(
+      "data_bench: %zu lines, %.1f MB of English prose (/usr/share/doc/*/copyright), "
+      "vocab %s (%d tokens), %u hardware threads\n\n",
+      lines.size(), static_cast<double>(bytes) / 1e6, vocab_path.c_str(), vocab.size(),
+      std::thread::hardware_concurrency());
 
   std::printf("1. WordPiece tokenization (uncased BERT), best of 3\n");
   std::printf("   %-8s %-34s %10s %12s %8s\n", "threads", "implementation", "MB/s", "ids", "ratio");
@@ -165,29 +169,30 @@ int main(int argc, char** argv) try {
     const double hf_s = json_number(json, "seconds");
     const auto hf_ids = static_cast<int64_t>(json_number(json, "ids"));
     int64_t ids_hf = 0, ids_ref = 0;
-    const double ours_hf = time_tokenizer(Tokenizer(vocab, TokenizerFlavor::kHuggingFace), lines,
-                                          threads, ids_hf);
-    const double ours_ref = time_tokenizer(Tokenizer(vocab, TokenizerFlavor::kReference), lines,
-                                           threads, ids_ref);
+    const double ours_hf =
+        time_tokenizer(Tokenizer(vocab, TokenizerFlavor::kHuggingFace), lines, threads, ids_hf);
+    const double ours_ref =
+        time_tokenizer(Tokenizer(vocab, TokenizerFlavor::kReference), lines, threads, ids_ref);
     const double mbytes = static_cast<double>(bytes) / 1e6;
     std::printf("   %-8d %-34s %10.1f %12lld %8s\n", threads, "HF tokenizers (Rust) encode_batch",
                 mbytes / hf_s, static_cast<long long>(hf_ids), "1.00x");
-    std::printf("   %-8d %-34s %10.1f %12lld %7.2fx%s\n", threads, "mlbert --flavor hf", mbytes / ours_hf,
-                static_cast<long long>(ids_hf), hf_s / ours_hf,
+    std::printf("   %-8d %-34s %10.1f %12lld %7.2fx%s\n", threads, "mlbert --flavor hf",
+                mbytes / ours_hf, static_cast<long long>(ids_hf), hf_s / ours_hf,
                 ids_hf == hf_ids ? "" : "  (id count differs!)");
     std::printf("   %-8d %-34s %10.1f %12lld %7.2fx\n", threads, "mlbert --flavor reference",
                 mbytes / ours_ref, static_cast<long long>(ids_ref), hf_s / ours_ref);
   }
 
-  std::printf("\n2. Sample creation at MLPerf parameters (512, 76, 0.15, dupe 10, 0.1, seed 12345)\n");
+  std::printf(
+      "\n2. Sample creation at MLPerf parameters (512, 76, 0.15, dupe 10, 0.1, seed 12345)\n");
   size_t ref_lines = 0, ref_bytes = 0;
   while (ref_lines < lines.size() && ref_bytes < static_cast<size_t>(ref_mb * 1e6)) {
     ref_bytes += lines[ref_lines++].size() + 1;
   }
   const fs::path small = work / "ref_corpus.txt";
   write_lines(small, lines, ref_lines);
-  const auto ref_json = run_capture(python + " " + MLBERT_DATA_BENCH_HELPER + " prep " + vocab_path +
-                                    " " + small.string());
+  const auto ref_json = run_capture(python + " " + MLBERT_DATA_BENCH_HELPER + " prep " +
+                                    vocab_path + " " + small.string());
   const double ref_s = json_number(ref_json, "seconds");
   const double ref_samples = json_number(ref_json, "samples");
   // mlbert on the same input: read + tokenize + create (the work the reference timing covers).
@@ -209,26 +214,31 @@ int main(int argc, char** argv) try {
   prep.threads = 1;
   prep.progress = 0;
   const PrepResult full = run_prep(prep, vocab);
-  const double ref_rate = ref_samples / ref_s, ours_rate = static_cast<double>(ours_samples) / ours_s;
+  const double ref_rate = ref_samples / ref_s,
+               ours_rate = static_cast<double>(ours_samples) / ours_s;
   const double e2e_rate = static_cast<double>(full.samples) / full.seconds;
   std::printf("   %-52s %10s %12s %8s\n", "", "samples", "samples/s", "ratio");
-  std::printf("   %-52s %10.0f %12.0f %8s\n", "reference create_training_instances (Python, 1 core)",
-              ref_samples, ref_rate, "1.00x");
-  std::printf("   %-52s %10zu %12.0f %7.1fx%s\n", "mlbert read+tokenize+create (1 core, same input)",
-              ours_samples, ours_rate, ours_rate / ref_rate,
+  std::printf("   %-52s %10.0f %12.0f %8s\n",
+              "reference create_training_instances (Python, 1 core)", ref_samples, ref_rate,
+              "1.00x");
+  std::printf("   %-52s %10zu %12.0f %7.1fx%s\n",
+              "mlbert read+tokenize+create (1 core, same input)", ours_samples, ours_rate,
+              ours_rate / ref_rate,
               static_cast<double>(ours_samples) == ref_samples ? "" : "  (sample count differs!)");
   std::printf("   %-52s %10lld %12.0f %7.1fx\n", "mlbert prep end to end incl. HDF5 write (1 core)",
               static_cast<long long>(full.samples), e2e_rate, e2e_rate / ref_rate);
 
-  std::printf("\n3. Projection: full MLPerf training set (%.0f sequences, 500 parts) on a %d-core node\n",
-              kMlperfSequences, kNodeCores);
+  std::printf(
+      "\n3. Projection: full MLPerf training set (%.0f sequences, 500 parts) on a %d-core node\n",
+      kMlperfSequences, kNodeCores);
   auto hours = [](double rate) { return kMlperfSequences / (rate * kNodeCores) / 3600.0; };
   std::printf("   reference Python, 64 parts at a time:    %8.2f h\n", hours(ref_rate));
-  std::printf("   mlbert prep, 64 worker threads:          %8.2f h  (%.1fx faster)\n", hours(e2e_rate),
-              e2e_rate / ref_rate);
-  std::printf("   (per-core rates measured above on %u hardware threads; assumes linear scaling over\n"
-              "    independent parts, which is how both tools parallelise)\n",
-              std::thread::hardware_concurrency());
+  std::printf("   mlbert prep, 64 worker threads:          %8.2f h  (%.1fx faster)\n",
+              hours(e2e_rate), e2e_rate / ref_rate);
+  std::printf(
+      "   (per-core rates measured above on %u hardware threads; assumes linear scaling over\n"
+      "    independent parts, which is how both tools parallelise)\n",
+      std::thread::hardware_concurrency());
   fs::remove_all(work);
   return 0;
 } catch (const std::exception& e) {

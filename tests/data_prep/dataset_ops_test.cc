@@ -43,7 +43,7 @@ TEST_CASE("eval indexes follow int(i * N / count)") {
   CHECK(eval_indexes(10, 4) == std::vector<int64_t>{0, 2, 5, 7});
   const auto idx = eval_indexes(313'287, 10000);
   CHECK(idx.size() == 10000);
-  CHECK(idx[1] == 31);     // int(313287 / 10000)
+  CHECK(idx[1] == 31);         // int(313287 / 10000)
   CHECK(idx[9999] == 313255);  // int(9999 * 313287 / 10000) = int(313255.6713)
   CHECK(std::is_sorted(idx.begin(), idx.end()));
   CHECK_THROWS(eval_indexes(0, 10));
@@ -52,12 +52,10 @@ TEST_CASE("eval indexes follow int(i * N / count)") {
 TEST_CASE("eval-set keeps exactly the picked records, across several input shards") {
   TempDir dir;
   const auto samples = traced_samples(std::vector<int32_t>(250, 20));
-  write_shard(dir / "a.hdf5", Layout::kFixed,
-              std::span<const Sample>(samples.data(), 100));
-  write_shard(dir / "b.hdf5", Layout::kVarlen,
-              std::span<const Sample>(samples.data() + 100, 150));
-  const auto r = make_eval_set({dir / "a.hdf5", dir / "b.hdf5"}, dir / "eval.hdf5", Layout::kVarlen,
-                               40, {});
+  write_shard(dir / "a.hdf5", Layout::kFixed, std::span<const Sample>(samples.data(), 100));
+  write_shard(dir / "b.hdf5", Layout::kVarlen, std::span<const Sample>(samples.data() + 100, 150));
+  const auto r =
+      make_eval_set({dir / "a.hdf5", dir / "b.hdf5"}, dir / "eval.hdf5", Layout::kVarlen, 40, {});
   CHECK(r.source_samples == 250);
   const auto eval = read_shard(dir / "eval.hdf5", {});
   REQUIRE(eval.size() == 40);
@@ -79,7 +77,8 @@ TEST_CASE("stratify puts every sample in its length bin, shards balanced within 
   for (size_t b = 0; b < 4; ++b) {
     const auto& shards = r.samples_per_shard[b];
     CHECK(*std::max_element(shards.begin(), shards.end()) -
-              *std::min_element(shards.begin(), shards.end()) <= 1);
+              *std::min_element(shards.begin(), shards.end()) <=
+          1);
     for (int32_t s = 0; s < 3; ++s) {
       const int32_t lo = b == 0 ? 1 : o.upper_bounds[b - 1] + 1, hi = o.upper_bounds[b];
       const auto part = read_shard(stratified_shard_path(dir / "out", lo, hi, s, 3), {});

@@ -1,13 +1,14 @@
 // The demo corpus: deterministic, fully covered by its vocabulary, and learnable: a model that only
-// counts the two words on each side of a position (backing off to one on each side) already predicts
-// most eval masks, while always answering the most frequent label stays far below MLPerf's 0.72.
-#include <catch2/catch.hpp>
+// counts the two words on each side of a position (backing off to one on each side) already
+// predicts most eval masks, while always answering the most frequent label stays far below MLPerf's
+// 0.72.
 #include <array>
+#include <catch2/catch.hpp>
 #include <map>
 
 #include "data_prep/demo_corpus.h"
-#include "data_prep/pretraining.h"
 #include "data_prep/prep_pipeline.h"
+#include "data_prep/pretraining.h"
 #include "test_util.h"
 
 using namespace mlbert::data;
@@ -61,7 +62,8 @@ TEST_CASE("demo corpus masks are predictable from context but not from frequency
   using Context = std::array<int32_t, 4>;  // two tokens left, two right (-1 past the ends)
   auto context_at = [](const std::vector<int32_t>& ids, size_t k, bool wide) {
     auto at = [&](std::ptrdiff_t i) {
-      return i < 0 || i >= static_cast<std::ptrdiff_t>(ids.size()) ? -1 : ids[static_cast<size_t>(i)];
+      return i < 0 || i >= static_cast<std::ptrdiff_t>(ids.size()) ? -1
+                                                                   : ids[static_cast<size_t>(i)];
     };
     const auto i = static_cast<std::ptrdiff_t>(k);
     return Context{wide ? at(i - 2) : -2, at(i - 1), at(i + 1), wide ? at(i + 2) : -2};

@@ -1,4 +1,5 @@
-// HDF5 layouts: round trips, partial reads, and readers that name file, dataset and row of a problem.
+// HDF5 layouts: round trips, partial reads, and readers that name file, dataset and row of a
+// problem.
 #include <hdf5.h>
 
 #include <catch2/catch.hpp>

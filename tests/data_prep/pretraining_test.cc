@@ -1,6 +1,6 @@
-// Sample creation: a golden run produced by Google BERT's create_pretraining_data.py (bert-tensorflow
-// 1.0.4, Python 3.11) on a tiny corpus, plus the invariants every sample must satisfy. The large
-// instance-by-instance comparison runs in tests/parity/data_samples_parity.py.
+// Sample creation: a golden run produced by Google BERT's create_pretraining_data.py
+// (bert-tensorflow 1.0.4, Python 3.11) on a tiny corpus, plus the invariants every sample must
+// satisfy. The large instance-by-instance comparison runs in tests/parity/data_samples_parity.py.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
@@ -24,17 +24,61 @@ struct Golden {
 };
 // create_training_instances(corpus, tokenizer, 16, dupe 2, short 0.1, 0.15, 3, Random(12345))
 const std::vector<Golden> kGolden = {
-    {{2, 5, 10, 11, 12, 4, 18, 3, 4, 15, 16, 17, 18, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {5, 8}, {13, 14}, 0},
-    {{2, 5, 6, 7, 8, 5, 9, 4, 3, 5, 10, 11, 12, 13, 18, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {3, 7}, {7, 18}, 0},
-    {{2, 5, 6, 20, 7, 18, 3, 12, 13, 18, 14, 15, 16, 17, 4, 3}, {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {7, 14}, {12, 18}, 1},
-    {{2, 14, 10, 4, 14, 6, 18, 3, 5, 1, 4, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, {3, 10}, {19, 18}, 1},
-    {{2, 5, 6, 20, 7, 18, 3, 14, 4, 4, 14, 6, 18, 3}, {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {8, 9}, {10, 19}, 0},
-    {{2, 5, 6, 7, 8, 5, 4, 18, 3, 20, 4, 18, 14, 10, 19, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {6, 10}, {9, 7}, 1},
-    {{2, 5, 1, 4, 3, 10, 11, 12, 13, 4, 14, 15, 16, 17, 18, 3}, {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {3, 9}, {18, 18}, 1},
-    {{2, 17, 4, 11, 13, 19, 12, 13, 3, 7, 8, 14, 15, 4, 18, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {2, 13}, {20, 10}, 0},
-    {{2, 14, 15, 16, 17, 4, 3, 5, 4, 7, 8, 14, 15, 10, 18, 3}, {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {5, 8}, {18, 9}, 1},
-    {{2, 5, 9, 7, 8, 14, 15, 10, 18, 3, 5, 1, 4, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, {7, 12}, {10, 18}, 0},
-    {{2, 4, 17, 20, 11, 13, 19, 12, 13, 3, 5, 6, 20, 4, 18, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {1, 13}, {16, 7}, 1},
+    {{2, 5, 10, 11, 12, 4, 18, 3, 4, 15, 16, 17, 18, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1},
+     {5, 8},
+     {13, 14},
+     0},
+    {{2, 5, 6, 7, 8, 5, 9, 4, 3, 5, 10, 11, 12, 13, 18, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+     {3, 7},
+     {7, 18},
+     0},
+    {{2, 5, 6, 20, 7, 18, 3, 12, 13, 18, 14, 15, 16, 17, 4, 3},
+     {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+     {7, 14},
+     {12, 18},
+     1},
+    {{2, 14, 10, 4, 14, 6, 18, 3, 5, 1, 4, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1},
+     {3, 10},
+     {19, 18},
+     1},
+    {{2, 5, 6, 20, 7, 18, 3, 14, 4, 4, 14, 6, 18, 3},
+     {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+     {8, 9},
+     {10, 19},
+     0},
+    {{2, 5, 6, 7, 8, 5, 4, 18, 3, 20, 4, 18, 14, 10, 19, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+     {6, 10},
+     {9, 7},
+     1},
+    {{2, 5, 1, 4, 3, 10, 11, 12, 13, 4, 14, 15, 16, 17, 18, 3},
+     {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+     {3, 9},
+     {18, 18},
+     1},
+    {{2, 17, 4, 11, 13, 19, 12, 13, 3, 7, 8, 14, 15, 4, 18, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+     {2, 13},
+     {20, 10},
+     0},
+    {{2, 14, 15, 16, 17, 4, 3, 5, 4, 7, 8, 14, 15, 10, 18, 3},
+     {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+     {5, 8},
+     {18, 9},
+     1},
+    {{2, 5, 9, 7, 8, 14, 15, 10, 18, 3, 5, 1, 4, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1},
+     {7, 12},
+     {10, 18},
+     0},
+    {{2, 4, 17, 20, 11, 13, 19, 12, 13, 3, 5, 6, 20, 4, 18, 3},
+     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1},
+     {1, 13},
+     {16, 7},
+     1},
 };
 
 std::vector<Document> read_text(const TempDir& dir, const std::string& text, const Tokenizer& t) {
@@ -106,7 +150,8 @@ TEST_CASE("every sample is [CLS] A [SEP] B [SEP] with the reference's masking pr
   const char* words[] = {"the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "big"};
   for (int d = 0; d < 60; ++d) {
     for (int s = 0; s < 2 + d % 7; ++s) {
-      for (int w = 0; w < 3 + (d * 7 + s * 3) % 11; ++w) text += std::string(words[(d + s * w) % 10]) + " ";
+      for (int w = 0; w < 3 + (d * 7 + s * 3) % 11; ++w)
+        text += std::string(words[(d + s * w) % 10]) + " ";
       text += ".\n";
     }
     text += "\n";
@@ -141,7 +186,8 @@ TEST_CASE("every sample is [CLS] A [SEP] B [SEP] with the reference's masking pr
   const double mask_share = static_cast<double>(as_mask) / static_cast<double>(predictions);
   CHECK(mask_share > 0.75);
   CHECK(mask_share < 0.88);
-  const double random_share = static_cast<double>(random_next) / static_cast<double>(samples.size());
+  const double random_share =
+      static_cast<double>(random_next) / static_cast<double>(samples.size());
   CHECK(random_share > 0.4);
   CHECK(random_share < 0.7);
 }

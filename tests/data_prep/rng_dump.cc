@@ -1,5 +1,5 @@
-// Parity helper: replays random.Random calls read from stdin and prints one result line per call, so
-// tests/parity/data_rng_parity.py can compare them with CPython. Commands: `seed S`, `random`,
+// Parity helper: replays random.Random calls read from stdin and prints one result line per call,
+// so tests/parity/data_rng_parity.py can compare them with CPython. Commands: `seed S`, `random`,
 // `getrandbits K`, `randbelow N`, `randint A B`, `randrange A B`, `shuffle N` (prints the
 // permutation of range(N)).
 #include <cstdio>

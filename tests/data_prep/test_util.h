@@ -49,9 +49,9 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
 
 // The tiny vocabulary of the golden reference run (ids 0..20).
 inline data::Vocab tiny_vocab() {
-  return data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat",
-                                   "on", "mat", "dog", "ran", "far", "away", "a", "big", "red",
-                                   "ball", ".", ",", "##s"});
+  return data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat",
+                                   "sat",   "on",    "mat",   "dog",   "ran",    "far", "away",
+                                   "a",     "big",   "red",   "ball",  ".",      ",",   "##s"});
 }
 
 }  // namespace mlbert::test

@@ -14,9 +14,10 @@ using mlbert::data::Vocab;
 
 namespace {
 Vocab word_vocab() {
-  return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able",
-                             "hello", ",", "world", "!", "cafe", "οδος", "οδοσ", "東", "京", "a",
-                             "##a", "[", "]", "mask", "i", "istanbul", "##b"});
+  return Vocab::from_tokens({"[PAD]",  "[UNK]", "[CLS]",    "[SEP]", "[MASK]", "un",   "##aff",
+                             "##able", "hello", ",",        "world", "!",      "cafe", "οδος",
+                             "οδοσ",   "東",    "京",       "a",     "##a",    "[",    "]",
+                             "mask",   "i",     "istanbul", "##b"});
 }
 std::vector<std::string> pieces(const Tokenizer& t, const std::string& text) {
   std::vector<std::string> out;
@@ -33,7 +34,8 @@ TEST_CASE("WordPiece is greedy longest-match-first with ## continuations") {
   CHECK(pieces(t, "unknownword") == std::vector<std::string>{"[UNK]"});
 }
 
-TEST_CASE("accents are stripped, CJK ideographs split, controls and zero-width characters removed") {
+TEST_CASE(
+    "accents are stripped, CJK ideographs split, controls and zero-width characters removed") {
   const Vocab v = word_vocab();
   const Tokenizer t(v, TokenizerFlavor::kReference);
   CHECK(pieces(t, "Café") == std::vector<std::string>{"cafe"});
@@ -51,9 +53,9 @@ TEST_CASE("final sigma follows Python's str.lower() only in the reference flavou
   const Tokenizer ref(v, TokenizerFlavor::kReference), hf(v, TokenizerFlavor::kHuggingFace);
   CHECK(pieces(ref, "ΟΔΟΣ") == std::vector<std::string>{"οδος"});
   CHECK(pieces(hf, "ΟΔΟΣ") == std::vector<std::string>{"οδοσ"});
-  CHECK(ref.basic_words("ΟΣΑ") == std::vector<std::string>{"οσα"});     // medial: σ
+  CHECK(ref.basic_words("ΟΣΑ") == std::vector<std::string>{"οσα"});      // medial: σ
   CHECK(ref.basic_words("ΑΣ.") == std::vector<std::string>{"ας", "."});  // '.' is case-ignorable
-  CHECK(ref.basic_words("Σ") == std::vector<std::string>{"σ"});         // nothing cased before it
+  CHECK(ref.basic_words("Σ") == std::vector<std::string>{"σ"});          // nothing cased before it
 }
 
 TEST_CASE("words longer than 200 (reference) or 100 (HF) characters become [UNK]") {
@@ -83,9 +85,12 @@ TEST_CASE("invalid UTF-8 is rejected with the byte offset") {
   } catch (const mlbert::data::InvalidUtf8Error& e) {
     CHECK(e.byte_offset == 6);
   }
-  CHECK_THROWS(t.tokenize("\xED\xA0\x80"));  // a UTF-16 surrogate encoded in UTF-8
+  CHECK_THROWS(t.tokenize("\xED\xA0\x80"));      // a UTF-16 surrogate encoded in UTF-8
   CHECK_THROWS(t.tokenize("\xF4\x90\x80\x80"));  // above U+10FFFF
-  CHECK(mlbert::data::replace_invalid_utf8("a\xFF" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(mlbert::data::replace_invalid_utf8("a\xFF"
+                                           "b") ==
+        "a\xEF\xBF\xBD"
+        "b");
 }
 
 TEST_CASE("python_strip removes exactly Python's whitespace") {
