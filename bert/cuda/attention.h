@@ -38,7 +38,12 @@ struct AttentionParams {
   // dropout_row_stride = bert::attention_dropout_row_stride(max_seqlen) (set by the launcher).
   bert::DropoutMask dropout;
   uint64_t dropout_row_stride = 0;
+  // Raised with kAttentionBadCuSeqlens when a sequence is empty, longer than max_seqlen or ends
+  // past total_tokens (its CTAs then do nothing rather than read out of bounds). Optional.
+  uint32_t* error_flags = nullptr;
 };
+
+constexpr uint32_t kAttentionBadCuSeqlens = 1u << 3;
 
 struct AttentionBwdParams : AttentionParams {
   const void* dout = nullptr;

@@ -203,14 +203,25 @@ __device__ __forceinline__ uint32_t attention_keep_bits_transposed(const Attenti
   return bits;
 }
 
+// The sequence's token range, or false (and an error bit) when cu_seqlens is inconsistent.
+__device__ __forceinline__ bool sequence_range(const AttentionParams& p, int seq, int& start,
+                                               int& len) {
+  start = p.cu_seqlens[seq];
+  len = p.cu_seqlens[seq + 1] - start;
+  const bool ok = start >= 0 && len > 0 && len <= p.max_seqlen && start + len <= p.total_tokens;
+  if (!ok && threadIdx.x == 0 && blockIdx.x == 0 && p.error_flags != nullptr)
+    atomicOr(p.error_flags, kAttentionBadCuSeqlens);
+  return ok;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Forward
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) attention_fwd_kernel(const AttentionParams p) {
   const int m_block = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
-  const int start = p.cu_seqlens[seq];
-  const int len = p.cu_seqlens[seq + 1] - start;
+  int start, len;
+  if (!sequence_range(p, seq, start, len)) return;
   const int row0 = m_block * kBlockM;
   if (row0 >= len) return;
 
@@ -353,8 +364,8 @@ __global__ void __launch_bounds__(kThreads) attention_fwd_kernel(const Attention
 template <typename T>
 __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const AttentionBwdParams p) {
   const int n_block = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
-  const int start = p.cu_seqlens[seq];
-  const int len = p.cu_seqlens[seq + 1] - start;
+  int start, len;
+  if (!sequence_range(p, seq, start, len)) return;
   const int key_block0 = n_block * kBlockN;
   if (key_block0 >= len) return;
 

@@ -99,6 +99,9 @@ const char* describe_device_errors(uint32_t flags, std::string& out) {
   add(kErrorGatherIndex, "gather_rows: an index is outside the source rows");
   add(kErrorScatterIndex, "scatter_add_rows: an index is outside d_src's rows");
   add(kErrorLabel, "cross_entropy: a label is outside [0, classes)");
+  add(kAttentionBadCuSeqlens,
+      "attention: cu_seqlens has an empty sequence, one longer than max_seqlen or one past the "
+      "tokens");
   return out.c_str();
 }
 
@@ -565,7 +568,7 @@ AttentionParams attention_common(const char* op, DType ct, const Tensor& q, cons
                                  const Tensor& v, const Tensor& cu_seqlens, const Tensor& lse,
                                  int64_t tokens, int64_t num_sequences, int64_t heads,
                                  int64_t head_dim, int max_seqlen, float scale,
-                                 const bert::DropoutMask& dropout) {
+                                 const bert::DropoutMask& dropout, uint32_t* error_flags) {
   require(
       head_dim == kAttentionHeadDim, op,
       "the CUDA attention kernels support head_dim 64 only (got " + std::to_string(head_dim) + ")");
@@ -592,6 +595,7 @@ AttentionParams attention_common(const char* op, DType ct, const Tensor& q, cons
   a.total_tokens = static_cast<int>(tokens);
   a.softmax_scale = scale;
   a.dropout = dropout;
+  a.error_flags = error_flags;
   return a;
 }
 }  // namespace
@@ -600,9 +604,9 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   const char* op = "attention_forward";
   const DType ct = options_.compute_dtype;
   if (p.tokens == 0) return;
-  AttentionParams a =
-      attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
-                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale, p.dropout);
+  AttentionParams a = attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
+                                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
+                                       p.dropout, error_flags_);
   require_tensor(p.out, ct, static_cast<size_t>(p.tokens * p.heads * p.head_dim), op, "out");
   a.out = p.out.data;
   cuda::attention_forward(type_, a, stream_);
@@ -613,9 +617,9 @@ void CudaOps::attention_backward(const bert::AttentionBackwardParams& p) {
   const DType ct = options_.compute_dtype;
   if (p.tokens == 0) return;
   AttentionBwdParams a;
-  static_cast<AttentionParams&>(a) =
-      attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
-                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale, p.dropout);
+  static_cast<AttentionParams&>(a) = attention_common(
+      op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens, p.num_sequences, p.heads,
+      p.head_dim, p.max_seqlen, p.scale, p.dropout, error_flags_);
   const size_t elems = static_cast<size_t>(p.tokens * p.heads * p.head_dim);
   require_tensor(p.out, ct, elems, op, "out");
   require_tensor(p.d_out, ct, elems, op, "d_out");
