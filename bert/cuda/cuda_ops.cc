@@ -129,6 +129,16 @@ CudaOpsOptions cuda_ops_options_for(const bert::BertConfig& config, const bert::
   return options;
 }
 
+std::unique_ptr<CudaOps> make_cuda_ops(const bert::BertConfig& config,
+                                       const bert::ModelLimits& limits,
+                                       const std::string& precision, int device) {
+  const ComputeType type = parse_compute_type(precision);
+  CudaOpsOptions options =
+      cuda_ops_options_for(config, limits, type == ComputeType::f16 ? DType::f16 : DType::bf16);
+  options.device = device;
+  return std::make_unique<CudaOps>(options);
+}
+
 CudaOps::CudaOps(const CudaOpsOptions& options)
     : options_(options), type_(compute_type_of(options.compute_dtype)) {
   if (cuda_device_count() <= options.device)

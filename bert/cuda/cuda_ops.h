@@ -50,6 +50,14 @@ CudaOpsOptions cuda_ops_options_for(const bert::BertConfig& config, const bert::
 // Number of CUDA devices visible (0 when there is no driver or no device).
 int cuda_device_count();
 
+class CudaOps;
+// The backend for `mlbert train --backend cuda`: device `device`, compute precision "bf16" or
+// "fp16" (std::invalid_argument otherwise), workspace reserved for the model's limits. Throws
+// std::runtime_error when the device is missing or older than sm_80.
+std::unique_ptr<CudaOps> make_cuda_ops(const bert::BertConfig& config,
+                                       const bert::ModelLimits& limits,
+                                       const std::string& precision, int device = 0);
+
 class CudaOps final : public bert::Ops {
  public:
   explicit CudaOps(const CudaOpsOptions& options = {});
