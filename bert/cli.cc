@@ -4,6 +4,7 @@
 #include "bert/cli.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -149,6 +150,8 @@ void register_cli(CLI::App& app, int& exit_code) {
     options.allow_missing_heads = a.allow_missing_heads;
     const ImportReport report = load_checkpoint(params, a.source, options);
     print_report(report, a.source);
+    const std::filesystem::path out_dir = std::filesystem::path(a.out).parent_path();
+    if (!out_dir.empty()) std::filesystem::create_directories(out_dir);
     save_checkpoint(params, a.out, {{"imported_from", a.source}});
     std::printf("wrote %s (%zu parameters)\n", a.out.c_str(), params.parameter_count());
     exit_code = 0;
@@ -170,10 +173,11 @@ void register_cli(CLI::App& app, int& exit_code) {
     CpuOps ops;
     ParameterStore params(config, ops);
     print_report(load_checkpoint(params, a.source), a.source);
+    const std::filesystem::path out_dir = std::filesystem::path(a.out).parent_path();
+    if (!out_dir.empty()) std::filesystem::create_directories(out_dir);
     if (a.format == "hf") {
       export_hf_safetensors(params, a.out);
-      const std::filesystem::path config_path =
-          std::filesystem::path(a.out).parent_path() / "config.json";
+      const std::filesystem::path config_path = out_dir / "config.json";
       std::ofstream(config_path) << hf_config_json(config) << "\n";
       std::printf("wrote %s and %s\n", a.out.c_str(), config_path.c_str());
     } else {
