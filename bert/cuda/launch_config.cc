@@ -39,6 +39,13 @@ size_t column_partials_bytes(const RowKernelConfig& config, int64_t width, int s
          static_cast<size_t>(sums) * sizeof(float);
 }
 
+int64_t max_row_blocks(int64_t max_rows, int sm_count) {
+  if (max_rows <= 0 || sm_count <= 0)
+    throw std::invalid_argument("max_row_blocks needs positive rows and SMs");
+  const int64_t one_row_per_warp = (max_rows + kRowWarpsPerBlock - 1) / kRowWarpsPerBlock;
+  return std::min<int64_t>(one_row_per_warp, static_cast<int64_t>(sm_count) * kRowBlocksPerSm);
+}
+
 AttentionGrid attention_grid(int max_seqlen, int heads, int64_t num_sequences) {
   if (max_seqlen <= 0 || heads <= 0 || num_sequences <= 0)
     throw std::invalid_argument("attention grid needs positive max_seqlen, heads and sequences");

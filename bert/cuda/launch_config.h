@@ -32,6 +32,9 @@ int packs_per_lane_for_width(int64_t width);
 RowKernelConfig row_kernel_config(int64_t rows, int64_t width, int sm_count);
 // Bytes of fp32 column partials a two-stage column reduction of `sums` vectors needs.
 size_t column_partials_bytes(const RowKernelConfig& config, int64_t width, int sums);
+// The most blocks row_kernel_config gives for any row count in [1, max_rows] (the block count is
+// not monotonic in the rows: it grows until every warp has one row, then each warp takes more).
+int64_t max_row_blocks(int64_t max_rows, int sm_count);
 
 // Attention grids: forward over (query blocks, heads, sequences), backward over key blocks.
 struct AttentionGrid {

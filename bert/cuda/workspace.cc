@@ -44,9 +44,14 @@ std::vector<WorkspaceNeed> workspace_needs(const WorkspaceLimits& w, int sm_coun
     throw std::invalid_argument("workspace: max_tokens and hidden must be positive");
   std::vector<WorkspaceNeed> needs;
   needs.push_back({"attention_backward", attention_backward_scratch_bytes(w.max_tokens, w.heads)});
-  const RowKernelConfig rows = row_kernel_config(w.max_tokens, w.hidden, sm_count);
-  needs.push_back({"layer_norm_backward", align_up(column_partials_bytes(rows, w.hidden, 3))});
-  needs.push_back({"embedding_backward", align_up(column_partials_bytes(rows, w.hidden, 2))});
+  // Row kernels run on up to max_tokens rows (fewer for the MLM head): size for the most blocks.
+  packs_per_lane_for_width(w.hidden);  // rejects a width the row kernels cannot hold
+  const auto partials = [&](int sums) {
+    return align_up(static_cast<size_t>(max_row_blocks(w.max_tokens, sm_count)) *
+                    static_cast<size_t>(w.hidden) * static_cast<size_t>(sums) * sizeof(float));
+  };
+  needs.push_back({"layer_norm_backward", partials(3)});
+  needs.push_back({"embedding_backward", partials(2)});
   // Linear backward: the bias gradient from the BGRAD epilogue, and (fallback) column-sum partials.
   const int64_t width = std::max(w.max_linear_width, w.hidden);
   needs.push_back({"linear_backward", align_up(static_cast<size_t>(width) * sizeof(float)) +

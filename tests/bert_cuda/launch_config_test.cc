@@ -2,6 +2,7 @@
 // covered exactly once, widths the kernels cannot hold rejected with a message.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -40,6 +41,18 @@ TEST_CASE("row kernels: the grid covers every row exactly once and fills a few w
   CHECK(large.rows_per_warp == 4);
   CHECK(large.blocks == 512);
   CHECK(cuda::column_partials_bytes(large, 1024, 3) == size_t{512} * 1024 * 3 * 4);
+}
+
+TEST_CASE("row kernels: max_row_blocks bounds the blocks of every row count up to the limit") {
+  for (int sm_count : {1, 8, 108, 132}) {
+    for (int64_t limit : {1, 3, 100, 2111, 2112, 2113, 5000, 9000}) {
+      int64_t most = 0;
+      for (int64_t rows = 1; rows <= limit; ++rows)
+        most = std::max(most, cuda::row_kernel_config(rows, 1024, sm_count).blocks);
+      INFO("sms " << sm_count << " limit " << limit);
+      REQUIRE(cuda::max_row_blocks(limit, sm_count) == most);
+    }
+  }
 }
 
 TEST_CASE("attention grid: one CTA per 64 rows of the longest sequence, per head and sequence") {
