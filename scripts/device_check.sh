@@ -117,6 +117,15 @@ if ! ldconfig -p 2>/dev/null | grep -q libcublasLt.so.13; then
 fi
 
 if [[ -n $BIN ]]; then
+  # Tensor-core instructions in the attention kernels (HMMA = mma.sync on sm_80/sm_90).
+  if command -v cuobjdump >/dev/null 2>&1; then
+    cuobjdump -sass "$BIN/bert_cuda_check" 2>/dev/null | awk '
+      /Function : / { kernel = ($0 ~ /attention_(fwd|bwd)_kernel/) ? $NF : "" }
+      kernel != "" && /HMMA/ { count[kernel]++ }
+      END { for (k in count) printf "sass: %d HMMA in %s\n", count[k], substr(k, 1, 60) }' >"$LOGS/sass.txt"
+    note "sass: $(wc -l <"$LOGS/sass.txt") attention kernels with HMMA; counts $(awk '{printf "%s ", $2}' "$LOGS/sass.txt")"
+  fi
+
   # 2. Host logic and the ptxas report.
   MLBERT_PTXAS_REPORT_DIR=$PTXAS_DIR timeout 60 "$BIN/bert_cuda_unit" >"$LOGS/unit.log" 2>&1
   note "unit: $(grep -E 'All tests passed|test cases:' "$LOGS/unit.log" | tail -1)"
