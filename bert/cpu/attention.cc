@@ -2,7 +2,8 @@
 // backward with recomputation of the probabilities from the saved log-sum-exp.
 //
 // One task per (sequence, head): it owns that sequence's rows of that head's columns in every
-// output, so tasks never share a write. Dot products are vectorized OpenMP simd reductions.
+// output, so tasks never share a write. Inside a task the products are small GEMMs on strided
+// views of the [tokens, hidden] tensors (single-threaded OpenBLAS on the task's thread).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,6 +12,8 @@
 #include "bert/cpu/check.h"
 #include "bert/cpu/cpu_ops.h"
 #include "bert/cpu/dropout.h"
+#include "bert/cpu/gemm.h"
+#include "bert/cpu/math.h"
 
 namespace mlbert::bert {
 
@@ -21,11 +24,6 @@ inline float dot(const float* a, const float* b, int64_t n) {
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
   return acc;
-}
-
-inline void axpy(float alpha, const float* x, float* y, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
 void check_cu_seqlens(const char* op, const Tensor& cu, int64_t sequences, int64_t tokens,
@@ -66,37 +64,40 @@ void CpuOps::attention_forward(const AttentionForwardParams& p) {
   const int64_t work = p.heads * d * static_cast<int64_t>(p.max_seqlen) * p.tokens;
 #pragma omp parallel if (work > cpu::kMinParallelWork)
   {
-    std::vector<float> scores(p.max_seqlen), factors(p.max_seqlen);
+    // Per task: S = scale * Q_h K_h^T as one small GEMM (single-threaded BLAS inside the pool),
+    // row softmax with dropout in place, then O_h = P V_h as a second GEMM.
+    std::vector<float> probs(static_cast<size_t>(p.max_seqlen) * p.max_seqlen);
+    std::vector<float> factors(p.max_seqlen);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / p.heads, h = task % p.heads;
       const int64_t start = cu[s], len = cu[s + 1] - cu[s];
+      const int64_t col = start * hidden + h * d;
+      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f,
+                 probs.data(), len);
       for (int64_t i = 0; i < len; ++i) {
-        const int64_t token = start + i;
-        const float* qi = q + token * hidden + h * d;
+        float* row = probs.data() + i * len;
         float max_score = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < len; ++j) {
-          scores[j] = p.scale * dot(qi, k + (start + j) * hidden + h * d, d);
-          max_score = scores[j] > max_score ? scores[j] : max_score;
-        }
+        for (int64_t j = 0; j < len; ++j) max_score = row[j] > max_score ? row[j] : max_score;
         double sum = 0;
+        float partial = 0.0f;
+#pragma omp simd reduction(+ : partial)
         for (int64_t j = 0; j < len; ++j) {
-          scores[j] = std::exp(scores[j] - max_score);
-          sum += scores[j];
+          row[j] = cpu::fast_exp(row[j] - max_score);
+          partial += row[j];
         }
+        sum = partial;
+        const int64_t token = start + i;
         lse[h * p.tokens + token] = max_score + static_cast<float>(std::log(sum));
         const float inv_sum = static_cast<float>(1.0 / sum);
         cpu::dropout_factors(p.dropout,
                              attention_dropout_element(token, static_cast<int>(h),
                                                        static_cast<int>(p.heads), row_stride, 0),
                              len, factors.data());
-        float* oi = out + token * hidden + h * d;
-        for (int64_t c = 0; c < d; ++c) oi[c] = 0.0f;
-        for (int64_t j = 0; j < len; ++j) {
-          const float weight = scores[j] * inv_sum * factors[j];
-          if (weight != 0.0f) axpy(weight, v + (start + j) * hidden + h * d, oi, d);
-        }
+        for (int64_t j = 0; j < len; ++j) row[j] *= inv_sum * factors[j];
       }
+      cpu::sgemm(false, false, len, d, len, 1.0f, probs.data(), len, v + col, hidden, 0.0f,
+                 out + col, hidden);
     }
   }
 }
@@ -133,41 +134,43 @@ void CpuOps::attention_backward(const AttentionBackwardParams& p) {
   const int64_t work = p.heads * d * static_cast<int64_t>(p.max_seqlen) * p.tokens;
 #pragma omp parallel if (work > cpu::kMinParallelWork)
   {
-    std::vector<float> probs(p.max_seqlen), factors(p.max_seqlen);
+    // Per task, with L = len and everything for head h of one sequence:
+    //   P = exp(scale Q K^T - lse) (recomputed), Pd = P * dropout, dPd = dO V^T,
+    //   dV = Pd^T dO, dS = P * (dPd * dropout - D) with D_i = dO_i . O_i,
+    //   dQ = scale dS K, dK = scale dS^T Q.
+    const size_t square = static_cast<size_t>(p.max_seqlen) * p.max_seqlen;
+    std::vector<float> probs(square), d_probs(square), factors(p.max_seqlen);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / p.heads, h = task % p.heads;
       const int64_t start = cu[s], len = cu[s + 1] - cu[s];
-      for (int64_t j = 0; j < len; ++j) {
-        for (int64_t c = 0; c < d; ++c) {
-          d_k[(start + j) * hidden + h * d + c] = 0.0f;
-          d_v[(start + j) * hidden + h * d + c] = 0.0f;
-        }
-      }
+      const int64_t col = start * hidden + h * d;
+      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f,
+                 probs.data(), len);
+      cpu::sgemm(false, true, len, len, d, 1.0f, d_o + col, hidden, v + col, hidden, 0.0f,
+                 d_probs.data(), len);
       for (int64_t i = 0; i < len; ++i) {
         const int64_t token = start + i;
-        const float* qi = q + token * hidden + h * d;
-        const float* d_oi = d_o + token * hidden + h * d;
         const float row_lse = lse[h * p.tokens + token];
-        // D_i = sum_j dPd_ij Pd_ij = dO_i . O_i
-        const float delta = dot(d_oi, o + token * hidden + h * d, d);
+        const float delta = dot(d_o + token * hidden + h * d, o + token * hidden + h * d, d);
         cpu::dropout_factors(p.dropout,
                              attention_dropout_element(token, static_cast<int>(h),
                                                        static_cast<int>(p.heads), row_stride, 0),
                              len, factors.data());
-        float* d_qi = d_q + token * hidden + h * d;
-        for (int64_t c = 0; c < d; ++c) d_qi[c] = 0.0f;
+        float* prob_row = probs.data() + i * len;
+        float* d_row = d_probs.data() + i * len;
         for (int64_t j = 0; j < len; ++j) {
-          const int64_t key_row = (start + j) * hidden + h * d;
-          const float prob = std::exp(p.scale * dot(qi, k + key_row, d) - row_lse);
-          const float dropped = prob * factors[j];
-          if (dropped != 0.0f) axpy(dropped, d_oi, d_v + key_row, d);
-          const float d_prob = dot(d_oi, v + key_row, d) * factors[j];
-          const float d_score = prob * (d_prob - delta) * p.scale;
-          axpy(d_score, k + key_row, d_qi, d);
-          axpy(d_score, qi, d_k + key_row, d);
+          const float prob = cpu::fast_exp(prob_row[j] - row_lse);
+          d_row[j] = prob * (d_row[j] * factors[j] - delta) * p.scale;  // dS, scaled for dQ/dK
+          prob_row[j] = prob * factors[j];                              // Pd, for dV
         }
       }
+      cpu::sgemm(true, false, len, d, len, 1.0f, probs.data(), len, d_o + col, hidden, 0.0f,
+                 d_v + col, hidden);
+      cpu::sgemm(false, false, len, d, len, 1.0f, d_probs.data(), len, k + col, hidden, 0.0f,
+                 d_q + col, hidden);
+      cpu::sgemm(true, false, len, d, len, 1.0f, d_probs.data(), len, q + col, hidden, 0.0f,
+                 d_k + col, hidden);
     }
   }
 }

@@ -13,6 +13,7 @@
 
 #include "bert/cpu/check.h"
 #include "bert/cpu/gemm.h"
+#include "bert/cpu/math.h"
 
 namespace mlbert::bert {
 
@@ -173,11 +174,14 @@ void CpuOps::cross_entropy(const CrossEntropyParams& p) {
     const int32_t label = labels[r];
     const float label_logit = row[label];
     double sum = 0;
+    float partial = 0.0f;  // vectorized in float per row; rows are summed in double
+#pragma omp simd reduction(+ : partial)
     for (int64_t c = 0; c < p.classes; ++c) {
-      const float e = std::exp(row[c] - max_value);
+      const float e = cpu::fast_exp(row[c] - max_value);
       d_row[c] = e;
-      sum += e;
+      partial += e;
     }
+    sum = partial;
     loss_sum += std::log(sum) - static_cast<double>(label_logit - max_value);
     correct += argmax == label ? 1 : 0;
     const float inv_sum = static_cast<float>(1.0 / sum);

@@ -1,15 +1,28 @@
 // CpuOps: dense layers (OpenBLAS sgemm on the OpenMP threads) with bias and GELU/tanh epilogues,
 // and their backward.
+#include <omp.h>
+
 #include <cmath>
 #include <cstring>
 
 #include "bert/cpu/check.h"
 #include "bert/cpu/cpu_ops.h"
 #include "bert/cpu/gemm.h"
+#include "bert/cpu/math.h"
 
 namespace mlbert::bert {
 
 namespace {
+
+// Runs body(begin, end) over [0, count) split into one contiguous chunk per thread.
+template <typename Body>
+void parallel_chunks(int64_t count, const Body& body) {
+#pragma omp parallel if (count > cpu::kMinParallelWork)
+  {
+    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    body(count * thread / threads, count * (thread + 1) / threads);
+  }
+}
 
 void check_linear_shapes(const char* op, const Tensor& input, const Tensor& weight, int64_t m,
                          int64_t n, int64_t k, int batch, size_t weight_stride) {
@@ -57,8 +70,9 @@ void CpuOps::linear_forward(const LinearForwardParams& p) {
     float* out = p.out.as<float>() + b * out_stride;
     const int64_t count = p.m * p.n;
     if (p.activation == Activation::gelu) {
-#pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
-      for (int64_t i = 0; i < count; ++i) out[i] = gelu_tanh(target[i]);
+      parallel_chunks(count, [&](int64_t begin, int64_t end) {
+        cpu::gelu_forward(target + begin, out + begin, end - begin);
+      });
     } else if (p.activation == Activation::gelu_erf) {
 #pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
       for (int64_t i = 0; i < count; ++i) out[i] = gelu_erf(target[i]);
@@ -97,8 +111,9 @@ void CpuOps::linear_backward(const LinearBackwardParams& p) {
     const int64_t count = p.m * p.n;
     if (p.activation == Activation::gelu) {
       const float* pre = p.pre_activation.as<const float>() + b * out_stride;
-#pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
-      for (int64_t i = 0; i < count; ++i) d_pre[i] *= gelu_tanh_grad(pre[i]);
+      parallel_chunks(count, [&](int64_t begin, int64_t end) {
+        cpu::gelu_backward(pre + begin, d_pre + begin, end - begin);
+      });
     } else if (p.activation == Activation::gelu_erf) {
       const float* pre = p.pre_activation.as<const float>() + b * out_stride;
 #pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)

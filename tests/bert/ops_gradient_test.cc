@@ -2,10 +2,12 @@
 // outputs, the backward's gradients must match central differences along random directions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "bert/cpu/cpu_ops.h"
+#include "bert/cpu/math.h"
 #include "tests/bert/test_util.h"
 
 namespace {
@@ -493,4 +495,29 @@ TEST_CASE("gather rows and scatter-add rows are adjoint, with repeated indices")
   HostTensor tb(ops, bad);
   CHECK_THROWS_WITH(ops.gather_rows(GatherRowsParams{ts, tb, out, count, width}),
                     Catch::Contains("indices[1] = 6"));
+}
+
+TEST_CASE("the vectorized exp, tanh and GELU agree with the standard library") {
+  double worst_exp = 0, worst_tanh = 0, worst_gelu = 0;
+  std::vector<float> xs, gelu(1), grad(1, 1.0f);
+  for (float x = -80.0f; x <= 80.0f; x += 0.01337f) {
+    worst_exp = std::max(worst_exp, std::fabs(cpu::fast_exp(x) / std::exp(double(x)) - 1.0));
+    worst_tanh = std::max(worst_tanh, std::fabs(cpu::fast_tanh(x) - std::tanh(double(x))));
+  }
+  for (float x = -8.0f; x <= 8.0f; x += 0.001f) {
+    cpu::gelu_forward(&x, gelu.data(), 1);
+    grad[0] = 1.0f;
+    cpu::gelu_backward(&x, grad.data(), 1);
+    // Relative to max(1, |x|): GELU grows like x.
+    const double scale = std::max(1.0, std::fabs(double(x)));
+    worst_gelu = std::max({worst_gelu, std::fabs(double(gelu[0]) - gelu_tanh(x)) / scale,
+                           std::fabs(double(grad[0]) - gelu_tanh_grad(x)) / scale});
+  }
+  CHECK(worst_exp < 5e-7);
+  CHECK(worst_tanh < 5e-7);
+  CHECK(worst_gelu < 1e-6);
+  CHECK(cpu::fast_exp(-200.0f) < 1e-37f);
+  CHECK(std::isfinite(cpu::fast_exp(200.0f)));
+  CHECK(cpu::fast_tanh(50.0f) == 1.0f);
+  CHECK(cpu::fast_tanh(-50.0f) == -1.0f);
 }
