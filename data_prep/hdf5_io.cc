@@ -601,11 +601,10 @@ std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::pa
   return out;
 }
 
-std::vector<Sample> read_range(const std::filesystem::path& path, int64_t begin, int64_t count,
-                               const ReadOptions& o) {
+std::vector<Sample> read_range_in(const File& f, Layout layout, const std::filesystem::path& path,
+                                  int64_t begin, int64_t count, const ReadOptions& o) {
   if (begin < 0 || count < 0) throw std::invalid_argument(path.string() + ": negative row range");
-  File f(path);
-  switch (detect(f, path)) {
+  switch (layout) {
     case Layout::kFixed:
       return read_fixed_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o);
     case Layout::kVarlen:
@@ -620,6 +619,12 @@ std::vector<Sample> read_range(const std::filesystem::path& path, int64_t begin,
     }
   }
   return {};
+}
+
+std::vector<Sample> read_range(const std::filesystem::path& path, int64_t begin, int64_t count,
+                               const ReadOptions& o) {
+  File f(path);
+  return read_range_in(f, detect(f, path), path, begin, count, o);
 }
 
 }  // namespace
@@ -664,13 +669,35 @@ std::vector<Sample> read_row_range(const std::filesystem::path& path, int64_t be
 
 std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const int64_t> rows,
                               const ReadOptions& o) {
+  // One open of the file; rows are read in ascending runs (a sampler's random rows of one shard
+  // cost one hyperslab read per run) and returned in the order asked for.
+  File f(path);
+  const Layout layout = detect(f, path);
   std::vector<Sample> out;
-  size_t i = 0;
-  while (i < rows.size()) {
+  if (layout == Layout::kPacked) {  // a packed row yields several sequences: keep the given order
+    for (size_t i = 0; i < rows.size();) {
+      size_t j = i + 1;
+      while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+      for (Sample& s : read_range_in(f, layout, path, rows[i], static_cast<int64_t>(j - i), o)) {
+        out.push_back(std::move(s));
+      }
+      i = j;
+    }
+    return out;
+  }
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });
+  out.resize(rows.size());
+  for (size_t i = 0; i < order.size();) {
+    // A run of ascending distinct rows [first, last]; repeated rows share the sample read.
+    const int64_t first = rows[order[i]];
+    int64_t last = first;
     size_t j = i + 1;
-    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
-    auto part = read_range(path, rows[i], static_cast<int64_t>(j - i), o);
-    for (Sample& s : part) out.push_back(std::move(s));
+    while (j < order.size() && rows[order[j]] <= last + 1) last = rows[order[j++]];
+    std::vector<Sample> part = read_range_in(f, layout, path, first, last - first + 1, o);
+    for (size_t k = i; k < j; ++k)
+      out[order[k]] = part[static_cast<size_t>(rows[order[k]] - first)];
     i = j;
   }
   return out;

@@ -52,7 +52,8 @@ std::vector<Sample> read_shard(const std::filesystem::path& path, const ReadOpti
 // Rows [begin, begin + count) (fixed / varlen; for packed, the sequences of those rows).
 std::vector<Sample> read_row_range(const std::filesystem::path& path, int64_t begin, int64_t count,
                                    const ReadOptions& options);
-// Arbitrary rows, in the order given (consecutive rows are read as one range).
+// Arbitrary rows (repeats allowed), returned in the order given; the file is opened once and rows
+// are read in ascending runs.
 std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const int64_t> rows,
                               const ReadOptions& options);
 // Packed rows as rows.
