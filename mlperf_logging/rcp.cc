@@ -338,8 +338,9 @@ bool evaluate(const RcpPoint& reference, std::vector<double> samples, RcpResult&
   }
   if (mean >= reference.mean / reference.max_speedup) {
     if (mean < reference.mean && write_scaling) {
+      // Byte for byte what the official json.dumps({'scaling_factor': x}) writes.
       std::ofstream out(scaling_file);
-      out << nlohmann::json{{"scaling_factor", result.scaling_factor}}.dump();
+      out << "{\"scaling_factor\": " << python_float_repr(result.scaling_factor) << "}";
       if (!out) throw AuditError(scaling_file.string() + ": cannot write");
     }
     return true;
