@@ -128,7 +128,8 @@ void add_prep(CLI::App& data, int& exit_code) {
   cmd->add_option("--input", *inputs, "text files or directories (one sentence per line)")
       ->required();
   cmd->add_option("--output", *output, "output directory (output file with --joint)")->required();
-  cmd->add_option("--layout", *layout, "fixed, varlen (default) or packed is not accepted here");
+  cmd->add_option("--layout", *layout,
+                  "fixed or varlen (default); pack afterwards with `data pack`");
   cmd->add_option("--max-seq-length", o->pretraining.max_seq_length, "default 512");
   cmd->add_option("--max-predictions-per-seq", o->pretraining.max_predictions_per_seq,
                   "default 76");

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -126,8 +126,6 @@ struct VlenColumns {
   std::vector<int32_t> input_ids, segment_ids, positions, masked_ids, nsp, input_len, masked_len;
   std::vector<size_t> ids_off{0}, pos_off{0}, seq_off{0};
 };
-
-std::atomic<uint64_t> temp_counter{0};
 
 // ------------------------------------------------------------------------------------------------
 // Reading
@@ -910,7 +908,9 @@ void ShardWriter::commit() {
     }
   }
   temp_ = path_;
-  temp_ += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
+  // Unique among processes (pid) and among the live writers of this process (address).
+  temp_ += ".tmp-" + std::to_string(::getpid()) + "-" +
+           std::to_string(reinterpret_cast<std::uintptr_t>(this));
   auto fail = [&](const std::string& what, int fd) {
     const int saved = errno;
     if (fd >= 0) ::close(fd);

@@ -63,7 +63,7 @@ std::vector<PackedRow> read_packed_shard(const std::filesystem::path& path,
 // input_ids; packed: packed_input_len, summed per row).
 std::vector<int32_t> read_lengths(const std::filesystem::path& path);
 
-// Collects rows; commit() builds the HDF5 image in memory, writes it to `<path>.tmp-<pid>-<n>`,
+// Collects rows; commit() builds the HDF5 image in memory, writes it to `<path>.tmp-<pid>-<id>`,
 // fsyncs and renames it to `path`. Destroyed without commit(), or failing in commit(), it leaves
 // nothing behind.
 class ShardWriter {

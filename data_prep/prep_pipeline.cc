@@ -66,7 +66,6 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   validate(options.pretraining);
   const auto files = expand_inputs(options.inputs);
   if (options.joint) {
-    std::error_code ec;
     const auto parent = options.output.has_parent_path() ? options.output.parent_path() : ".";
     check_output_dir(parent);
   } else {

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "data_prep/text_input.h"
 
@@ -20,9 +21,9 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& ori
     if (t.size() > v.max_token_bytes_) v.max_token_bytes_ = t.size();
   }
   // Distinct tokens in first-seen order, each resolved to the id a lookup returns (the last line).
-  std::unordered_map<std::string_view, bool> seen;
+  std::unordered_set<std::string_view> seen;
   for (const std::string& t : v.tokens_) {
-    if (seen.emplace(t, true).second) v.random_word_ids_.push_back(v.ids_.find(t)->second);
+    if (seen.insert(t).second) v.random_word_ids_.push_back(v.ids_.find(t)->second);
   }
   const char* names[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
   int32_t* slots[] = {&v.special_.pad, &v.special_.unk, &v.special_.cls, &v.special_.sep,
