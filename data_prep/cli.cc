@@ -214,8 +214,11 @@ void add_stratify(CLI::App& data, int& exit_code) {
   cmd->add_option("--bounds", o->upper_bounds, "bin upper bounds (default 128 256 384 512)")
       ->delimiter(',');
   cmd->add_option("--layout", *layout, "fixed or varlen (default)");
+  auto memory_gb = std::make_shared<double>(8.0);
+  cmd->add_option("--memory-gb", *memory_gb, "memory budget for shards built at once (default 8)");
   add_format_options(cmd, o->read_options);
   cmd->callback([=, &exit_code] {
+    o->memory_budget_bytes = static_cast<int64_t>(*memory_gb * 1e9);
     o->layout = parse_layout(*layout);
     if (o->layout == Layout::kPacked)
       throw std::invalid_argument("stratify writes fixed or varlen");

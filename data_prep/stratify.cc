@@ -8,6 +8,12 @@
 
 namespace mlbert::data {
 
+namespace {
+// In-memory cost of a sample held by a ShardWriter plus its share of the HDF5 image at commit.
+constexpr int64_t kBytesPerSample = 256;
+constexpr int64_t kBytesPerToken = 8;
+}  // namespace
+
 int bin_of(int32_t length, const std::vector<int32_t>& upper_bounds) {
   for (size_t k = 0; k < upper_bounds.size(); ++k) {
     if (length <= upper_bounds[k]) return static_cast<int>(k);
@@ -33,45 +39,83 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
   }
   if (o.shards_per_bin < 1) throw std::invalid_argument("stratify: shards per bin must be >= 1");
   const size_t bins = o.upper_bounds.size();
+  const auto shards = static_cast<size_t>(o.shards_per_bin);
   StratifyResult result;
   result.samples_per_bin.assign(bins, 0);
-  result.samples_per_shard.assign(bins,
-                                  std::vector<int64_t>(static_cast<size_t>(o.shards_per_bin), 0));
-  std::vector<std::vector<std::unique_ptr<ShardWriter>>> writers(bins);
-  for (size_t b = 0; b < bins; ++b) {
-    const int32_t lo = b == 0 ? 1 : o.upper_bounds[b - 1] + 1, hi = o.upper_bounds[b];
-    std::error_code ec;
-    std::filesystem::create_directories(stratified_shard_path(output, lo, hi, 0, 1).parent_path(),
-                                        ec);
-    if (ec) {
-      throw std::runtime_error(output.string() + ": cannot create bin directory: " + ec.message());
+  result.samples_per_shard.assign(bins, std::vector<int64_t>(shards, 0));
+
+  // Pass 1: lengths only. Every sample gets its output shard (bin, round-robin index), and every
+  // output shard its estimated in-memory size.
+  std::vector<std::vector<uint32_t>> placement(inputs.size());  // bin * shards + shard in bin
+  std::vector<int64_t> shard_bytes(bins * shards, 0);
+  for (size_t f = 0; f < inputs.size(); ++f) {
+    if (inspect_shard(inputs[f]).layout == Layout::kPacked) {
+      throw std::runtime_error(inputs[f].string() + ": stratify takes fixed or varlen shards");
     }
-    for (int32_t s = 0; s < o.shards_per_bin; ++s) {
-      writers[b].push_back(
-          std::make_unique<ShardWriter>(stratified_shard_path(output, lo, hi, s, o.shards_per_bin),
-                                        o.layout, o.read_options.format));
-    }
-  }
-  for (const auto& in : inputs) {
-    for (Sample& s : read_shard(in, o.read_options)) {
-      const int b = bin_of(s.length(), o.upper_bounds);
+    const auto lengths = read_lengths(inputs[f]);
+    placement[f].reserve(lengths.size());
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      const int b = bin_of(lengths[r], o.upper_bounds);
       if (b < 0) {
-        throw std::runtime_error(in.string() + ": a sample of length " +
-                                 std::to_string(s.length()) + " exceeds the last bin bound " +
+        throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(r) +
+                                 " has length " + std::to_string(lengths[r]) +
+                                 ", beyond the last bin bound " +
                                  std::to_string(o.upper_bounds.back()));
       }
       const auto bi = static_cast<size_t>(b);
-      const auto shard = static_cast<size_t>(result.samples_per_bin[bi] % o.shards_per_bin);
-      writers[bi][shard]->add(std::move(s));
+      const auto s = static_cast<size_t>(result.samples_per_bin[bi] % o.shards_per_bin);
       ++result.samples_per_bin[bi];
-      ++result.samples_per_shard[bi][shard];
+      ++result.samples_per_shard[bi][s];
+      const size_t id = bi * shards + s;
+      placement[f].push_back(static_cast<uint32_t>(id));
+      shard_bytes[id] += kBytesPerSample + kBytesPerToken * lengths[r];
     }
   }
-  for (auto& bin : writers) {
-    for (auto& w : bin) {
+
+  // Pass 2, in groups of output shards that fit the memory budget: read the rows of those shards
+  // from every input (in input order, so each shard keeps the input order), then commit the group.
+  for (size_t first = 0; first < shard_bytes.size();) {
+    size_t last = first + 1;
+    int64_t group_bytes = shard_bytes[first];
+    while (last < shard_bytes.size() && group_bytes + shard_bytes[last] <= o.memory_budget_bytes) {
+      group_bytes += shard_bytes[last++];
+    }
+    std::vector<std::unique_ptr<ShardWriter>> writers;
+    for (size_t id = first; id < last; ++id) {
+      const size_t b = id / shards, s = id % shards;
+      const int32_t lo = b == 0 ? 1 : o.upper_bounds[b - 1] + 1, hi = o.upper_bounds[b];
+      const auto path =
+          stratified_shard_path(output, lo, hi, static_cast<int32_t>(s), o.shards_per_bin);
+      std::error_code ec;
+      std::filesystem::create_directories(path.parent_path(), ec);
+      if (ec) {
+        throw std::runtime_error(path.parent_path().string() +
+                                 ": cannot create bin directory: " + ec.message());
+      }
+      writers.push_back(std::make_unique<ShardWriter>(path, o.layout, o.read_options.format));
+    }
+    for (size_t f = 0; f < inputs.size(); ++f) {
+      std::vector<int64_t> rows;
+      for (size_t r = 0; r < placement[f].size(); ++r) {
+        const size_t id = placement[f][r];
+        if (id >= first && id < last) rows.push_back(static_cast<int64_t>(r));
+      }
+      if (rows.empty()) continue;
+      std::vector<Sample> samples = read_rows(inputs[f], rows, o.read_options);
+      for (size_t k = 0; k < rows.size(); ++k) {
+        const size_t id = placement[f][static_cast<size_t>(rows[k])];
+        if (bin_of(samples[k].length(), o.upper_bounds) != static_cast<int>(id / shards)) {
+          throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(rows[k]) +
+                                   " changed length between passes");
+        }
+        writers[id - first]->add(std::move(samples[k]));
+      }
+    }
+    for (auto& w : writers) {
       w->commit();
       result.outputs.push_back(w->path());
     }
+    first = last;
   }
   return result;
 }

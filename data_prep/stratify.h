@@ -16,6 +16,9 @@ struct StratifyOptions {
   int32_t shards_per_bin = 1;
   Layout layout = Layout::kVarlen;
   ReadOptions read_options;
+  // Output shards are built in groups that fit this many bytes of memory; each group reads its rows
+  // from every input once. A budget above the data size reads every input exactly once.
+  int64_t memory_budget_bytes = int64_t{8} << 30;
 };
 
 struct StratifyResult {
@@ -31,7 +34,8 @@ std::filesystem::path stratified_shard_path(const std::filesystem::path& output,
                                             int32_t hi, int32_t shard, int32_t shards);
 
 // Samples keep their input order within a bin and are dealt round-robin to the bin's shards, so the
-// shards of a bin differ by at most one sample.
+// shards of a bin differ by at most one sample. Memory is bounded by `memory_budget_bytes` (plus
+// the per-row lengths), not by the data: a first pass reads only lengths.
 StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
                         const std::filesystem::path& output, const StratifyOptions& options);
 

@@ -99,6 +99,24 @@ TEST_CASE("stratify puts every sample in its length bin, shards balanced within 
   CHECK(bin_of(513, o.upper_bounds) == -1);
 }
 
+TEST_CASE("stratify under a tiny memory budget writes the same shards, one group at a time") {
+  TempDir dir;
+  const auto samples = traced_samples(spread_lengths(400));
+  write_shard(dir / "a.hdf5", Layout::kVarlen, std::span<const Sample>(samples.data(), 150));
+  write_shard(dir / "b.hdf5", Layout::kFixed, std::span<const Sample>(samples.data() + 150, 250));
+  StratifyOptions roomy;
+  roomy.shards_per_bin = 2;
+  StratifyOptions tight = roomy;
+  tight.memory_budget_bytes = 1;  // every output shard is its own group
+  const auto a = stratify({dir / "a.hdf5", dir / "b.hdf5"}, dir / "roomy", roomy);
+  const auto b = stratify({dir / "a.hdf5", dir / "b.hdf5"}, dir / "tight", tight);
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  CHECK(a.samples_per_shard == b.samples_per_shard);
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    CHECK(read_shard(a.outputs[i], {}) == read_shard(b.outputs[i], {}));
+  }
+}
+
 TEST_CASE("packing plans use every sequence once, at most 3 per row, never over 512 tokens") {
   const auto lengths = spread_lengths(3000);
   const auto rows = plan_packing(lengths, 512, 3);
