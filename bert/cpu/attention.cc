@@ -4,6 +4,8 @@
 // One task per (sequence, head): it owns that sequence's rows of that head's columns in every
 // output, so tasks never share a write. Inside a task the products are small GEMMs on strided
 // views of the [tokens, hidden] tensors (single-threaded OpenBLAS on the task's thread).
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -62,21 +64,23 @@ void CpuOps::attention_forward(const AttentionForwardParams& p) {
   const int64_t tasks = p.num_sequences * p.heads;
   const int64_t d = p.head_dim;
   const int64_t work = p.heads * d * static_cast<int64_t>(p.max_seqlen) * p.tokens;
+  const size_t square = static_cast<size_t>(p.max_seqlen) * p.max_seqlen;
+  reserve_scratch(square + p.max_seqlen);
 #pragma omp parallel if (work > cpu::kMinParallelWork)
   {
     // Per task: S = scale * Q_h K_h^T as one small GEMM (single-threaded BLAS inside the pool),
     // row softmax with dropout in place, then O_h = P V_h as a second GEMM.
-    std::vector<float> probs(static_cast<size_t>(p.max_seqlen) * p.max_seqlen);
-    std::vector<float> factors(p.max_seqlen);
+    float* probs = scratch(omp_get_thread_num());
+    float* factors = probs + square;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / p.heads, h = task % p.heads;
       const int64_t start = cu[s], len = cu[s + 1] - cu[s];
       const int64_t col = start * hidden + h * d;
-      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f,
-                 probs.data(), len);
+      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f, probs,
+                 len);
       for (int64_t i = 0; i < len; ++i) {
-        float* row = probs.data() + i * len;
+        float* row = probs + i * len;
         float max_score = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < len; ++j) max_score = row[j] > max_score ? row[j] : max_score;
         double sum = 0;
@@ -93,11 +97,11 @@ void CpuOps::attention_forward(const AttentionForwardParams& p) {
         cpu::dropout_factors(p.dropout,
                              attention_dropout_element(token, static_cast<int>(h),
                                                        static_cast<int>(p.heads), row_stride, 0),
-                             len, factors.data());
+                             len, factors);
         for (int64_t j = 0; j < len; ++j) row[j] *= inv_sum * factors[j];
       }
-      cpu::sgemm(false, false, len, d, len, 1.0f, probs.data(), len, v + col, hidden, 0.0f,
-                 out + col, hidden);
+      cpu::sgemm(false, false, len, d, len, 1.0f, probs, len, v + col, hidden, 0.0f, out + col,
+                 hidden);
     }
   }
 }
@@ -132,23 +136,26 @@ void CpuOps::attention_backward(const AttentionBackwardParams& p) {
   const int64_t tasks = p.num_sequences * p.heads;
   const int64_t d = p.head_dim;
   const int64_t work = p.heads * d * static_cast<int64_t>(p.max_seqlen) * p.tokens;
+  const size_t square = static_cast<size_t>(p.max_seqlen) * p.max_seqlen;
+  reserve_scratch(2 * square + p.max_seqlen);
 #pragma omp parallel if (work > cpu::kMinParallelWork)
   {
     // Per task, with L = len and everything for head h of one sequence:
     //   P = exp(scale Q K^T - lse) (recomputed), Pd = P * dropout, dPd = dO V^T,
     //   dV = Pd^T dO, dS = P * (dPd * dropout - D) with D_i = dO_i . O_i,
     //   dQ = scale dS K, dK = scale dS^T Q.
-    const size_t square = static_cast<size_t>(p.max_seqlen) * p.max_seqlen;
-    std::vector<float> probs(square), d_probs(square), factors(p.max_seqlen);
+    float* probs = scratch(omp_get_thread_num());
+    float* d_probs = probs + square;
+    float* factors = d_probs + square;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / p.heads, h = task % p.heads;
       const int64_t start = cu[s], len = cu[s + 1] - cu[s];
       const int64_t col = start * hidden + h * d;
-      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f,
-                 probs.data(), len);
-      cpu::sgemm(false, true, len, len, d, 1.0f, d_o + col, hidden, v + col, hidden, 0.0f,
-                 d_probs.data(), len);
+      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f, probs,
+                 len);
+      cpu::sgemm(false, true, len, len, d, 1.0f, d_o + col, hidden, v + col, hidden, 0.0f, d_probs,
+                 len);
       for (int64_t i = 0; i < len; ++i) {
         const int64_t token = start + i;
         const float row_lse = lse[h * p.tokens + token];
@@ -156,21 +163,21 @@ void CpuOps::attention_backward(const AttentionBackwardParams& p) {
         cpu::dropout_factors(p.dropout,
                              attention_dropout_element(token, static_cast<int>(h),
                                                        static_cast<int>(p.heads), row_stride, 0),
-                             len, factors.data());
-        float* prob_row = probs.data() + i * len;
-        float* d_row = d_probs.data() + i * len;
+                             len, factors);
+        float* prob_row = probs + i * len;
+        float* d_row = d_probs + i * len;
         for (int64_t j = 0; j < len; ++j) {
           const float prob = cpu::fast_exp(prob_row[j] - row_lse);
           d_row[j] = prob * (d_row[j] * factors[j] - delta) * p.scale;  // dS, scaled for dQ/dK
           prob_row[j] = prob * factors[j];                              // Pd, for dV
         }
       }
-      cpu::sgemm(true, false, len, d, len, 1.0f, probs.data(), len, d_o + col, hidden, 0.0f,
-                 d_v + col, hidden);
-      cpu::sgemm(false, false, len, d, len, 1.0f, d_probs.data(), len, k + col, hidden, 0.0f,
-                 d_q + col, hidden);
-      cpu::sgemm(true, false, len, d, len, 1.0f, d_probs.data(), len, q + col, hidden, 0.0f,
-                 d_k + col, hidden);
+      cpu::sgemm(true, false, len, d, len, 1.0f, probs, len, d_o + col, hidden, 0.0f, d_v + col,
+                 hidden);
+      cpu::sgemm(false, false, len, d, len, 1.0f, d_probs, len, k + col, hidden, 0.0f, d_q + col,
+                 hidden);
+      cpu::sgemm(true, false, len, d, len, 1.0f, d_probs, len, q + col, hidden, 0.0f, d_k + col,
+                 hidden);
     }
   }
 }

@@ -50,6 +50,14 @@ CpuOps::CpuOps() {
   cpu::use_single_threaded_blas();
 }
 
+void CpuOps::reserve_scratch(size_t floats_per_thread) {
+  const size_t threads = static_cast<size_t>(omp_get_max_threads());
+  if (scratch_.size() < threads) scratch_.resize(threads);
+  for (auto& buffer : scratch_) {
+    if (buffer.size() < floats_per_thread) buffer.resize(floats_per_thread);
+  }
+}
+
 Tensor CpuOps::allocate(DType dtype, size_t numel) {
   Tensor t;
   t.dtype = dtype;

@@ -4,9 +4,10 @@
 // by single-threaded OpenBLAS on an OpenMP thread; everything else is plain loops parallelized
 // with OpenMP over rows, sequences x heads, or columns for reductions, written so each output
 // element is owned by one thread (no atomics; results do not depend on the thread count except
-// through how BLAS blocks its sums).
+// through how BLAS blocks its sums). A CpuOps is used by one host thread at a time.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "bert/ops.h"
 
@@ -45,6 +46,14 @@ class CpuOps final : public Ops {
   void scale(Tensor x, float factor) override;
   void adam_update(const AdamParams& p) override;
   void lamb_update(const LambParams& p) override;
+
+ private:
+  // Per-thread scratch of at least `floats` elements, kept between calls so the attention's
+  // L x L score blocks are not reallocated (and page-faulted) on every layer. Call
+  // reserve_scratch before the OpenMP region; each thread then only touches its own buffer.
+  void reserve_scratch(size_t floats_per_thread);
+  float* scratch(int thread) { return scratch_[static_cast<size_t>(thread)].data(); }
+  std::vector<std::vector<float>> scratch_;
 };
 
 // GELU (tanh approximation) and its derivative, shared by the CPU kernels and tests.
