@@ -38,7 +38,8 @@ ModelLimits limits_for(const Batch& b) {
                      b.max_seqlen};
 }
 
-double relative_norm_error(const std::vector<float>& ours, const std::vector<float>& ref, size_t n) {
+double relative_norm_error(const std::vector<float>& ours, const std::vector<float>& ref,
+                           size_t n) {
   double diff = 0, norm = 0;
   for (size_t i = 0; i < n; ++i) {
     diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
@@ -68,8 +69,8 @@ int compare_torch_dump(const std::filesystem::path& dir, std::ostream& log) {
     const double rel = std::fabs(ours - ref) / std::fabs(ref);
     const bool ok = rel <= kLossTolerance;
     failures += !ok;
-    log << (ok ? "  ok   " : "  FAIL ") << "loss " << name << ": mlbert " << ours << " torch " << ref
-        << " rel " << rel << "\n";
+    log << (ok ? "  ok   " : "  FAIL ") << "loss " << name << ": mlbert " << ours << " torch "
+        << ref << " rel " << rel << "\n";
   };
   loss("total", r.total_loss);
   loss("mlm", r.mlm_loss);

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
     if (mode == "encoder" && argc == 6) {
       return mlbert::test::compare_encoder(argv[2], argv[3], argv[4], argv[5], std::cout);
     }
-    std::fprintf(stderr, "usage: bert_parity_compare torch DIR | encoder WEIGHTS CONFIG BATCH HIDDEN\n");
+    std::fprintf(stderr,
+                 "usage: bert_parity_compare torch DIR | encoder WEIGHTS CONFIG BATCH HIDDEN\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bert_parity_compare: error: %s\n", e.what());

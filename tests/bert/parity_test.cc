@@ -8,8 +8,8 @@
 
 TEST_CASE("losses, every gradient and hidden states match PyTorch BertForPreTraining") {
   std::ostringstream log;
-  const int status =
-      mlbert::test::compare_torch_dump(mlbert::test::source_dir() / "tests/parity/data/bert/torch_small", log);
+  const int status = mlbert::test::compare_torch_dump(
+      mlbert::test::source_dir() / "tests/parity/data/bert/torch_small", log);
   INFO(log.str());
   CHECK(status == 0);
 }
