@@ -240,6 +240,62 @@ TEST_CASE("dropout is keyed by (seed, step), and evaluate equals dropout-free tr
   CHECK(eval.nsp_loss_sum / eval.nsp_total == Approx(clean.nsp_loss).epsilon(1e-6));
 }
 
+namespace {
+
+// Forwards every op to the CPU backend and counts allocations.
+class CountingOps final : public Ops {
+ public:
+  CpuOps cpu;
+  int allocations = 0;
+  std::string name() const override { return "counting"; }
+  DType compute_dtype() const override { return DType::f32; }
+  Tensor allocate(DType d, size_t n) override {
+    ++allocations;
+    return cpu.allocate(d, n);
+  }
+  void release(Tensor t) override { cpu.release(t); }
+  void copy_from_host(Tensor d, const void* s, size_t b) override { cpu.copy_from_host(d, s, b); }
+  void copy_to_host(void* d, Tensor s, size_t b) override { cpu.copy_to_host(d, s, b); }
+  void copy(Tensor d, Tensor s) override { cpu.copy(d, s); }
+  void fill_zero(Tensor t) override { cpu.fill_zero(t); }
+  void cast(Tensor d, Tensor s) override { cpu.cast(d, s); }
+  void synchronize() override {}
+  void linear_forward(const LinearForwardParams& p) override { cpu.linear_forward(p); }
+  void linear_backward(const LinearBackwardParams& p) override { cpu.linear_backward(p); }
+  void layer_norm_forward(const LayerNormForwardParams& p) override { cpu.layer_norm_forward(p); }
+  void layer_norm_backward(const LayerNormBackwardParams& p) override {
+    cpu.layer_norm_backward(p);
+  }
+  void embedding_forward(const EmbeddingForwardParams& p) override { cpu.embedding_forward(p); }
+  void embedding_backward(const EmbeddingBackwardParams& p) override { cpu.embedding_backward(p); }
+  void attention_forward(const AttentionForwardParams& p) override { cpu.attention_forward(p); }
+  void attention_backward(const AttentionBackwardParams& p) override { cpu.attention_backward(p); }
+  void gather_rows(const GatherRowsParams& p) override { cpu.gather_rows(p); }
+  void scatter_add_rows(const ScatterAddRowsParams& p) override { cpu.scatter_add_rows(p); }
+  void cross_entropy(const CrossEntropyParams& p) override { cpu.cross_entropy(p); }
+  void l2_norm(const L2NormParams& p) override { cpu.l2_norm(p); }
+  void scale(Tensor x, float f) override { cpu.scale(x, f); }
+  void adam_update(const AdamParams& p) override { cpu.adam_update(p); }
+  void lamb_update(const LambParams& p) override { cpu.lamb_update(p); }
+};
+
+}  // namespace
+
+TEST_CASE("the model allocates backend memory only at construction, never inside a step") {
+  CountingOps ops;
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(6);
+  Model model(params, small_limits());
+  const int after_construction = ops.allocations;
+  CHECK(after_construction > 0);
+  for (uint32_t step = 1; step <= 3; ++step) {
+    model.forward_backward(small_batch(50 + step, c), DropoutKey{1, step});
+    model.evaluate(small_batch(60 + step, c));
+  }
+  CHECK(ops.allocations == after_construction);
+}
+
 TEST_CASE("batches over the model's limits are rejected with the limit named") {
   CpuOps ops;
   const BertConfig c = small_config();
