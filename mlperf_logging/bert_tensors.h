@@ -1,5 +1,6 @@
 // The 398 TensorFlow tensor names of BERT-large that closed-division logs must name once each in
-// `weights_initialization` records (rulesets 1.1.0 to 2.1.0), in the order of the official rule file.
+// `weights_initialization` records (rulesets 1.1.0 to 2.1.0), in the order of the official rule
+// file.
 #pragma once
 #include <string>
 #include <vector>

@@ -17,16 +17,18 @@ struct CheckOptions {
   std::string ruleset;  // one of supported_rulesets()
   bool werror = false;  // warnings (EXACTLY_ONE keys repeated with equal values) become errors
   bool quiet = false;   // drop warnings (ignored when werror is set)
-  std::optional<std::filesystem::path> rules_dir;  // reserved: reading the official YAML is not supported yet
+  std::optional<std::filesystem::path>
+      rules_dir;  // reserved: reading the official YAML is not supported yet
 };
 
 struct CheckMessage {
   enum class Level { error, warning };
   Level level = Level::error;
-  std::string rule;    // "<config>:<KEY>", e.g. "closed_bert:eval_accuracy", "common:END", "log:parse"
+  std::string
+      rule;  // "<config>:<KEY>", e.g. "closed_bert:eval_accuracy", "common:END", "log:parse"
   std::size_t line = 0;  // 1-based line of the log; 0 for whole-log findings
-  std::string record;  // the offending record text (shortened when very long), or ""
-  std::string text;    // what failed, e.g. "CHECK failed: 'epoch_num' in v['metadata']"
+  std::string record;    // the offending record text (shortened when very long), or ""
+  std::string text;      // what failed, e.g. "CHECK failed: 'epoch_num' in v['metadata']"
 };
 
 struct CheckResult {
@@ -38,15 +40,18 @@ struct CheckResult {
   // or not a string.
   std::optional<std::string> benchmark;  // submission_benchmark
   std::optional<std::string> division;   // submission_division
-  std::vector<std::string> configs;      // configs run, in queue order: "training_4.0.0/common.yaml", ...
-  std::size_t records = 0;               // MLLOG records parsed
-  bool official_checker_crashes = false; // the official tool would stop with a Python exception (still FAILED)
+  std::vector<std::string>
+      configs;              // configs run, in queue order: "training_4.0.0/common.yaml", ...
+  std::size_t records = 0;  // MLLOG records parsed
+  bool official_checker_crashes =
+      false;  // the official tool would stop with a Python exception (still FAILED)
 
   std::size_t error_count() const;
   std::size_t warning_count() const;
 };
 
-// The rulesets whose BERT rules are encoded: 1.1.0, 2.0.0, 2.1.0, 3.0.0, 3.1.0, 4.0.0, 4.1.0, 5.0.0.
+// The rulesets whose BERT rules are
+// encoded: 1.1.0, 2.0.0, 2.1.0, 3.0.0, 3.1.0, 4.0.0, 4.1.0, 5.0.0.
 const std::vector<std::string>& supported_rulesets();
 bool is_supported_ruleset(std::string_view ruleset);
 

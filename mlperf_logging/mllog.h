@@ -1,14 +1,13 @@
 // MLLOG emitter: writes `:::MLLOG {...}` lines byte-identical to the official Python `mllog`
-// (key order namespace, time_ms, event_type, key, value, metadata; json.dumps spacing and float repr).
-// Values are nlohmann::ordered_json so metadata keys keep the caller's order, as Python dicts do;
-// a plain nlohmann::json converts implicitly (its keys then come out sorted).
+// (key order namespace, time_ms, event_type, key, value, metadata; json.dumps spacing and float
+// repr). Values are nlohmann::ordered_json so metadata keys keep the caller's order, as Python
+// dicts do; a plain nlohmann::json converts implicitly (its keys then come out sorted).
 #pragma once
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 
@@ -16,7 +15,35 @@
 
 #include "mlperf_logging/mllog_constants.h"
 
+#if __has_include(<source_location>)
+#include <source_location>
+#endif
+
 namespace mlbert::mllog {
+
+// std::source_location where the standard library provides it. Clang 14 with libstdc++ 12 (the
+// fuzz build) lacks the builtin <source_location> needs, so there the same interface is made of
+// __builtin_FILE/__builtin_LINE, which also take the caller's position as default arguments.
+#if defined(__cpp_lib_source_location)
+using SourceLocation = std::source_location;
+#else
+class SourceLocation {
+ public:
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(),
+                                          std::uint_least32_t line = __builtin_LINE()) noexcept {
+    SourceLocation where;
+    where.file_ = file;
+    where.line_ = line;
+    return where;
+  }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr std::uint_least32_t line() const noexcept { return line_; }
+
+ private:
+  const char* file_ = "";
+  std::uint_least32_t line_ = 0;
+};
+#endif
 
 using Json = nlohmann::ordered_json;
 
@@ -31,13 +58,15 @@ std::string python_float_repr(double value);
 
 // `json.dumps(value)` with the defaults mllog uses: ", " and ": " separators, ensure_ascii (every
 // non-ASCII code point as \uXXXX, surrogate pairs above U+FFFF), NaN/Infinity/-Infinity literals.
-// Strings are read as UTF-8; a byte that is not part of valid UTF-8 is taken as its Latin-1 code point.
+// Strings are read as UTF-8; a byte that is not part of valid UTF-8 is taken as its Latin-1 code
+// point.
 void append_python_json(std::string& out, const Json& value);
 std::string python_json_dumps(const Json& value);
 
-// One complete log line without the trailing newline: ":::MLLOG {"namespace": ..., "metadata": ...}".
-std::string format_line(std::string_view ns, std::int64_t time_ms, EventType type, std::string_view key,
-                        const Json& value, const Json& metadata);
+// One complete log line without the trailing newline: ":::MLLOG {"namespace": ..., "metadata":
+// ...}".
+std::string format_line(std::string_view ns, std::int64_t time_ms, EventType type,
+                        std::string_view key, const Json& value, const Json& metadata);
 
 // Milliseconds since the Unix epoch, as `int(time.time() * 1e3)`.
 std::int64_t now_ms();
@@ -66,8 +95,9 @@ struct EventOptions {
 };
 
 // Thread-safe: each line is written whole under a lock and flushed, so lines from several threads
-// never interleave. Metadata `file`/`lineno` come from the call site; caller metadata keys follow in
-// the caller's order and override them (with Python's "Metadata fields overridden" warning line).
+// never interleave. Metadata `file`/`lineno` come from the call site; caller metadata keys follow
+// in the caller's order and override them (with Python's "Metadata fields overridden" warning
+// line).
 class Logger {
  public:
   Logger();
@@ -77,20 +107,21 @@ class Logger {
   Logger& operator=(const Logger&) = delete;
 
   void event(std::string_view key, const Json& value = nullptr, const Json& metadata = nullptr,
-             std::source_location where = std::source_location::current()) {
+             SourceLocation where = SourceLocation::current()) {
     log(EventType::point_in_time, key, value, metadata, {}, where);
   }
   void start(std::string_view key, const Json& value = nullptr, const Json& metadata = nullptr,
-             std::source_location where = std::source_location::current()) {
+             SourceLocation where = SourceLocation::current()) {
     log(EventType::interval_start, key, value, metadata, {}, where);
   }
   void end(std::string_view key, const Json& value = nullptr, const Json& metadata = nullptr,
-           std::source_location where = std::source_location::current()) {
+           SourceLocation where = SourceLocation::current()) {
     log(EventType::interval_end, key, value, metadata, {}, where);
   }
   // The general form: explicit event type and per-call overrides.
   void log(EventType type, std::string_view key, const Json& value, const Json& metadata,
-           const EventOptions& options, std::source_location where = std::source_location::current());
+           const EventOptions& options,
+           SourceLocation where = SourceLocation::current());
 
   // Replaces the options (closing and reopening the file sink) under the logger's lock.
   void reconfigure(LoggerOptions options);
@@ -99,7 +130,7 @@ class Logger {
   bool enabled() const;
 
  private:
-  void open_sinks();  // with mutex_ held
+  void open_sinks();                         // with mutex_ held
   void write_line(const std::string& line);  // with mutex_ held
 
   mutable std::mutex mutex_;

@@ -1,6 +1,7 @@
 // MLLOG constants: event types, metadata fields, value vocabularies and every log key of MLPerf
-// Training (the official mllog constants plus every key the BERT rule files and BERT submissions use).
-// The spelling is the contract: a key here is byte-for-byte what the official checker matches on.
+// Training (the official mllog constants plus every key the BERT rule files and BERT submissions
+// use). The spelling is the contract: a key here is byte-for-byte what the official checker matches
+// on.
 #pragma once
 #include <string_view>
 
@@ -108,7 +109,8 @@ inline constexpr std::string_view max_steps = "max_steps";
 inline constexpr std::string_view max_sequence_length = "max_sequence_length";
 inline constexpr std::string_view max_predictions_per_seq = "max_predictions_per_seq";
 inline constexpr std::string_view init_checkpoint_step = "init_checkpoint_step";
-inline constexpr std::string_view model_weights_initialization_scale = "model_weights_initialization_scale";
+inline constexpr std::string_view model_weights_initialization_scale =
+    "model_weights_initialization_scale";
 // BERT optimizer (LAMB) and schedule
 inline constexpr std::string_view opt_name = "opt_name";
 inline constexpr std::string_view opt_base_learning_rate = "opt_base_learning_rate";
@@ -119,9 +121,12 @@ inline constexpr std::string_view opt_lamb_beta_1 = "opt_lamb_beta_1";
 inline constexpr std::string_view opt_lamb_beta_2 = "opt_lamb_beta_2";
 inline constexpr std::string_view opt_lamb_weight_decay_rate = "opt_lamb_weight_decay_rate";
 inline constexpr std::string_view opt_lamb_learning_rate_min = "opt_lamb_learning_rate_min";
-inline constexpr std::string_view opt_lamb_learning_rate_decay_poly_power = "opt_lamb_learning_rate_decay_poly_power";
-inline constexpr std::string_view opt_lamb_learning_rate_hold_epochs = "opt_lamb_learning_rate_hold_epochs";
-inline constexpr std::string_view opt_learning_rate_training_steps = "opt_learning_rate_training_steps";
+inline constexpr std::string_view opt_lamb_learning_rate_decay_poly_power =
+    "opt_lamb_learning_rate_decay_poly_power";
+inline constexpr std::string_view opt_lamb_learning_rate_hold_epochs =
+    "opt_lamb_learning_rate_hold_epochs";
+inline constexpr std::string_view opt_learning_rate_training_steps =
+    "opt_learning_rate_training_steps";
 inline constexpr std::string_view opt_learning_rate_warmup_steps = "opt_learning_rate_warmup_steps";
 inline constexpr std::string_view num_warmup_steps = "num_warmup_steps";
 inline constexpr std::string_view start_warmup_step = "start_warmup_step";
@@ -137,28 +142,42 @@ inline constexpr std::string_view opt_adamw_weight_decay = "opt_adamw_weight_dec
 inline constexpr std::string_view opt_weight_decay = "opt_weight_decay";
 // other benchmarks' optimizer and schedule keys of the official constants
 inline constexpr std::string_view opt_adagrad_epsilon = "opt_adagrad_epsilon";
-inline constexpr std::string_view opt_adagrad_initial_accumulator_value = "opt_adagrad_initial_accumulator_value";
-inline constexpr std::string_view opt_adagrad_learning_rate_decay = "opt_adagrad_learning_rate_decay";
+inline constexpr std::string_view opt_adagrad_initial_accumulator_value =
+    "opt_adagrad_initial_accumulator_value";
+inline constexpr std::string_view opt_adagrad_learning_rate_decay =
+    "opt_adagrad_learning_rate_decay";
 inline constexpr std::string_view lars_epsilon = "lars_epsilon";
 inline constexpr std::string_view lars_opt_base_learning_rate = "lars_opt_base_learning_rate";
 inline constexpr std::string_view lars_opt_end_learning_rate = "lars_opt_end_learning_rate";
-inline constexpr std::string_view lars_opt_learning_rate_warmup_epochs = "lars_opt_learning_rate_warmup_epochs";
-inline constexpr std::string_view lars_opt_learning_rate_decay_poly_power = "lars_opt_learning_rate_decay_poly_power";
-inline constexpr std::string_view lars_opt_learning_rate_decay_steps = "lars_opt_learning_rate_decay_steps";
+inline constexpr std::string_view lars_opt_learning_rate_warmup_epochs =
+    "lars_opt_learning_rate_warmup_epochs";
+inline constexpr std::string_view lars_opt_learning_rate_decay_poly_power =
+    "lars_opt_learning_rate_decay_poly_power";
+inline constexpr std::string_view lars_opt_learning_rate_decay_steps =
+    "lars_opt_learning_rate_decay_steps";
 inline constexpr std::string_view lars_opt_momentum = "lars_opt_momentum";
 inline constexpr std::string_view lars_opt_weight_decay = "lars_opt_weight_decay";
-inline constexpr std::string_view opt_learning_rate_alt_decay_func = "opt_learning_rate_alt_decay_func";
-inline constexpr std::string_view opt_learning_rate_alt_warmup_func = "opt_learning_rate_alt_warmup_func";
-inline constexpr std::string_view opt_learning_rate_decay_boundary_epochs = "opt_learning_rate_decay_boundary_epochs";
-inline constexpr std::string_view opt_learning_rate_decay_boundary_steps = "opt_learning_rate_decay_boundary_steps";
+inline constexpr std::string_view opt_learning_rate_alt_decay_func =
+    "opt_learning_rate_alt_decay_func";
+inline constexpr std::string_view opt_learning_rate_alt_warmup_func =
+    "opt_learning_rate_alt_warmup_func";
+inline constexpr std::string_view opt_learning_rate_decay_boundary_epochs =
+    "opt_learning_rate_decay_boundary_epochs";
+inline constexpr std::string_view opt_learning_rate_decay_boundary_steps =
+    "opt_learning_rate_decay_boundary_steps";
 inline constexpr std::string_view opt_learning_rate_decay_factor = "opt_learning_rate_decay_factor";
-inline constexpr std::string_view opt_learning_rate_decay_interval = "opt_learning_rate_decay_interval";
-inline constexpr std::string_view opt_learning_rate_decay_start_step = "opt_learning_rate_decay_start_step";
+inline constexpr std::string_view opt_learning_rate_decay_interval =
+    "opt_learning_rate_decay_interval";
+inline constexpr std::string_view opt_learning_rate_decay_start_step =
+    "opt_learning_rate_decay_start_step";
 inline constexpr std::string_view opt_learning_rate_decay_steps = "opt_learning_rate_decay_steps";
-inline constexpr std::string_view opt_learning_rate_decay_schedule = "opt_learning_rate_decay_schedule";
+inline constexpr std::string_view opt_learning_rate_decay_schedule =
+    "opt_learning_rate_decay_schedule";
 inline constexpr std::string_view opt_learning_rate_remain_steps = "opt_learning_rate_remain_steps";
-inline constexpr std::string_view opt_learning_rate_warmup_epochs = "opt_learning_rate_warmup_epochs";
-inline constexpr std::string_view opt_learning_rate_warmup_factor = "opt_learning_rate_warmup_factor";
+inline constexpr std::string_view opt_learning_rate_warmup_epochs =
+    "opt_learning_rate_warmup_epochs";
+inline constexpr std::string_view opt_learning_rate_warmup_factor =
+    "opt_learning_rate_warmup_factor";
 inline constexpr std::string_view max_image_size = "max_image_size";
 inline constexpr std::string_view min_image_size = "min_image_size";
 inline constexpr std::string_view model_bn_span = "model_bn_span";

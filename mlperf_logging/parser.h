@@ -1,7 +1,7 @@
 // Streaming MLLOG parser with the official checker's semantics (mlperf_logging 4.1.59 mlp_parser):
 // the file is read as Latin-1 text with universal newlines; a line counts only if it contains
-// ":::MLLOG ", and everything up to its LAST occurrence is dropped; the rest, stripped, is Python JSON.
-// Memory stays bounded: one read buffer plus the current record, whatever the file size.
+// ":::MLLOG ", and everything up to its LAST occurrence is dropped; the rest, stripped, is Python
+// JSON. Memory stays bounded: one read buffer plus the current record, whatever the file size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,17 +16,17 @@
 
 namespace mlbert::mllog {
 
-// One MLLOG record. Strings hold the official checker's view of the text: each byte of the file is a
-// Latin-1 character, re-encoded here as UTF-8 (ASCII is unchanged); \u escapes give their code point.
-// `raw`, `value_text` and the record itself are valid only during the callback.
+// One MLLOG record. Strings hold the official checker's view of the text: each byte of the file is
+// a Latin-1 character, re-encoded here as UTF-8 (ASCII is unchanged); \u escapes give their code
+// point. `raw`, `value_text` and the record itself are valid only during the callback.
 struct LogRecord {
-  std::size_t line = 0;        // 1-based line of the file (universal newlines: \n, \r\n, \r)
-  std::size_t index = 0;       // 0-based position among the MLLOG lines (the checker's `lineno`)
-  std::int64_t time_ms = 0;    // `timestamp` truncated to an integer (0 when not finite)
-  double timestamp = 0;        // float(time_ms) exactly as the official checker computes it
-  std::string event_type;      // "" when the record has none (the official parser does not need it)
-  std::string key;             // the key; for a non-string key, its JSON text
-  bool key_is_string = true;   // a non-string key matches no rule (the checker skips the record)
+  std::size_t line = 0;       // 1-based line of the file (universal newlines: \n, \r\n, \r)
+  std::size_t index = 0;      // 0-based position among the MLLOG lines (the checker's `lineno`)
+  std::int64_t time_ms = 0;   // `timestamp` truncated to an integer (0 when not finite)
+  double timestamp = 0;       // float(time_ms) exactly as the official checker computes it
+  std::string event_type;     // "" when the record has none (the official parser does not need it)
+  std::string key;            // the key; for a non-string key, its JSON text
+  bool key_is_string = true;  // a non-string key matches no rule (the checker skips the record)
   nlohmann::json value, metadata;
   std::string_view raw;         // the record from ":::MLLOG " on, trailing whitespace stripped
   std::string_view value_text;  // the JSON text of "value" inside `raw` (the last one if repeated)
@@ -36,7 +36,8 @@ struct LogRecord {
 struct ParseError {
   std::size_t line = 0;
   std::size_t index = 0;
-  std::string message;   // what is wrong and where: "invalid JSON at column 57: Expecting ',' delimiter"
+  std::string
+      message;  // what is wrong and where: "invalid JSON at column 57: Expecting ',' delimiter"
   std::string_view raw;  // the record text, as in LogRecord::raw
   // The official checker lists a JSON error or a bad time_ms string as "Log lines had parsing
   // errors" and goes on; a missing field, a non-object record, a time_ms of the wrong type or too
@@ -80,8 +81,8 @@ ParseStats for_each_record_in(std::string_view text, const RecordCallback& on_re
                               const ErrorCallback& on_error = {},
                               std::string_view source_name = "<memory>");
 
-// Largest record accepted (the text after ":::MLLOG "); longer ones are parse errors, so memory stays
-// bounded even for a single huge line.
+// Largest record accepted (the text after ":::MLLOG "); longer ones are parse errors, so memory
+// stays bounded even for a single huge line.
 inline constexpr std::size_t max_record_bytes = std::size_t{64} << 20;
 
 // A string of the log (Latin-1 characters as UTF-8) back to the bytes the file held; characters

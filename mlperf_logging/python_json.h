@@ -1,0 +1,62 @@
+// Python's `json.loads` dialect, as the official checker applies it to Latin-1 decoded log lines:
+// NaN/Infinity literals, integers of any size up to 4,300 digits, lone surrogate escapes, any byte
+// >= 0x20 inside strings, duplicate keys (the last wins) and a nesting limit like CPython's.
+// Also Python's `float(str)` and a canonical form in which Python `==` becomes string equality.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace mlbert::mllog::pyjson {
+
+// Containers nested deeper than this make the official command line checker stop with a
+// RecursionError (measured: a record whose value nests 984 arrays parses, 985 does not).
+inline constexpr int max_depth = 985;
+// CPython refuses to convert integer literals longer than this (sys.get_int_max_str_digits()).
+inline constexpr std::size_t max_int_digits = 4300;
+
+class DecodeError : public std::runtime_error {
+ public:
+  DecodeError(std::string message, std::size_t offset, bool recursion)
+      : std::runtime_error(std::move(message)), offset_(offset), recursion_(recursion) {}
+  std::size_t offset() const { return offset_; }  // byte offset into the decoded text
+  bool recursion() const { return recursion_; }   // Python raises RecursionError, not ValueError
+
+ private:
+  std::size_t offset_;
+  bool recursion_;
+};
+
+// Where the top-level members "value" and "time_ms" sit (the last of each when repeated).
+struct TopLevelSpans {
+  std::string_view value_text;
+  bool has_time_ms = false;
+  // time_ms was an integer literal too large for a double: Python's float() raises OverflowError.
+  bool time_ms_int_overflows = false;
+};
+
+// Decodes `text` (one byte = one Latin-1 character) like json.loads. Strings come out as UTF-8.
+// Integers beyond 64 bits become doubles (rounded like Python's float(int)). Throws DecodeError.
+nlohmann::json loads(std::string_view text, TopLevelSpans* spans = nullptr);
+
+// A string in which two JSON texts compare equal exactly when Python's `==` says their decoded
+// values are equal (1 == 1.0 == true, -0.0 == 0, dict order ignored, big integers exact).
+// `text` must be valid (it was decoded by loads before); throws DecodeError otherwise.
+std::string canonical(std::string_view text);
+
+// Python's float(s) for a str held as UTF-8: surrounding whitespace, underscores between digits,
+// inf/infinity/nan in any case. std::nullopt where Python raises ValueError.
+std::optional<double> float_from_string(std::string_view utf8);
+
+// Python's float(int) for a decimal integer literal ("-123..."): std::nullopt where Python raises
+// OverflowError (the value rounds past the largest double).
+std::optional<double> float_from_int_literal(std::string_view literal);
+
+// Python's str.isspace() for one code point.
+bool is_python_space(char32_t c);
+
+}  // namespace mlbert::mllog::pyjson

@@ -1,0 +1,379 @@
+// The streaming parser reads logs as the official mlp_parser does (Latin-1, universal newlines, the
+// last ":::MLLOG " of a line, Python's json dialect) and names the line of every error.
+#include <catch2/catch.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mlperf_logging/parser.h"
+#include "mlperf_logging/python_json.h"
+
+namespace mllog = mlbert::mllog;
+namespace pyjson = mlbert::mllog::pyjson;
+
+namespace {
+
+std::string rec(const std::string& key, const std::string& value = "null",
+                const std::string& metadata = "{}", const std::string& time = "1000") {
+  return ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + time +
+         ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" + key + "\", \"value\": " + value +
+         ", \"metadata\": " + metadata + "}";
+}
+
+struct Parsed {
+  std::vector<mllog::LogRecord> records;  // copies without the views
+  std::vector<mllog::ParseError> errors;
+  std::vector<std::string> raws, value_texts;
+  mllog::ParseStats stats;
+};
+
+Parsed parse(const std::string& text) {
+  Parsed p;
+  p.stats = mllog::for_each_record_in(
+      text,
+      [&](const mllog::LogRecord& r) {
+        p.records.push_back(r);
+        p.raws.emplace_back(r.raw);
+        p.value_texts.emplace_back(r.value_text);
+        p.records.back().raw = {};
+        p.records.back().value_text = {};
+      },
+      [&](const mllog::ParseError& e) {
+        p.errors.push_back(e);
+        p.errors.back().raw = {};
+      });
+  return p;
+}
+
+long max_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+std::filesystem::path temp_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("mlbert_logging_check_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+}  // namespace
+
+TEST_CASE("text before the last :::MLLOG of a line is dropped and lines without it are ignored") {
+  std::string text = "framework says hello\n" + std::string("[1,0]<stdout>:") + rec("a") + "\n" +
+                     "garbage :::MLLOG not json :::MLLOG " + rec("b").substr(9) + "\n" +
+                     "no token here\n" + rec("c");
+  Parsed p = parse(text);
+  REQUIRE(p.errors.empty());
+  REQUIRE(p.records.size() == 3);
+  CHECK(p.records[0].key == "a");
+  CHECK(p.records[0].line == 2);
+  CHECK(p.records[0].index == 0);
+  CHECK(p.raws[0].rfind(":::MLLOG {", 0) == 0);
+  CHECK(p.records[1].key == "b");
+  CHECK(p.records[1].line == 3);
+  CHECK(p.records[2].key == "c");
+  CHECK(p.records[2].line == 5);
+  CHECK(p.records[2].index == 2);
+  CHECK(p.stats.lines == 5);
+}
+
+TEST_CASE("line numbers follow universal newlines: \\n, \\r\\n and a lone \\r all end a line") {
+  std::string text = rec("a") + "\r\n" + rec("b") + "\r" + rec("c") + "\n\r\n" + rec("d") + "\n";
+  Parsed p = parse(text);
+  REQUIRE(p.records.size() == 4);
+  CHECK(p.records[0].line == 1);
+  CHECK(p.records[1].line == 2);
+  CHECK(p.records[2].line == 3);
+  CHECK(p.records[3].line == 5);
+}
+
+TEST_CASE("a \\r\\n split across read buffers counts as one line end") {
+  // The reader takes 1 MiB at a time: put the \r as the last byte of the first read.
+  const std::size_t chunk = std::size_t{1} << 20;
+  std::string first = rec("a") + "\n";
+  std::string filler(chunk - first.size() - 1, 'x');
+  std::string text = first + filler + "\r\n" + rec("b") + "\n";
+  std::istringstream in(text);
+  std::vector<std::size_t> lines;
+  mllog::for_each_record(in, [&](const mllog::LogRecord& r) { lines.push_back(r.line); });
+  CHECK(lines == std::vector<std::size_t>{1, 3});
+}
+
+TEST_CASE("a record split across read buffers is parsed whole") {
+  const std::size_t chunk = std::size_t{1} << 20;
+  std::string filler(chunk - 20, 'y');
+  std::string text = filler + "\n" + rec("split", "\"" + std::string(5000, 'v') + "\"") + "\n";
+  std::istringstream in(text);
+  std::vector<std::string> keys;
+  mllog::for_each_record(in, [&](const mllog::LogRecord& r) {
+    keys.push_back(r.key);
+    CHECK(r.value.get<std::string>().size() == 5000);
+    CHECK(r.line == 2);
+  });
+  CHECK(keys == std::vector<std::string>{"split"});
+}
+
+TEST_CASE("bad JSON is an error naming the line, and parsing goes on") {
+  std::string text = rec("a") + "\n" + ":::MLLOG {\"time_ms\": 1, \"key\": \"b\" \"value\": 1}\n" +
+                     rec("c") + "\n";
+  Parsed p = parse(text);
+  REQUIRE(p.records.size() == 2);
+  REQUIRE(p.errors.size() == 1);
+  CHECK(p.errors[0].line == 2);
+  CHECK(p.errors[0].index == 1);
+  CHECK(p.errors[0].message.find("Expecting ',' delimiter") != std::string::npos);
+  CHECK(p.errors[0].message.find("column 36 of the record") != std::string::npos);
+  CHECK_FALSE(p.errors[0].official_checker_crashes);
+}
+
+TEST_CASE("without an error handler the first bad line throws with the source and line") {
+  std::string text = rec("a") + "\n\n" + ":::MLLOG {\"time_ms\": 1,}\n";
+  try {
+    mllog::for_each_record_in(
+        text, [](const mllog::LogRecord&) {}, {}, "result_0.txt");
+    FAIL("no exception");
+  } catch (const mllog::LogParseError& e) {
+    CHECK(std::string(e.what()).rfind("result_0.txt:3: invalid JSON", 0) == 0);
+    CHECK(e.error().line == 3);
+  }
+}
+
+TEST_CASE("missing fields and non-object records are errors the official checker crashes on") {
+  Parsed p = parse(
+      ":::MLLOG {\"key\": \"a\", \"value\": 1, \"metadata\": {}}\n"
+      ":::MLLOG {\"time_ms\": 1, \"value\": 1, \"metadata\": {}}\n"
+      ":::MLLOG {\"time_ms\": 1, \"key\": \"a\", \"metadata\": {}}\n"
+      ":::MLLOG {\"time_ms\": 1, \"key\": \"a\", \"value\": 1}\n"
+      ":::MLLOG [1, 2]\n"
+      ":::MLLOG \"text\"\n");
+  REQUIRE(p.errors.size() == 6);
+  CHECK(p.errors[0].message == "missing field \"time_ms\"");
+  CHECK(p.errors[1].message == "missing field \"key\"");
+  CHECK(p.errors[2].message == "missing field \"value\"");
+  CHECK(p.errors[3].message == "missing field \"metadata\"");
+  CHECK(p.errors[4].message == "the record is an array, not a JSON object");
+  CHECK(p.errors[5].message == "the record is a string, not a JSON object");
+  for (const auto& e : p.errors) CHECK(e.official_checker_crashes);
+  CHECK(p.errors[5].line == 6);
+}
+
+TEST_CASE("event_type and namespace are optional, as for the official parser") {
+  Parsed p = parse(":::MLLOG {\"time_ms\": 5, \"key\": \"k\", \"value\": 1, \"metadata\": {}}\n");
+  REQUIRE(p.records.size() == 1);
+  CHECK(p.records[0].event_type.empty());
+  CHECK(p.records[0].time_ms == 5);
+}
+
+TEST_CASE("time_ms goes through Python's float(): numbers, bools and numeric strings") {
+  Parsed p =
+      parse(rec("a", "1", "{}", "1.5e3") + "\n" + rec("b", "1", "{}", "\"  2_000.25 \"") + "\n" +
+            rec("c", "1", "{}", "true") + "\n" + rec("d", "1", "{}", "\"-Infinity\"") + "\n" +
+            rec("e", "1", "{}", "\"12abc\"") + "\n" + rec("f", "1", "{}", "null") + "\n" +
+            rec("g", "1", "{}", "1" + std::string(400, '0')) + "\n" + rec("h", "1", "{}", "1e400") +
+            "\n");
+  REQUIRE(p.records.size() == 5);
+  CHECK(p.records[0].timestamp == 1500.0);
+  CHECK(p.records[0].time_ms == 1500);
+  CHECK(p.records[1].timestamp == 2000.25);
+  CHECK(p.records[2].timestamp == 1.0);
+  CHECK(std::isinf(p.records[3].timestamp));
+  CHECK(p.records[3].time_ms == 0);
+  CHECK(std::isinf(p.records[4].timestamp));  // a float literal overflows to inf without error
+  REQUIRE(p.errors.size() == 3);
+  CHECK(p.errors[0].message == "time_ms \"12abc\" is not a number");
+  CHECK_FALSE(p.errors[0].official_checker_crashes);  // ValueError: a listed parse error
+  CHECK(p.errors[1].official_checker_crashes);        // TypeError
+  CHECK(p.errors[2].message == "time_ms is an integer too large for a float");
+  CHECK(p.errors[2].official_checker_crashes);  // OverflowError
+}
+
+TEST_CASE("Python's JSON dialect: NaN, Infinity, big integers, duplicate keys, lone surrogates") {
+  Parsed p =
+      parse(rec("a", "[NaN, Infinity, -Infinity, 123456789012345678901234567890, -0.0, 1E2]") +
+            "\n" + rec("b", "{\"x\": 1, \"x\": 2}", "{\"m\": 1, \"m\": \"last\"}") + "\n" +
+            rec("c", "\"\\ud800 \\ud83d\\ude00 \\u00e9\"") + "\n");
+  REQUIRE(p.errors.empty());
+  const auto& v = p.records[0].value;
+  CHECK(std::isnan(v[0].get<double>()));
+  CHECK(v[1].get<double>() == HUGE_VAL);
+  CHECK(v[2].get<double>() == -HUGE_VAL);
+  CHECK(v[3].get<double>() == 123456789012345678901234567890.0);
+  CHECK(std::signbit(v[4].get<double>()));
+  CHECK(v[5].get<double>() == 100.0);
+  CHECK(p.records[1].value["x"] == 2);
+  CHECK(p.records[1].metadata["m"] == "last");
+  CHECK(p.records[2].value.get<std::string>() == "\xed\xa0\x80 \xf0\x9f\x98\x80 \xc3\xa9");
+  CHECK(p.value_texts[1] == "{\"x\": 1, \"x\": 2}");
+}
+
+TEST_CASE("bytes are Latin-1 characters: invalid UTF-8 and binary inside strings are accepted") {
+  std::string text = rec("a", "\"caf\xc3\xa9 \xff\xfe\x80\"") + "\n";
+  Parsed p = parse(text);
+  REQUIRE(p.errors.empty());
+  const std::string& s = p.records[0].value.get_ref<const std::string&>();
+  CHECK(s == "caf\xc3\x83\xc2\xa9 \xc3\xbf\xc3\xbe\xc2\x80");
+  CHECK(mllog::to_file_bytes(s) == "caf\xc3\xa9 \xff\xfe\x80");
+}
+
+TEST_CASE("control characters inside strings and bad escapes are JSON errors") {
+  Parsed p = parse(rec("a", std::string("\"tab\there\"")) + "\n" + rec("b", "\"\\x\"") + "\n" +
+                   rec("c", "\"\\u12g4\"") + "\n" + rec("d", "[1,]") + "\n" + rec("e", "01") +
+                   "\n" + rec("f", "1.") + "\n" + rec("g", "nul") + "\n" + rec("h", "-") + "\n");
+  CHECK(p.records.empty());
+  REQUIRE(p.errors.size() == 8);
+  CHECK(p.errors[0].message.find("Invalid control character") != std::string::npos);
+  CHECK(p.errors[1].message.find("Invalid \\escape") != std::string::npos);
+  CHECK(p.errors[2].message.find("Invalid \\uXXXX escape") != std::string::npos);
+  for (const auto& e : p.errors) CHECK_FALSE(e.official_checker_crashes);
+}
+
+TEST_CASE("integers past Python's 4300-digit limit are parse errors") {
+  Parsed ok = parse(rec("a", std::string(4300, '7')) + "\n");
+  CHECK(ok.errors.empty());
+  Parsed bad = parse(rec("a", "-" + std::string(4301, '7')) + "\n");
+  REQUIRE(bad.errors.size() == 1);
+  CHECK(bad.errors[0].message.find("4300-digit limit") != std::string::npos);
+  CHECK_FALSE(bad.errors[0].official_checker_crashes);
+}
+
+TEST_CASE(
+    "nesting beyond Python's recursion limit is a crash-class error, never a stack overflow") {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  Parsed ok = parse(rec("a", nested(pyjson::max_depth - 1)) + "\n");
+  CHECK(ok.errors.empty());
+  Parsed deep = parse(rec("a", nested(pyjson::max_depth)) + "\n" + rec("b", nested(200000)) + "\n");
+  REQUIRE(deep.errors.size() == 2);
+  CHECK(deep.errors[0].official_checker_crashes);
+  CHECK(deep.errors[1].message.find("RecursionError") != std::string::npos);
+}
+
+TEST_CASE(
+    "trailing Python whitespace is stripped before the JSON is read; other junk is extra data") {
+  Parsed p = parse(rec("a") + " \t\x1c\x85\xa0\n" + rec("b") + " x\n" + ":::MLLOG \x0c" +
+                   rec("c").substr(9) + "\n" + ":::MLLOG   \n");
+  REQUIRE(p.records.size() == 1);
+  CHECK(p.records[0].key == "a");
+  REQUIRE(p.errors.size() == 3);
+  CHECK(p.errors[0].message.find("Extra data") != std::string::npos);
+  CHECK(p.errors[1].message.find("Expecting value") != std::string::npos);
+  CHECK(p.errors[2].message == "nothing follows \":::MLLOG\"");
+  CHECK(p.errors[2].line == 4);
+}
+
+TEST_CASE("non-string keys are kept as JSON text and flagged") {
+  Parsed p = parse(
+      ":::MLLOG {\"time_ms\": 1, \"key\": [\"run_start\"], \"value\": 1, \"metadata\": {}}\n");
+  REQUIRE(p.records.size() == 1);
+  CHECK_FALSE(p.records[0].key_is_string);
+  CHECK(p.records[0].key == "[\"run_start\"]");
+}
+
+TEST_CASE("empty input, binary garbage and a missing file") {
+  CHECK(parse("").stats.records == 0);
+  std::string binary;
+  for (int i = 0; i < 100000; ++i) binary.push_back(static_cast<char>((i * 7919) & 0xFF));
+  Parsed p = parse(binary);
+  CHECK(p.records.empty());
+  CHECK(p.stats.bytes == binary.size());
+  CHECK_THROWS_WITH(mllog::for_each_record(std::filesystem::path("/nonexistent/result_0.txt"),
+                                           [](const mllog::LogRecord&) {}),
+                    Catch::Contains("/nonexistent/result_0.txt: cannot open"));
+}
+
+TEST_CASE("a 48 MiB log without MLLOG lines streams in bounded memory") {
+  auto path = temp_path("no_mllog.txt");
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::string line =
+        "epoch 3 step 1000 loss 2.013 throughput 5421.7 seq/s lr 0.000425 :::MLLOG_LOOKALIKE\n";
+    std::string block;
+    while (block.size() < (1u << 20)) block += line;
+    for (int i = 0; i < 48; ++i) out << block;
+    out << std::string(8u << 20, 'z');  // and a final 8 MiB line with no newline at all
+  }
+  long before = max_rss_kib();
+  mllog::ParseStats stats =
+      mllog::for_each_record(path, [](const mllog::LogRecord&) { FAIL("no record expected"); });
+  long growth_mib = (max_rss_kib() - before) / 1024;
+  CHECK(stats.records == 0);
+  CHECK(stats.bytes == std::filesystem::file_size(path));
+  CHECK(stats.lines > 500000);
+  CHECK(growth_mib < 24);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE(
+    "a record longer than the limit is an error naming its line, not an allocation of its size") {
+  auto path = temp_path("huge_record.txt");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << rec("first") << "\n";
+    out << ":::MLLOG {\"time_ms\": 1, \"key\": \"k\", \"value\": \"";
+    std::string block(1u << 20, 'v');
+    for (std::size_t i = 0; i < (mllog::max_record_bytes >> 20) + 4; ++i) out << block;
+    out << "\", \"metadata\": {}}\n" << rec("last") << "\n";
+  }
+  std::vector<std::string> keys;
+  std::vector<mllog::ParseError> errors;
+  long before = max_rss_kib();
+  mllog::for_each_record(
+      path, [&](const mllog::LogRecord& r) { keys.push_back(r.key); },
+      [&](const mllog::ParseError& e) { errors.push_back(e); });
+  long growth_mib = (max_rss_kib() - before) / 1024;
+  CHECK(keys == std::vector<std::string>{"first", "last"});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].line == 2);
+  CHECK(errors[0].message.find("MiB limit") != std::string::npos);
+  CHECK(growth_mib < 3 * static_cast<long>(mllog::max_record_bytes >> 20));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("canonical form: Python == on decoded JSON values") {
+  using pyjson::canonical;
+  CHECK(canonical("1") == canonical("1.0"));
+  CHECK(canonical("1") == canonical("true"));
+  CHECK(canonical("0") == canonical("-0.0"));
+  CHECK(canonical("100") == canonical("1e2"));
+  CHECK(canonical("NaN") == canonical("NaN"));
+  CHECK(canonical("{\"a\": 1, \"b\": [2, \"x\"]}") ==
+        canonical("{\"b\": [2.0, \"x\"], \"a\": true}"));
+  CHECK(canonical("{\"a\": 1, \"a\": 2}") == canonical("{\"a\": 2}"));
+  CHECK(canonical("18446744073709551616") != canonical("18446744073709551617"));
+  CHECK(canonical("18446744073709551616") == canonical("1.8446744073709552e19"));
+  CHECK(canonical("100000000000000000000000") != canonical("1e23"));  // 1e23 is not exactly 10**23
+  CHECK(canonical("\"1\"") != canonical("1"));
+  CHECK(canonical("null") != canonical("0"));
+  CHECK(canonical("[1, 2]") != canonical("[2, 1]"));
+  CHECK(canonical("Infinity") != canonical("1e308"));
+  CHECK(canonical("\"\\u00e9\"") !=
+        canonical("\"\xc3\xa9\""));  // an escape versus two Latin-1 bytes
+}
+
+TEST_CASE("float_from_string follows Python's float()") {
+  using pyjson::float_from_string;
+  CHECK(float_from_string("1_000") == 1000.0);
+  CHECK(float_from_string(" \t12.5e1\n") == 125.0);
+  CHECK(float_from_string(".5") == 0.5);
+  CHECK(float_from_string("5.") == 5.0);
+  CHECK(float_from_string("-iNfInItY") == -HUGE_VAL);
+  CHECK(std::isnan(*float_from_string("nan")));
+  CHECK(float_from_string("\xc2\xa0"
+                          "7\xe2\x80\x83") == 7.0);  // NBSP and EM SPACE around
+  CHECK_FALSE(float_from_string("1__0"));
+  CHECK_FALSE(float_from_string("_1"));
+  CHECK_FALSE(float_from_string("1_"));
+  CHECK_FALSE(float_from_string("1e"));
+  CHECK_FALSE(float_from_string("."));
+  CHECK_FALSE(float_from_string(""));
+  CHECK_FALSE(float_from_string("0x10"));
+  CHECK_FALSE(float_from_string("1 2"));
+}
