@@ -110,9 +110,11 @@ std::vector<std::string> rank_command(const SystemConfig& system, const LaunchOp
     argv.push_back(options.container);
   }
   const std::string system_arg = system_argument(system, options);
-  for (const std::string& word : {options.mlbert, std::string("bind"), std::string("--system"),
-                                  system_arg, std::string("--")})
+  for (const std::string& word :
+       {options.mlbert, std::string("bind"), std::string("--system"), system_arg})
     argv.push_back(word);
+  if (options.bind_best_effort) argv.push_back("--best-effort");
+  argv.push_back("--");
   argv.push_back(options.mlbert);
   argv.push_back("train");
   // The training command names the same system unless the user already did.
@@ -138,6 +140,7 @@ std::vector<std::string> mpirun_argv(const SystemConfig& system, const LaunchOpt
   const Topology& t = system.topology;
   std::vector<std::string> argv = {"mpirun"};
   if (options.allow_run_as_root) argv.push_back("--allow-run-as-root");
+  if (options.oversubscribe) argv.push_back("--oversubscribe");
   argv.insert(argv.end(), {"-np", std::to_string(t.world_size())});
   if (t.nodes > 1) {
     argv.push_back("--hostfile");

@@ -44,6 +44,8 @@ struct LaunchOptions {
   std::string account;                        // Slurm, optional
   std::string output_dir = "results";         // Slurm log location: <output_dir>/<system>/
   bool allow_run_as_root = false;             // Open MPI refuses root without it
+  bool oversubscribe = false;                 // more ranks than cores (CI, the demo)
+  bool bind_best_effort = false;              // `mlbert bind --best-effort` (small machines)
   std::vector<std::string> train_args;        // everything after `--`
 };
 

@@ -1,0 +1,330 @@
+// `mlbert demo`: corpus -> shards -> N training runs on the system's ranks -> check, score,
+// package.
+#include "harness/demo.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "data_prep/demo_corpus.h"
+#include "data_prep/eval_set.h"
+#include "data_prep/prep_pipeline.h"
+#include "data_prep/vocab.h"
+#include "harness/launcher.h"
+#include "harness/system_config.h"
+#include "mlperf_logging/checker.h"
+#include "mlperf_logging/package.h"
+#include "mlperf_logging/parser.h"
+#include "mlperf_logging/score.h"
+
+extern char** environ;
+
+namespace mlbert::harness {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+// The corpus and prep parameters of the demo data; a stamp file records them so a second demo
+// reuses the data only when it would be identical.
+struct DemoData {
+  fs::path root, corpus, train, eval_file;
+};
+
+std::string data_stamp(const RunSpec& run) {
+  std::ostringstream s;
+  const data::DemoCorpusOptions corpus;
+  s << "demo corpus: documents " << corpus.train_documents << ", eval documents "
+    << corpus.eval_documents << ", parts " << corpus.parts << ", seed " << corpus.seed
+    << "; prep: max_seq_length " << run.max_seq_length << ", max_predictions_per_seq "
+    << run.max_predictions_per_seq << ", dupe_factor 5, seed 12345; eval samples "
+    << run.eval.eval_samples << "\n";
+  return s.str();
+}
+
+DemoData prepare_data(const SystemConfig& system, const fs::path& results_dir) {
+  const RunSpec& run = system.run;
+  DemoData d;
+  d.root = results_dir / "demo_data" / system.name;
+  d.corpus = d.root / "corpus";
+  d.train = d.root / "train";
+  d.eval_file = d.root / "eval.hdf5";
+  const fs::path stamp = d.root / "READY";
+  const std::string expected = data_stamp(run);
+  {
+    std::ifstream in(stamp);
+    std::stringstream have;
+    have << in.rdbuf();
+    if (in && have.str() == expected && fs::exists(d.eval_file) &&
+        fs::exists(d.train / "vocab.txt")) {
+      std::printf("[1/4] demo data: reusing %s (same corpus and prep parameters)\n",
+                  d.root.c_str());
+      return d;
+    }
+  }
+  const auto start = Clock::now();
+  fs::remove_all(d.root);
+  fs::create_directories(d.root);
+  const data::DemoCorpus corpus = data::generate_demo_corpus(data::DemoCorpusOptions{});
+  const data::DemoCorpusFiles files = data::write_demo_corpus(corpus, d.corpus);
+  const data::Vocab vocab = data::Vocab::load(files.vocab);
+
+  data::PrepOptions prep;
+  prep.inputs = files.parts;
+  prep.output = d.train;
+  prep.layout = data::Layout::kVarlen;
+  prep.pretraining.max_seq_length = run.max_seq_length;
+  prep.pretraining.max_predictions_per_seq = run.max_predictions_per_seq;
+  prep.pretraining.dupe_factor = 5;
+  prep.progress = 0;
+  fs::create_directories(d.train);
+  const data::PrepResult train = data::run_prep(prep, vocab);
+  fs::copy_file(files.vocab, d.train / "vocab.txt", fs::copy_options::overwrite_existing);
+
+  // The eval set the MLPerf way: samples from the held-out text, then every (N/count)-th kept.
+  prep.inputs = {files.eval};
+  prep.output = d.root / "eval_source";
+  fs::create_directories(prep.output);
+  const data::PrepResult eval_source = data::run_prep(prep, vocab);
+  data::ReadOptions read;
+  read.vocab_size = vocab.size();
+  read.format.max_seq_length = run.max_seq_length;
+  read.format.max_predictions_per_seq = run.max_predictions_per_seq;
+  const data::EvalSetResult eval = data::make_eval_set(
+      eval_source.outputs, d.eval_file, data::Layout::kVarlen, run.eval.eval_samples, read);
+  std::ofstream(stamp) << expected;
+  std::printf(
+      "[1/4] demo data: %zu-token vocab, %lld training samples in %zu shards, eval set of "
+      "%lld samples (of %lld) -> %s (%s s)\n",
+      corpus.vocab.size(), static_cast<long long>(train.samples), train.outputs.size(),
+      static_cast<long long>(eval.picked), static_cast<long long>(eval.source_samples),
+      d.root.c_str(), fixed(seconds_since(start), 1).c_str());
+  return d;
+}
+
+// Runs argv with stdout and stderr to `output`; returns the exit status (128 + signal if killed).
+int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    throw std::runtime_error(argv[0] + ": cannot start: " + std::strerror(error) +
+                             " (Open MPI's mpirun is needed: scripts/deps.sh install)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+std::string tail_of(const fs::path& file, std::size_t lines) {
+  std::ifstream in(file);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
+    out += "    " + all[i] + "\n";
+  return out;
+}
+
+// What a result log says about its run.
+struct RunSummary {
+  std::string status = "(no run_stop)";
+  double accuracy = 0;
+  std::int64_t samples = 0;
+  double seconds = 0;
+};
+
+RunSummary summarize_log(const fs::path& log) {
+  RunSummary s;
+  std::int64_t run_start = 0, run_stop = 0;
+  mllog::for_each_record(
+      log,
+      [&](const mllog::LogRecord& r) {
+        if (r.key == "run_start") run_start = r.time_ms;
+        if (r.key == "run_stop") {
+          run_stop = r.time_ms;
+          if (r.metadata.contains("status") && r.metadata["status"].is_string())
+            s.status = r.metadata["status"].get<std::string>();
+        }
+        if (r.key == "eval_accuracy" && r.value.is_number()) {
+          s.accuracy = r.value.get<double>();
+          if (r.metadata.contains("epoch_num") && r.metadata["epoch_num"].is_number_integer())
+            s.samples = r.metadata["epoch_num"].get<std::int64_t>();
+        }
+      },
+      [](const mllog::ParseError&) {});
+  if (run_start && run_stop) s.seconds = (run_stop - run_start) / 1000.0;
+  return s;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto path = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("mlbert") : path.string();
+}
+
+// <results>/package/<submitter>: the MLPerf submission layout around the demo's 10 result logs.
+fs::path assemble_package(const SystemConfig& system, const fs::path& results_dir,
+                          const std::vector<fs::path>& logs) {
+  const fs::path org = results_dir / "package" / system.submitter();
+  fs::remove_all(org);
+  const fs::path systems = org / "systems";
+  const fs::path implementation = org / "benchmarks" / "bert" / "implementations" / "mlbert";
+  const fs::path results = org / "results" / system.name / "bert";
+  for (const auto& dir : {systems, implementation, results}) fs::create_directories(dir);
+  std::ofstream(systems / (system.name + ".json")) << system.description.dump(4) << "\n";
+  std::ofstream(implementation / "README.md")
+      << "# mlbert\n\nThe implementation is the mlbert repository; these results come from\n"
+         "`mlbert demo --runs "
+      << logs.size() << "` on system `" << system.name << "`.\n";
+  for (const auto& log : logs) fs::copy_file(log, results / log.filename());
+  return org;
+}
+
+}  // namespace
+
+int run_demo(const DemoOptions& o) {
+  const auto start = Clock::now();
+  const SystemConfig system = load_system(o.system, o.systems_dir);
+  const RunSpec& run = system.run;
+  if (system.topology.nodes != 1)
+    throw std::runtime_error(system.path.string() + ": the demo runs on this machine; system " +
+                             system.name + " has " + std::to_string(system.topology.nodes) +
+                             " nodes");
+  std::printf(
+      "mlbert demo: system %s: %d CPU ranks, model %s, %s + %s, %s clipping, target MLM "
+      "accuracy %s (ruleset %s, %s division)\n",
+      system.name.c_str(), system.topology.world_size(), run.model.preset.c_str(),
+      to_string(run.sampler), to_string(run.load_balancing), to_string(run.clipping),
+      fixed(run.target_accuracy, 3).c_str(), run.ruleset.c_str(), run.division.c_str());
+  std::fflush(stdout);
+
+  const DemoData data = prepare_data(system, o.results_dir);
+
+  // ---- training runs, each an mpirun of `mlbert bind ... -- mlbert train ...`
+  const fs::path result_dir = o.results_dir / system.name / "bert";
+  fs::create_directories(result_dir);
+  for (const auto& entry : fs::directory_iterator(result_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("result_", 0) == 0 || name.rfind("train_", 0) == 0) fs::remove(entry.path());
+  }
+  std::mt19937_64 seeds(o.seed ? static_cast<std::uint64_t>(*o.seed) : std::random_device{}());
+  std::vector<fs::path> logs;
+  int failures = 0;
+  for (int k = 0; k < o.runs; ++k) {
+    const std::int64_t seed = o.seed ? *o.seed + k : static_cast<std::int64_t>(seeds() % 1000000);
+    LaunchOptions launch;
+    launch.mlbert = self_executable();
+    launch.system_arg = system.path.string();
+    launch.allow_run_as_root = ::geteuid() == 0;
+    launch.oversubscribe = true;
+    launch.bind_best_effort = true;
+    launch.train_args = {
+        "--data",    data.train.string(),    "--eval-data", data.eval_file.string(),
+        "--results", o.results_dir.string(), "--run-index", std::to_string(k),
+        "--seed",    std::to_string(seed),   "--quiet"};
+    const auto argv = mpirun_argv(system, launch);
+    const fs::path output = result_dir / ("train_" + std::to_string(k) + ".out");
+    const fs::path log = result_dir / ("result_" + std::to_string(k) + ".txt");
+    if (k == 0) {
+      std::printf("[2/4] training: %s", mpirun_command(system, launch).c_str());
+    }
+    const auto run_start = Clock::now();
+    const int status = run_to_file(argv, output);
+    const RunSummary summary = fs::exists(log) ? summarize_log(log) : RunSummary{};
+    std::printf(
+        "      run %d (seed %lld): %s, MLM accuracy %s at %lld samples, %s s from run_start "
+        "to run_stop (%s s with init) -> %s\n",
+        k, static_cast<long long>(seed), summary.status.c_str(), fixed(summary.accuracy, 4).c_str(),
+        static_cast<long long>(summary.samples), fixed(summary.seconds, 1).c_str(),
+        fixed(seconds_since(run_start), 1).c_str(), log.c_str());
+    std::fflush(stdout);
+    if (status != 0 || summary.status != "success") {
+      ++failures;
+      std::printf("      run %d ended with exit status %d; the last lines of %s:\n%s", k, status,
+                  output.c_str(), tail_of(output, 12).c_str());
+    }
+    if (fs::exists(log)) logs.push_back(log);
+  }
+
+  // ---- audit
+  int check_failures = 0;
+  std::printf("[3/4] check (ruleset %s):\n", run.ruleset.c_str());
+  for (const auto& log : logs) {
+    mllog::CheckOptions check;
+    check.ruleset = run.ruleset;
+    const mllog::CheckResult result = mllog::check_log(log, check);
+    if (!result.success) {
+      ++check_failures;
+      std::printf("%s", mllog::format_result(result).c_str());
+    } else {
+      std::printf("      SUCCESS %s\n", log.c_str());
+    }
+  }
+  std::printf("[4/4] score:\n");
+  if (!logs.empty()) {
+    logging::ScoreOptions score_options;
+    score_options.ruleset = run.ruleset;
+    const logging::SystemScore score = logging::score_system(result_dir, score_options);
+    if (score.score)
+      std::printf("      %s: %s minutes (olympic mean of %zu runs)\n", result_dir.c_str(),
+                  fixed(*score.score, 4).c_str(), score.runs.size());
+    else
+      std::printf(
+          "      %s: no score (MLPerf scores 10 runs: drop the fastest and slowest, average "
+          "the rest)\n",
+          result_dir.c_str());
+    for (const auto& run_score : score.runs)
+      if (run_score.minutes)
+        std::printf("      %s: %s minutes\n", run_score.file.filename().c_str(),
+                    fixed(*run_score.minutes, 4).c_str());
+    for (const auto& note : score.notes) std::printf("      note: %s\n", note.c_str());
+  }
+  int package_failures = 0;
+  if (logs.size() >= 10) {
+    const fs::path org = assemble_package(system, o.results_dir, logs);
+    logging::PackageOptions package_options;
+    package_options.ruleset = run.ruleset;
+    const logging::PackageResult package = logging::check_package(org, package_options);
+    std::printf("      package %s: %s\n", org.c_str(), package.passed ? "PASSED" : "FAILED");
+    for (const auto& finding : package.findings)
+      if (finding.level == logging::PackageFinding::Level::error) {
+        std::printf("        %s: %s\n", finding.where.c_str(), finding.text.c_str());
+      }
+    package_failures = package.passed ? 0 : 1;
+  }
+  std::printf(
+      "mlbert demo: %zu run(s), %d reached the target, %d log(s) failed the check; result "
+      "logs in %s; total %s s\n",
+      logs.size(), o.runs - failures, check_failures, result_dir.c_str(),
+      fixed(seconds_since(start), 1).c_str());
+  return failures == 0 && check_failures == 0 && package_failures == 0 ? 0 : 1;
+}
+
+}  // namespace mlbert::harness

@@ -1,0 +1,665 @@
+// One rank of `mlbert train` (see trainer.h): preflight, init phase, the step loop, evals, MLLOG.
+#include "harness/trainer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "bert/checkpoint/checkpoint.h"
+#include "bert/cpu/cpu_ops.h"
+#include "bert/model.h"
+#include "bert/parameters.h"
+#include "harness/grad_sync.h"
+#include "harness/optimizer.h"
+#include "harness/run_guard.h"
+#include "harness/sampler.h"
+#include "harness/system_config.h"
+#include "harness/training_data.h"
+#include "mlperf_logging/bert_tensors.h"
+#include "mlperf_logging/mllog.h"
+
+#ifdef MLBERT_HAVE_CUDA
+#include "bert/cuda/cuda_ops.h"
+#include "harness/nccl_communicator.h"
+#endif
+
+namespace mlbert::harness {
+namespace {
+
+namespace key = mllog::key;
+using Json = mllog::Json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rank 0's result log. Closed by the first run_stop: nothing is written after it, whichever
+// thread (main, watchdog, signal) stops the run first.
+
+class RunLog {
+ public:
+  static mllog::LoggerOptions silent() {
+    mllog::LoggerOptions options;
+    options.to_stdout = false;
+    return options;
+  }
+  void open(const std::filesystem::path& file, bool to_stdout) {
+    std::lock_guard lock(mutex_);
+    mllog::LoggerOptions options;
+    options.file = file;
+    options.to_stdout = to_stdout;
+    logger_.reconfigure(options);
+    open_ = true;
+  }
+  bool is_open() const {
+    std::lock_guard lock(mutex_);
+    return open_;
+  }
+  void event(std::string_view k, const Json& value = nullptr, const Json& metadata = nullptr,
+             std::source_location where = std::source_location::current()) {
+    write(mllog::EventType::point_in_time, k, value, metadata, where);
+  }
+  void start(std::string_view k, const Json& value = nullptr, const Json& metadata = nullptr,
+             std::source_location where = std::source_location::current()) {
+    write(mllog::EventType::interval_start, k, value, metadata, where);
+  }
+  void end(std::string_view k, const Json& value = nullptr, const Json& metadata = nullptr,
+           std::source_location where = std::source_location::current()) {
+    write(mllog::EventType::interval_end, k, value, metadata, where);
+  }
+  // Writes run_stop once; later calls do nothing.
+  void stop(std::string_view status, std::source_location where = std::source_location::current()) {
+    std::lock_guard lock(mutex_);
+    if (!open_ || stopped_) return;
+    Json metadata = Json::object();
+    metadata["status"] = std::string(status);
+    logger_.log(mllog::EventType::interval_end, key::run_stop, nullptr, metadata, {}, where);
+    stopped_ = true;
+  }
+
+ private:
+  void write(mllog::EventType type, std::string_view k, const Json& value, const Json& metadata,
+             std::source_location where) {
+    std::lock_guard lock(mutex_);
+    if (!open_ || stopped_) return;
+    logger_.log(type, k, value, metadata, {}, where);
+  }
+
+  mutable std::mutex mutex_;
+  mllog::Logger logger_{silent()};
+  bool open_ = false;
+  bool stopped_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// preflight: everything checked before init_start
+
+struct Prepared {
+  SystemConfig system;
+  bert::BertConfig config;
+  std::string backend;
+  TrainingDataset data;
+  EvalShare eval;
+  data::ReadOptions read_options;
+  std::filesystem::path log_path;  // rank 0
+  std::int64_t max_steps = 0;
+};
+
+std::int64_t count_lines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path.string() + ": cannot open vocab file");
+  std::int64_t lines = 0;
+  std::string line;
+  while (std::getline(in, line)) ++lines;
+  return lines;
+}
+
+bert::BertConfig model_config(const TrainOptions& o, const SystemConfig& system) {
+  const ModelSpec& spec = system.run.model;
+  bert::BertConfig config = spec.preset == "file" ? bert::BertConfig::from_file(spec.config_path)
+                                                  : bert::BertConfig::preset(spec.preset);
+  if (spec.overrides.is_object() && !spec.overrides.empty()) {
+    nlohmann::json merged = config.to_json();
+    for (const auto& [k, v] : spec.overrides.items()) merged[k] = v;
+    config = bert::BertConfig::from_json(merged, system.path.string() + " run.model.overrides");
+  }
+  if (spec.vocab_from_data || !o.vocab.empty()) {
+    const auto vocab = o.vocab.empty() ? o.data / "vocab.txt" : o.vocab;
+    if (!std::filesystem::exists(vocab))
+      throw std::runtime_error(vocab.string() +
+                               ": missing (run.model.vocab_from_data takes the "
+                               "vocabulary size from it; pass --vocab)");
+    config.vocab_size = count_lines(vocab);
+  }
+  config.validate();
+  return config;
+}
+
+std::filesystem::path choose_log_path(const TrainOptions& o, const SystemConfig& system) {
+  const auto dir = o.results_dir / system.name / "bert";
+  std::filesystem::create_directories(dir);
+  const auto probe = dir / (".write_test_" + std::to_string(::getpid()));
+  {
+    std::ofstream out(probe);
+    if (!out) throw std::runtime_error(dir.string() + ": cannot write result logs there");
+  }
+  std::filesystem::remove(probe);
+  if (o.run_index) {
+    const auto path = dir / ("result_" + std::to_string(*o.run_index) + ".txt");
+    if (std::filesystem::exists(path))
+      throw std::runtime_error(path.string() + ": exists; remove it or choose another --run-index");
+    return path;
+  }
+  for (int n = 0;; ++n) {
+    const auto path = dir / ("result_" + std::to_string(n) + ".txt");
+    if (!std::filesystem::exists(path)) return path;
+  }
+}
+
+Prepared preflight(const TrainOptions& o, int rank, int world) {
+  Prepared p;
+  p.system = load_system(o.system, o.systems_dir);
+  const RunSpec& run = p.system.run;
+  if (world != p.system.topology.world_size())
+    throw std::runtime_error(p.system.path.string() + ": system " + p.system.name + " has " +
+                             std::to_string(p.system.topology.world_size()) + " ranks (" +
+                             std::to_string(p.system.topology.nodes) + " nodes x " +
+                             std::to_string(p.system.topology.ranks_per_node) +
+                             ") but this job has " + std::to_string(world) +
+                             "; start it with `mlbert launch --system " + p.system.name + "`");
+  p.backend = o.backend.value_or(run.backend);
+  if (p.backend != "cpu" && p.backend != "cuda")
+    throw std::runtime_error("--backend: \"" + p.backend + "\" is not cpu or cuda");
+#ifndef MLBERT_HAVE_CUDA
+  if (p.backend == "cuda")
+    throw std::runtime_error(
+        "backend cuda: this mlbert was built without CUDA (no nvcc found at "
+        "configure time); use --backend cpu");
+#else
+  if (p.backend == "cuda" && cuda::cuda_device_count() == 0)
+    throw std::runtime_error("backend cuda: no CUDA device is visible on this node");
+  if (p.backend == "cuda" && run.precision == Precision::fp32)
+    throw std::runtime_error(p.system.path.string() +
+                             ": run.precision fp32 is not a CUDA compute type (fp16 or bf16)");
+#endif
+  p.max_steps = o.max_steps.value_or(run.max_steps);
+  if (p.max_steps < 1) throw std::runtime_error("--max-steps must be >= 1");
+  if (o.data.empty())
+    throw std::runtime_error("--data: a directory of training shards is required");
+  if (o.eval_data.empty()) throw std::runtime_error("--eval-data: the eval set is required");
+  for (const auto& path : {o.data, o.eval_data})
+    if (!std::filesystem::exists(path))
+      throw std::runtime_error(path.string() + ": does not exist");
+  p.config = model_config(o, p.system);
+  if (p.config.max_position_embeddings < run.max_seq_length)
+    throw std::runtime_error(p.system.path.string() + ": run.max_seq_length " +
+                             std::to_string(run.max_seq_length) + " exceeds the model's " +
+                             std::to_string(p.config.max_position_embeddings) + " positions");
+  p.read_options.vocab_size = static_cast<std::int32_t>(p.config.vocab_size);
+  p.read_options.format.max_seq_length = run.max_seq_length;
+  p.read_options.format.max_predictions_per_seq = run.max_predictions_per_seq;
+  p.data = open_training_data(o.data, run);
+  // The sampler checks that every stream holds at least one micro-step.
+  Sampler(p.data.streams, p.data.quotas, world, 0);
+  p.eval = load_eval_share(o.eval_data, rank, world, run.eval.batch_size, run.eval.eval_samples,
+                           p.read_options);
+  if (!o.init_checkpoint.empty()) {
+    if (!std::filesystem::exists(o.init_checkpoint) &&
+        !std::filesystem::exists(o.init_checkpoint.string() + ".index"))
+      throw std::runtime_error(o.init_checkpoint.string() + ": no such checkpoint");
+    if (const auto stored = bert::checkpoint_config(o.init_checkpoint);
+        stored && !(*stored == p.config))
+      throw std::runtime_error(o.init_checkpoint.string() +
+                               ": its model config differs from "
+                               "system " +
+                               p.system.name + "'s model");
+  }
+  if (!o.dump_dir.empty()) std::filesystem::create_directories(o.dump_dir);
+  if (rank == 0) p.log_path = choose_log_path(o, p.system);
+  return p;
+}
+
+// Every rank reports its preflight problem; all fail together with the first one's message.
+class PreflightFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void agree_on_preflight(Communicator& world, const std::string& error) {
+  const auto blocks =
+      world.allgatherv(std::as_bytes(std::span<const char>(error.data(), error.size())));
+  for (std::size_t r = 0; r < blocks.size(); ++r) {
+    if (blocks[r].empty()) continue;
+    const std::string message(reinterpret_cast<const char*>(blocks[r].data()), blocks[r].size());
+    throw PreflightFailed(world.size() > 1 ? "rank " + std::to_string(r) + ": " + message
+                                           : message);
+  }
+}
+
+// Evicts the data files from the page cache, so every run reads them like the first one did.
+void drop_file_cache(const std::vector<std::filesystem::path>& files) {
+  for (const auto& file : files) {
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+// Random sequences of the run's shapes for the init-phase warm-up (no training data is touched
+// before run_start).
+bert::Batch synthetic_batch(const bert::BertConfig& config, const RunSpec& run,
+                            std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<data::Sample> samples(run.per_rank_batch);
+  for (auto& s : samples) {
+    const int length = run.max_seq_length;
+    s.input_ids.resize(length);
+    s.segment_ids.resize(length);
+    for (int i = 0; i < length; ++i) {
+      s.input_ids[i] = static_cast<std::int32_t>(1 + rng() % (config.vocab_size - 1));
+      s.segment_ids[i] = i < length / 2 ? 0 : 1;
+    }
+    for (int m = 0; m < run.max_predictions_per_seq && 1 + 2 * m < length; ++m) {
+      s.masked_lm_positions.push_back(1 + 2 * m);
+      s.masked_lm_ids.push_back(s.input_ids[1 + 2 * m]);
+    }
+    s.next_sentence_label = static_cast<std::int8_t>(rng() % 2);
+  }
+  return make_batch(samples);
+}
+
+std::unique_ptr<bert::Ops> make_backend(const Prepared& p, const bert::ModelLimits& limits) {
+  if (p.backend == "cpu") return std::make_unique<bert::CpuOps>();
+#ifdef MLBERT_HAVE_CUDA
+  const bert::DType dtype =
+      p.system.run.precision == Precision::fp16 ? bert::DType::f16 : bert::DType::bf16;
+  auto options = cuda::cuda_ops_options_for(p.config, limits, dtype);
+  const char* device = std::getenv("MLBERT_DEVICE");
+  const int local_rank = mllog::rank_from_environment() % p.system.topology.ranks_per_node;
+  options.device = device ? std::atoi(device) : local_rank % cuda::cuda_device_count();
+  return std::make_unique<cuda::CudaOps>(options);
+#else
+  (void)limits;
+  throw std::runtime_error("backend cuda: built without CUDA");
+#endif
+}
+
+void write_floats(const std::filesystem::path& path, const std::vector<float>& values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+// Per-phase wall time of the steps since the last report.
+struct StepTimes {
+  double data = 0, exchange = 0, compute = 0, comm_wait = 0, optimizer = 0, total = 0;
+  std::int64_t steps = 0, sequences = 0, tokens = 0;
+  double loss = 0;
+  Json as_json(double learning_rate, double loss_scale) const {
+    const double n = std::max<std::int64_t>(steps, 1);
+    Json j = Json::object();
+    j["throughput"] = total > 0 ? sequences / total : 0.0;  // sequences per second, all ranks
+    j["tokens_per_s"] = total > 0 ? tokens / total : 0.0;
+    j["step_ms"] = 1e3 * total / n;
+    j["data_ms"] = 1e3 * data / n;
+    j["exchange_ms"] = 1e3 * exchange / n;
+    j["compute_ms"] = 1e3 * compute / n;
+    j["comm_wait_ms"] = 1e3 * comm_wait / n;
+    j["optimizer_ms"] = 1e3 * optimizer / n;
+    j["train_loss"] = loss / n;
+    j["learning_rate"] = learning_rate;
+    j["loss_scale"] = loss_scale;
+    return j;
+  }
+};
+
+// The init phase and the timed run of one rank (everything after the preflight).
+int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_comm, RunLog& log,
+               RunGuard& guard, std::int64_t seed);
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+int run_training(const TrainOptions& o, MpiRuntime& runtime) {
+  std::shared_ptr<MpiCommunicator> world = MpiCommunicator::world(runtime, o.progress);
+  const int rank = world->rank();
+  const int size = world->size();
+
+  RunLog log;
+  // From here on a SIGTERM from the launcher (a peer died) or a hang ends this rank cleanly.
+  RunGuard guard(
+      600.0,
+      [&](const std::string& reason, int signal) {
+        log.stop(mllog::constants::aborted);
+        std::fprintf(stderr, "mlbert train: rank %d: %s; run aborted\n", rank, reason.c_str());
+        std::fflush(nullptr);
+        std::_Exit(128 + signal);
+      },
+      [&](const std::string& reason) {
+        log.stop(mllog::constants::aborted);
+        std::fprintf(stderr, "mlbert train: rank %d: %s; aborting the job\n", rank, reason.c_str());
+        std::fflush(nullptr);
+        std::thread([] {
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+          std::_Exit(kExitWatchdog);  // in case MPI_Abort cannot reach the runtime
+        }).detach();
+        world->abort(kExitWatchdog);
+      });
+
+  // ---- preflight (before init_start), agreed on by all ranks
+  Prepared p;
+  {
+    std::string error;
+    try {
+      p = preflight(o, rank, size);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    try {
+      agree_on_preflight(*world, error);
+    } catch (const PreflightFailed&) {
+      if (rank != 0) return 2;
+      throw;
+    }
+  }
+  const RunSpec& run = p.system.run;
+  std::int64_t seed = o.seed.value_or(run.seed);
+  if (!o.seed && run.seed == 0)
+    seed = static_cast<std::int64_t>(std::random_device{}() & 0x7fffffff);
+  world->broadcast(&seed, sizeof(seed), 0);  // rank 0's choice for everyone
+
+  guard.set_timeout(run.watchdog_seconds);
+  if (rank == 0) log.open(p.log_path, o.log_stdout);
+  try {
+    return train_rank(o, p, *world, log, guard, seed);
+  } catch (const std::exception& e) {
+    // After init_start every failure is an aborted run, on every rank.
+    log.stop(mllog::constants::aborted);
+    std::fprintf(stderr, "mlbert train: rank %d: %s; run aborted\n", rank, e.what());
+    std::fflush(nullptr);
+    world->abort(kExitAborted);
+  }
+}
+
+namespace {
+
+int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_comm, RunLog& log,
+               RunGuard& guard, std::int64_t seed) {
+  MpiCommunicator* world = &world_comm;
+  const int rank = world->rank();
+  const int size = world->size();
+  const RunSpec& run = p.system.run;
+  const Topology& topology = p.system.topology;
+  std::vector<std::filesystem::path> data_files;
+  for (const auto& shard : p.data.shards) data_files.push_back(shard.path);
+  for (const auto& f : find_shards(o.eval_data)) data_files.push_back(f);
+  drop_file_cache(data_files);
+  world->barrier();
+
+  // ---- init phase
+  log.event(key::cache_clear, true);
+  log.start(key::init_start);
+  const std::string& ruleset = run.ruleset;
+  const int major = std::atoi(ruleset.c_str());
+  log.event(key::submission_benchmark, "bert");
+  if (ruleset < "5.0.0") log.event(key::submission_org, p.system.submitter());
+  log.event(key::submission_division, run.division);
+  if (ruleset <= "4.0.0") log.event(key::submission_status, p.system.status());
+  if (ruleset < "5.0.0") log.event(key::submission_platform, p.system.system_name());
+  log.event(key::seed, seed);
+  log.event(key::global_batch_size, run.global_batch_size);
+  log.event(key::gradient_accumulation_steps, run.gradient_accumulation);
+  log.event(key::max_sequence_length, run.max_seq_length);
+  log.event(key::max_predictions_per_seq, run.max_predictions_per_seq);
+  log.event(key::opt_base_learning_rate, run.optimizer.learning_rate);
+  if (run.optimizer.kind == OptimizerKind::lamb) {
+    log.event(major <= 1 || ruleset == "2.0.0" ? key::opt_epsilon : key::opt_lamb_epsilon,
+              run.optimizer.epsilon);
+    log.event(key::opt_lamb_beta_1, run.optimizer.beta1);
+    log.event(key::opt_lamb_beta_2, run.optimizer.beta2);
+    log.event(key::opt_lamb_weight_decay_rate, run.optimizer.weight_decay);
+  } else {
+    log.event(key::opt_name, to_string(run.optimizer.kind));
+    log.event(key::opt_adam_beta_1, run.optimizer.beta1);
+    log.event(key::opt_adam_beta_2, run.optimizer.beta2);
+    log.event(key::opt_adam_epsilon, run.optimizer.epsilon);
+    log.event(key::opt_weight_decay, run.optimizer.weight_decay);
+  }
+  log.event(key::opt_learning_rate_training_steps, run.lr_schedule.training_steps);
+  log.event(key::opt_learning_rate_warmup_steps, run.lr_schedule.warmup_steps);
+  log.event(key::num_warmup_steps, run.lr_schedule.warmup_steps);
+  log.event(key::start_warmup_step, run.lr_schedule.start_warmup_step);
+  log.event(key::opt_lamb_learning_rate_decay_poly_power, run.lr_schedule.poly_power);
+  log.event(key::opt_end_learning_rate, run.lr_schedule.end_learning_rate);
+  log.event(key::max_steps, p.max_steps);
+
+  // Backend, weights, model, optimizer.
+  bert::ModelLimits limits;
+  const std::size_t max_sequences =
+      static_cast<std::size_t>(std::max(run.per_rank_batch, run.eval.batch_size));
+  limits.max_sequences = max_sequences;
+  limits.max_tokens = max_sequences * run.max_seq_length;
+  limits.max_masked = max_sequences * run.max_predictions_per_seq;
+  limits.max_seqlen = run.max_seq_length;
+  std::unique_ptr<bert::Ops> ops = make_backend(p, limits);
+  bert::ParameterStore params(p.config, *ops);
+  if (o.init_checkpoint.empty())
+    params.init_truncated_normal(static_cast<std::uint64_t>(seed));
+  else
+    bert::load_checkpoint(params, o.init_checkpoint);
+  // Rulesets 1.1.0-2.1.0 require one weights_initialization per tensor (the 398 of bert-large).
+  if (ruleset == "1.1.0" || ruleset == "2.0.0" || ruleset == "2.1.0") {
+    for (const auto& info : params.infos()) {
+      Json metadata = Json::object();
+      metadata["tensor"] = info.name;
+      log.event(key::weights_initialization, nullptr, metadata);
+    }
+  }
+  {
+    // Every rank must start from the same weights.
+    bert::Buffer total(*ops, bert::DType::f32, 2);
+    bert::L2NormParams norm;
+    norm.buffer = params.master();
+    norm.segments = params.segments();
+    norm.total = total.tensor();
+    ops->l2_norm(norm);
+    float host[2];
+    ops->copy_to_host(host, total.tensor(), sizeof(host));
+    const double mine = host[0];
+    if (world->max(mine) != -world->max(-mine))
+      throw std::runtime_error("the ranks hold different initial weights");
+  }
+  bert::Model model(params, limits);
+  Optimizer optimizer(params, run.optimizer, run.lr_schedule);
+
+  // Communicators: gradients (MPI, or NCCL on GPUs), the exchange group.
+  std::shared_ptr<Communicator> grad_comm = world->split(0, rank);
+#ifdef MLBERT_HAVE_CUDA
+  if (p.backend == "cuda") {
+    auto* cuda_ops = static_cast<cuda::CudaOps*>(ops.get());
+    grad_comm = std::make_shared<NcclCommunicator>(world->split(0, rank), 0, cuda_ops->stream());
+  }
+#endif
+  std::unique_ptr<Communicator> exchange_comm;
+  if (run.load_balancing == LoadBalancing::node_exchange)
+    exchange_comm = world->split(rank / topology.ranks_per_node, rank);
+  else if (run.load_balancing == LoadBalancing::global_exchange)
+    exchange_comm = world->split(0, rank);
+
+  const auto buckets =
+      make_buckets(params.infos(), params.flat_size(), bucket_elements_for(run.bucket_mb));
+  GradientSync sync(*ops, *grad_comm, params.grad(), buckets, run.clipping, run.max_grad_norm);
+  LossScaleSpec loss_scale_spec = run.loss_scale;
+  if (p.backend == "cpu") loss_scale_spec = LossScaleSpec{};  // fp32: no scaling
+  LossScaler scaler(loss_scale_spec);
+  const Sampler sampler(p.data.streams, p.data.quotas, size, static_cast<std::uint64_t>(seed));
+
+  // Warm-up: the step's kernels and collectives on synthetic data; weights stay as they are.
+  for (std::int64_t i = 0; i < run.warmup_iterations; ++i) {
+    const bert::Batch batch = synthetic_batch(p.config, run, static_cast<std::uint64_t>(seed) + i);
+    sync.begin(1.0);
+    model.forward_backward(batch, bert::DropoutKey{static_cast<std::uint64_t>(seed), 0},
+                           [&](std::size_t n) { sync.on_grad_ready(n); });
+    sync.finish();
+    if (!p.eval.batches.empty()) model.evaluate(p.eval.batches.front());
+  }
+  params.zero_grad();
+  ops->synchronize();
+  world->barrier();
+  log.end(key::init_stop);
+
+  // ---- the timed run
+  world->barrier();
+  log.start(key::run_start);
+  const std::int64_t interval = eval_interval(run);
+  std::int64_t next_eval = run.eval.start_samples > 0 ? run.eval.start_samples : interval;
+  std::int64_t samples_seen = 0;
+  std::int64_t step = 0;
+  bool converged = false;
+  double last_accuracy = 0;
+  double learning_rate = 0;
+  StepTimes window, whole;
+  guard.arm(false);
+
+  auto evaluate = [&]() {
+    Json epoch = Json::object();
+    epoch["epoch_num"] = samples_seen;
+    log.start(key::eval_start, samples_seen, epoch);
+    std::int64_t counts[2] = {0, 0};
+    for (const auto& batch : p.eval.batches) {
+      const bert::EvalResult r = model.evaluate(batch);
+      counts[0] += r.mlm_correct;
+      counts[1] += r.mlm_total;
+      guard.heartbeat();
+    }
+    world->allreduce(counts, 2, DataType::i64, ReduceOp::sum);  // exact: integer counts
+    last_accuracy = counts[1] > 0 ? static_cast<double>(counts[0]) / counts[1] : 0.0;
+    log.end(key::eval_stop, samples_seen, epoch);
+    log.event(key::eval_accuracy, last_accuracy, epoch);
+    Json step_meta = Json::object();
+    step_meta["step"] = step;
+    log.event(key::tracked_stats, window.as_json(learning_rate, scaler.scale()), step_meta);
+    window = StepTimes{};
+    return last_accuracy >= run.target_accuracy;
+  };
+
+  int status = kExitNotConverged;
+  {
+    BatchLoader loader(p.data, sampler, rank, p.read_options, 0);
+    Json epoch0 = Json::object();
+    epoch0["epoch_num"] = 0;
+    log.start(key::epoch_start, nullptr, epoch0);
+    Json block = Json::object();
+    block["first_epoch_num"] = 1;
+    block["epoch_count"] = 1;
+    log.start(key::block_start, nullptr, block);
+    guard.arm(true);
+    const int accumulation = run.gradient_accumulation;
+    while (step < p.max_steps && (run.max_samples == 0 || samples_seen < run.max_samples)) {
+      const auto step_start = Clock::now();
+      double data_s = 0, exchange_s = 0, compute_s = 0;
+      const double loss_scale = scaler.scale();
+      std::int64_t tokens = 0;
+      double loss = 0;
+      for (int a = 0; a < accumulation; ++a) {
+        const std::int64_t micro = step * accumulation + a;
+        auto t = Clock::now();
+        auto samples = loader.next();
+        data_s += seconds_since(t);
+        t = Clock::now();
+        if (exchange_comm) samples = exchange_samples(*exchange_comm, std::move(samples));
+        const bert::Batch batch = make_batch(samples);
+        exchange_s += seconds_since(t);
+        tokens += static_cast<std::int64_t>(batch.num_tokens());
+        t = Clock::now();
+        const bool last = a == accumulation - 1;
+        if (last) sync.begin(loss_scale);
+        bert::ForwardBackwardOptions options;
+        options.zero_grads = a == 0;
+        options.loss_scale = static_cast<float>(loss_scale / accumulation);
+        // Dropout differs per rank and micro-batch: keyed by the global slice index.
+        const bert::DropoutKey dropout{static_cast<std::uint64_t>(seed),
+                                       static_cast<std::uint32_t>(micro * size + rank)};
+        const auto result = model.forward_backward(
+            batch, dropout,
+            last ? std::function<void(std::size_t)>([&](std::size_t n) { sync.on_grad_ready(n); })
+                 : std::function<void(std::size_t)>(),
+            options);
+        loss += result.total_loss / accumulation;
+        compute_s += seconds_since(t);
+      }
+      auto t = Clock::now();
+      const SyncResult synced = sync.finish();
+      const double comm_s = seconds_since(t);
+      const bool skip = scaler.update(synced.overflow);
+      if (!o.dump_dir.empty() && step < o.dump_steps && rank == 0) {
+        auto grad = params.download_grad();
+        for (auto& g : grad) g *= synced.grad_scale;
+        write_floats(o.dump_dir / ("step_" + std::to_string(step + 1) + ".grad"), grad);
+      }
+      t = Clock::now();
+      if (!skip) learning_rate = optimizer.step(synced.grad_scale);
+      ops->synchronize();
+      const double optimizer_s = seconds_since(t);
+      if (!o.dump_dir.empty() && step < o.dump_steps && rank == 0)
+        write_floats(o.dump_dir / ("step_" + std::to_string(step + 1) + ".master"),
+                     params.download_master());
+      ++step;
+      samples_seen += run.global_batch_size;
+      guard.heartbeat();
+      for (StepTimes* times : {&window, &whole}) {
+        times->data += data_s;
+        times->exchange += exchange_s;
+        times->compute += compute_s;
+        times->comm_wait += comm_s;
+        times->optimizer += optimizer_s;
+        times->total += seconds_since(step_start);
+        times->steps += 1;
+        times->sequences += run.global_batch_size;
+        times->tokens += tokens * size;  // an estimate: this rank's tokens times the ranks
+        times->loss += loss;
+      }
+      if (samples_seen >= next_eval) {
+        while (next_eval <= samples_seen) next_eval += interval;
+        if (evaluate()) {
+          converged = true;
+          break;
+        }
+      }
+    }
+    if (!converged && window.steps > 0)
+      converged = evaluate();  // the last steps were not evaluated
+    guard.arm(false);
+    Json block_end = Json::object();
+    block_end["first_epoch_num"] = 1;
+    log.end(key::block_stop, nullptr, block_end);
+    Json epoch_end = Json::object();
+    epoch_end["epoch_num"] = samples_seen;
+    log.end(key::epoch_stop, nullptr, epoch_end);
+    log.event(key::train_samples, samples_seen);
+    log.event(key::eval_samples, p.eval.total_samples);
+    Json summary_meta = Json::object();
+    summary_meta["step"] = step;
+    summary_meta["summary"] = "whole run";
+    log.event(key::tracked_stats, whole.as_json(learning_rate, scaler.scale()), summary_meta);
+    log.stop(converged ? mllog::constants::success : mllog::constants::aborted);
+    status = converged ? 0 : kExitNotConverged;
+  }
+  world->barrier();
+  return status;
+}
+
+}  // namespace
+}  // namespace mlbert::harness

@@ -1,0 +1,113 @@
+// The trainer's data path: shard discovery, the sampler's streams, a background prefetch thread,
+// the per-step sample exchange for load balancing, batch assembly and the eval set.
+//
+// Design choice: every rank knows the whole data set layout (shard row counts only, cheap) and
+// computes which rows it reads from the pure Sampler, so no rank ever waits on another to know its
+// samples; the only communication is the optional exchange of the already-loaded samples inside a
+// group (the node for node-exchange), which serializes them and all-gathers the bytes.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bert/batch.h"
+#include "data_prep/hdf5_io.h"
+#include "data_prep/sample.h"
+#include "harness/communicator.h"
+#include "harness/sampler.h"
+#include "harness/system_config.h"
+
+namespace mlbert::harness {
+
+struct TrainingShard {
+  std::filesystem::path path;
+  std::int64_t rows = 0;
+};
+
+struct TrainingDataset {
+  std::filesystem::path root;
+  std::vector<TrainingShard> shards;  // sorted by path
+  std::vector<SampleStream> streams;  // one per sampler stream
+  std::vector<int> quotas;            // per stream, per rank and micro-step
+  std::vector<std::string> stream_names;
+  std::int64_t samples = 0;
+};
+
+// The length bins of stratified sampling (REFERENCE.md section 3): 1-128, 129-256, 257-384,
+// 385-512.
+inline const std::vector<std::int32_t> kStratifiedBinBounds = {128, 256, 384, 512};
+
+// Finds the HDF5 shards under `dir` (recursively) and builds the streams the run's sampler draws
+// from: `random`: one stream of every row; `stratified`: one stream per length bin, from the
+// `len_<lo>-<hi>` directories `mlbert data stratify` writes, or else from the rows' lengths.
+// Throws with the directory or shard named when there is no usable data.
+TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSpec& run);
+
+// Every shard file of a path: the file itself, or the .hdf5/.h5 files under a directory.
+std::vector<std::filesystem::path> find_shards(const std::filesystem::path& path);
+
+// Sample <-> bytes for the exchange (little-endian, length-prefixed; decoding validates sizes).
+std::vector<std::byte> serialize_samples(std::span<const data::Sample> samples);
+std::vector<data::Sample> deserialize_samples(std::span<const std::byte> bytes,
+                                              const std::string& origin);
+
+// Load balancing of one micro-batch inside `group`: all-gather the group's samples, sort by
+// length, snake-deal (load_balance.h), keep this rank's share.
+std::vector<data::Sample> exchange_samples(Communicator& group, std::vector<data::Sample> local);
+
+// The model's unpadded batch of `samples`.
+bert::Batch make_batch(std::span<const data::Sample> samples);
+
+// Reads this rank's micro-batches ahead of use on a background thread.
+class BatchLoader {
+ public:
+  BatchLoader(const TrainingDataset& data, const Sampler& sampler, int rank,
+              data::ReadOptions read_options, std::int64_t first_micro_step, int depth = 4);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // The samples of the next micro-step (sampler order). Rethrows a read error of the thread.
+  std::vector<data::Sample> next();
+  // Seconds next() spent waiting for the thread (data loading not hidden behind compute).
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  void run();
+  std::vector<data::Sample> load(std::int64_t micro_step) const;
+
+  const TrainingDataset& data_;
+  const Sampler& sampler_;
+  int rank_;
+  data::ReadOptions read_options_;
+  std::int64_t next_to_load_;
+  int depth_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::vector<data::Sample>> ready_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  double wait_seconds_ = 0;
+  std::thread thread_;
+};
+
+// This rank's part of the eval set, as model batches: rank r evaluates samples
+// [r*N/W, (r+1)*N/W) so counts summed over ranks cover each of the N samples once.
+struct EvalShare {
+  std::vector<bert::Batch> batches;
+  std::int64_t total_samples = 0;  // N
+  std::int64_t local_samples = 0;
+};
+EvalShare load_eval_share(const std::filesystem::path& eval_data, int rank, int world,
+                          int batch_size, std::int64_t expected_samples,
+                          const data::ReadOptions& read_options);
+
+}  // namespace mlbert::harness
