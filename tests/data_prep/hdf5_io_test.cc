@@ -122,7 +122,7 @@ TEST_CASE("packed rows keep per-sequence lengths and row-relative masked positio
   H5Fclose(f);
 }
 
-TEST_CASE("a writer that is not committed leaves nothing; commit renames a complete file") {
+TEST_CASE("a writer that is not committed leaves nothing, commit renames a complete file") {
   TempDir dir;
   {
     ShardWriter w(dir / "never.hdf5", Layout::kVarlen);

@@ -68,7 +68,7 @@ TEST_CASE("words longer than 200 (reference) or 100 (HF) characters become [UNK]
   CHECK(hf.tokenize(a101) == std::vector<int32_t>{v.special().unk});
 }
 
-TEST_CASE("HF flavour matches special tokens in raw text; the reference splits them") {
+TEST_CASE("HF flavour matches special tokens in raw text, the reference splits them") {
   const Vocab v = word_vocab();
   CHECK(pieces(Tokenizer(v, TokenizerFlavor::kHuggingFace), "a[MASK]b") ==
         std::vector<std::string>{"a", "[MASK]", "[UNK]"});
@@ -109,7 +109,7 @@ TEST_CASE("a vocabulary without a special token is refused, naming the token") {
   }
 }
 
-TEST_CASE("a repeated vocabulary token maps to its last line; random words list each token once") {
+TEST_CASE("a repeated vocabulary token maps to its last line, random words list each token once") {
   const Vocab v = Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "x", "y", "x"});
   CHECK(v.find("x") == 7);
   CHECK(v.random_word_ids() == std::vector<int32_t>{0, 1, 2, 3, 4, 7, 6});
