@@ -50,7 +50,7 @@ std::string_view to_string(RcpVerdict verdict) {
   return "error";
 }
 
-// ---- reference statistics ---------------------------------------------------------------------
+// ---- reference statistics -----------------------------------------------------------------------
 
 RcpCatalog::RcpCatalog(std::string_view ruleset) {
   const RcpSet set = bert_rcp_set(ruleset);
