@@ -3,6 +3,8 @@
 // Expr keeps the exact Python source of its YAML counterpart, and its C++ body evaluates the same
 // thing with Python's semantics (py:: operations raise where Python raises).
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -386,26 +388,24 @@ Config open_bert_config(const Features& f) {
   return c;
 }
 
-std::map<std::string, std::vector<Config>, std::less<>> build_all() {
-  std::map<std::string, std::vector<Config>, std::less<>> all;
-  for (const Features& f : all_features()) {
-    all[f.ruleset] = {common_config(f), division_config(f, true), division_config(f, false),
-                      closed_bert_config(f), open_bert_config(f)};
-  }
-  return all;
-}
-
-const std::map<std::string, std::vector<Config>, std::less<>>& all_configs() {
-  static const auto all = build_all();
-  return all;
-}
-
 }  // namespace
 
 const std::vector<Config>& bert_configs(std::string_view ruleset) {
+  // Built on first use, one ruleset at a time: a command checks one ruleset, and building all eight
+  // would cost more than checking a small log. Entries are never removed, so references stay valid.
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<const std::vector<Config>>, std::less<>> built;
   static const std::vector<Config> none;
-  auto it = all_configs().find(ruleset);
-  return it == all_configs().end() ? none : it->second;
+  std::lock_guard lock(mutex);
+  if (auto it = built.find(ruleset); it != built.end()) return *it->second;
+  for (const Features& f : all_features()) {
+    if (f.ruleset != ruleset) continue;
+    auto configs = std::make_unique<const std::vector<Config>>(
+        std::vector<Config>{common_config(f), division_config(f, true), division_config(f, false),
+                            closed_bert_config(f), open_bert_config(f)});
+    return *built.emplace(f.ruleset, std::move(configs)).first->second;
+  }
+  return none;
 }
 
 std::vector<std::string> accepted_benchmarks(std::string_view ruleset, std::string_view division) {

@@ -218,16 +218,26 @@ class ConfigRun {
     return 0;
   }
 
+  // Python's str() of the record's value, decoding it when the parser left it undecoded.
+  static std::string shown_value(const LogRecord& r) {
+    if (r.payload_decoded) return py::str(r.value);
+    try {
+      return py::str(pyjson::loads(r.value_text));
+    } catch (const pyjson::DecodeError&) {
+      return std::string(r.value_text);
+    }
+  }
+
   void track_value(KeyTally& tally, const LogRecord& r, RecordFacts& facts) {
     const std::string& fp = facts.value_fingerprint();
     if (tally.count == 1) {
       tally.first_fingerprint = fp;
-      tally.distinct_values.push_back(py::str(r.value));
+      tally.distinct_values.push_back(shown_value(r));
       return;
     }
     if (fp != tally.first_fingerprint) {
       tally.all_same = false;
-      std::string shown = py::str(r.value);
+      std::string shown = shown_value(r);
       if (tally.distinct_values.size() < 8 &&
           std::find(tally.distinct_values.begin(), tally.distinct_values.end(), shown) ==
               tally.distinct_values.end())
@@ -353,13 +363,29 @@ class Checker {
     runs_.reserve(configs.size());
     for (std::size_t c = 0; c < configs.size(); ++c) {
       runs_.emplace_back(configs[c]);
-      for (std::size_t k = 0; k < configs[c].keys.size(); ++k)
-        dispatch_[configs[c].keys[k].name].push_back({c, k});
+      for (std::size_t k = 0; k < configs[c].keys.size(); ++k) {
+        const rules::KeyRule& rule = configs[c].keys[k];
+        Dispatch& d = dispatch_[rule.name];
+        d.rules.push_back({c, k});
+        d.reads_payload = d.reads_payload || reads_payload(rule);
+      }
     }
   }
 
+  // Records of keys no config names are validated by the parser but never decoded; the payload
+  // (value, metadata) only of keys whose rules read it.
+  ParseOptions parse_options() const {
+    ParseOptions options;
+    options.wanted = [this](std::string_view key, bool key_is_string) {
+      if (!key_is_string) return ParseOptions::Want::skip;
+      auto it = dispatch_.find(key);
+      if (it == dispatch_.end()) return ParseOptions::Want::skip;
+      return it->second.reads_payload ? ParseOptions::Want::all : ParseOptions::Want::fields;
+    };
+    return options;
+  }
+
   void on_record(const LogRecord& r) {
-    ++result_.records;
     if (!r.key_is_string) return;  // an unhashable or non-string key matches no rule
     auto it = dispatch_.find(r.key);
     if (it == dispatch_.end()) return;  // keys outside every rule are allowed
@@ -368,7 +394,7 @@ class Checker {
     if (r.key == "submission_division" && !result_.division && r.value.is_string())
       result_.division = r.value.get<std::string>();
     RecordFacts facts{&r, std::nullopt};
-    for (auto [c, k] : it->second) runs_[c].feed(k, r, facts);
+    for (auto [c, k] : it->second.rules) runs_[c].feed(k, r, facts);
   }
 
   void on_error(const ParseError& e) {
@@ -384,7 +410,8 @@ class Checker {
     parse_messages_.push_back(std::move(m));
   }
 
-  CheckResult finish() {
+  CheckResult finish(const ParseStats& stats) {
+    result_.records = stats.records + stats.filtered;
     for (auto& run : runs_) run.finish();
     replay();
     return std::move(result_);
@@ -488,7 +515,27 @@ class Checker {
   const CheckOptions& options_;
   CheckResult result_;
   std::vector<ConfigRun> runs_;
-  std::unordered_map<std::string, std::vector<std::pair<std::size_t, std::size_t>>> dispatch_;
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+  struct Dispatch {
+    std::vector<std::pair<std::size_t, std::size_t>> rules;  // (config, rule) pairs naming the key
+    bool reads_payload = false;  // some rule reads v['value'] or v['metadata']
+  };
+  // Whether a rule's Python code reads the record's value or metadata (the sources are the
+  // official expressions, so the test is textual and exact: `v` appears only as v['...'] or
+  // in "'value' in v", which is always true).
+  static bool reads_payload(const rules::KeyRule& rule) {
+    auto reads = [](const std::string& source) { return source.find("v['") != std::string::npos; };
+    for (const auto& check : rule.checks)
+      if (reads(check.source)) return true;
+    return reads(rule.post_source) ||
+           (rule.atleast_one_check && reads(rule.atleast_one_check->source));
+  }
+  std::unordered_map<std::string, Dispatch, KeyHash, std::equal_to<>> dispatch_;
   std::vector<CheckMessage> parse_messages_;
 };
 
@@ -496,9 +543,10 @@ template <class Parse>
 CheckResult run_checker(Parse&& parse, const CheckOptions& options,
                         const std::filesystem::path& name) {
   Checker checker(options, name);
-  parse([&](const LogRecord& r) { checker.on_record(r); },
-        [&](const ParseError& e) { checker.on_error(e); });
-  return checker.finish();
+  ParseStats stats =
+      parse([&](const LogRecord& r) { checker.on_record(r); },
+            [&](const ParseError& e) { checker.on_error(e); }, checker.parse_options());
+  return checker.finish(stats);
 }
 
 }  // namespace
@@ -526,17 +574,17 @@ bool is_supported_ruleset(std::string_view ruleset) {
 
 CheckResult check_log(const std::filesystem::path& file, const CheckOptions& options) {
   return run_checker(
-      [&](const RecordCallback& on_record, const ErrorCallback& on_error) {
-        for_each_record(file, on_record, on_error);
-      },
+      [&](const RecordCallback& on_record, const ErrorCallback& on_error,
+          const ParseOptions& parse) { return for_each_record(file, on_record, on_error, parse); },
       options, file);
 }
 
 CheckResult check_log(std::istream& in, const CheckOptions& options,
                       const std::filesystem::path& name) {
   return run_checker(
-      [&](const RecordCallback& on_record, const ErrorCallback& on_error) {
-        for_each_record(in, on_record, on_error, name.string());
+      [&](const RecordCallback& on_record, const ErrorCallback& on_error,
+          const ParseOptions& parse) {
+        return for_each_record(in, on_record, on_error, name.string(), parse);
       },
       options, name);
 }
@@ -544,8 +592,9 @@ CheckResult check_log(std::istream& in, const CheckOptions& options,
 CheckResult check_log_text(std::string_view text, const CheckOptions& options,
                            const std::filesystem::path& name) {
   return run_checker(
-      [&](const RecordCallback& on_record, const ErrorCallback& on_error) {
-        for_each_record_in(text, on_record, on_error, name.string());
+      [&](const RecordCallback& on_record, const ErrorCallback& on_error,
+          const ParseOptions& parse) {
+        return for_each_record_in(text, on_record, on_error, name.string(), parse);
       },
       options, name);
 }

@@ -13,7 +13,7 @@ struct ExampleLogOptions {
   std::int64_t start_ms = 1700000000000;  // time_ms of the first record
   int evals = 4;                          // eval_accuracy records; the last one reaches the target
   int noise_lines_per_eval = 0;           // non-MLLOG lines (framework chatter) between evaluations
-  bool weights_initialization = true;     // the 398 per-tensor records (required up to 2.1.0 closed)
+  bool weights_initialization = true;  // the 398 per-tensor records (required up to 2.1.0 closed)
 };
 
 // The log text, one record per line, '\n'-terminated.

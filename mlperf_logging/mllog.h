@@ -120,8 +120,7 @@ class Logger {
   }
   // The general form: explicit event type and per-call overrides.
   void log(EventType type, std::string_view key, const Json& value, const Json& metadata,
-           const EventOptions& options,
-           SourceLocation where = SourceLocation::current());
+           const EventOptions& options, SourceLocation where = SourceLocation::current());
 
   // Replaces the options (closing and reopening the file sink) under the logger's lock.
   void reconfigure(LoggerOptions options);

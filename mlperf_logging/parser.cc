@@ -4,11 +4,15 @@
 #include "mlperf_logging/parser.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,12 +59,32 @@ std::string json_text(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string describe_top(char top) {
+  switch (top) {
+    case '[':
+      return "an array";
+    case '"':
+      return "a string";
+    case 'n':
+      return "null";
+    case 't':
+    case 'f':
+      return "a boolean";
+    default:
+      return "a number";
+  }
+}
+
 // Turns the text after the last token into a record, or explains why the official parser cannot.
+// The whole JSON is validated first without building anything; then only the fields the official
+// parser reads are decoded, in its order (which decides crash versus parse error), and value and
+// metadata only for records the caller wants.
 class RecordBuilder {
  public:
-  // `raw` starts at the token; returns false and fills `error` when the line is not a record.
-  bool build(std::string_view raw, std::size_t line, std::size_t index, LogRecord& record,
-             ParseError& error) {
+  enum class Outcome { record, filtered, error };
+
+  Outcome build(std::string_view raw, std::size_t line, std::size_t index,
+                const ParseOptions& options, LogRecord& record, ParseError& error) {
     record = LogRecord{};
     record.line = line;
     record.index = index;
@@ -71,19 +95,23 @@ class RecordBuilder {
     error.raw = raw;
 
     std::string_view payload = raw.substr(kToken.size());
-    if (payload.empty()) {
-      error.message = "nothing follows \":::MLLOG\"";
-      return false;
-    }
     if (payload.size() > max_record_bytes) {
       error.message = "record of " + std::to_string(payload.size()) + " bytes is longer than the " +
                       std::to_string(max_record_bytes >> 20) + " MiB limit";
-      return false;
+      return Outcome::error;
     }
-    nlohmann::json m;
-    pyjson::TopLevelSpans spans;
+    pyjson::RecordShape shape;
+    ParseOptions::Want want = ParseOptions::Want::all;
+    std::function<bool(const nlohmann::json&)> decide;
+    if (options.wanted) {
+      decide = [&](const nlohmann::json& key) {
+        want = key.is_string() ? options.wanted(key.get_ref<const std::string&>(), true)
+                               : options.wanted(json_text(key), false);
+        return want == ParseOptions::Want::all;
+      };
+    }
     try {
-      m = pyjson::loads(payload, &spans);
+      shape = pyjson::scan_record(payload, decide);
     } catch (const pyjson::DecodeError& e) {
       // Columns count from the start of the record text (":::MLLOG " is 9 characters).
       error.message = std::string("invalid JSON: ") + e.what();
@@ -92,53 +120,53 @@ class RecordBuilder {
         error.message = error.message.substr(0, at) + "at column " +
                         std::to_string(e.offset() + kToken.size() + 1) + " of the record";
       error.official_checker_crashes = e.recursion();
-      return false;
+      return Outcome::error;
     }
-    if (!m.is_object()) {
-      error.message = "the record is " + describe_json_type(m) + ", not a JSON object";
+    if (shape.top != '{') {
+      error.message = "the record is " + describe_top(shape.top) + ", not a JSON object";
       error.official_checker_crashes = true;  // TypeError on m['time_ms']
-      return false;
+      return Outcome::error;
     }
-    auto& obj = m.get_ref<nlohmann::json::object_t&>();
-    // Field by field in the official parser's order, which decides crash versus parse error.
-    auto time_it = obj.find("time_ms");
-    if (time_it == obj.end()) return missing(error, "time_ms");
-    if (!timestamp_of(time_it->second, spans, record.timestamp, error)) return false;
+    if (!shape.time_ms) return missing(error, "time_ms");
+    if (!timestamp_of(*shape.time_ms, shape.time_ms_int_overflows, record.timestamp, error))
+      return Outcome::error;
     record.time_ms = std::isfinite(record.timestamp) && std::fabs(record.timestamp) < 9.2e18
                          ? static_cast<std::int64_t>(record.timestamp)
                          : 0;
-    auto key_it = obj.find("key");
-    if (key_it == obj.end()) return missing(error, "key");
-    auto value_it = obj.find("value");
-    if (value_it == obj.end()) return missing(error, "value");
-    auto meta_it = obj.find("metadata");
-    if (meta_it == obj.end()) return missing(error, "metadata");
+    if (!shape.key) return missing(error, "key");
+    if (!shape.value_text) return missing(error, "value");
+    if (!shape.metadata_text) return missing(error, "metadata");
 
-    if (key_it->second.is_string()) {
-      record.key = std::move(key_it->second.get_ref<std::string&>());
+    if (shape.key->is_string()) {
+      record.key = std::move(shape.key->get_ref<std::string&>());
     } else {
-      record.key = json_text(key_it->second);
+      record.key = json_text(*shape.key);
       record.key_is_string = false;
     }
-    if (auto et = obj.find("event_type"); et != obj.end())
-      record.event_type = et->second.is_string() ? std::move(et->second.get_ref<std::string&>())
-                                                 : json_text(et->second);
-    record.value = std::move(value_it->second);
-    record.metadata = std::move(meta_it->second);
-    // value_text is a view into raw: map it from the payload view.
-    record.value_text = spans.value_text;
-    return true;
+    if (want == ParseOptions::Want::skip) return Outcome::filtered;
+    if (shape.event_type) {
+      record.event_type = shape.event_type->is_string()
+                              ? std::move(shape.event_type->get_ref<std::string&>())
+                              : json_text(*shape.event_type);
+    }
+    record.payload_decoded = want == ParseOptions::Want::all;
+    if (record.payload_decoded) {
+      record.value = std::move(*shape.value);
+      record.metadata = std::move(*shape.metadata);
+    }
+    record.value_text = *shape.value_text;
+    return Outcome::record;
   }
 
  private:
-  static bool missing(ParseError& error, const char* field) {
+  static Outcome missing(ParseError& error, const char* field) {
     error.message = std::string("missing field \"") + field + "\"";
     error.official_checker_crashes = true;  // KeyError
-    return false;
+    return Outcome::error;
   }
 
   // float(m['time_ms']) with Python's outcomes.
-  static bool timestamp_of(const nlohmann::json& t, const pyjson::TopLevelSpans& spans, double& out,
+  static bool timestamp_of(const nlohmann::json& t, bool int_overflows, double& out,
                            ParseError& error) {
     switch (t.type()) {
       case nlohmann::json::value_t::number_integer:
@@ -148,7 +176,7 @@ class RecordBuilder {
         out = static_cast<double>(t.get<std::uint64_t>());
         return true;
       case nlohmann::json::value_t::number_float:
-        if (spans.time_ms_int_overflows) {
+        if (int_overflows) {
           error.message = "time_ms is an integer too large for a float";
           error.official_checker_crashes = true;  // OverflowError
           return false;
@@ -178,14 +206,15 @@ class RecordBuilder {
 // The line machinery shared by every input kind.
 class Reader {
  public:
-  Reader(const RecordCallback& on_record, const ErrorCallback& on_error, std::string source)
-      : on_record_(on_record), on_error_(on_error), source_(std::move(source)) {}
+  Reader(const RecordCallback& on_record, const ErrorCallback& on_error, std::string source,
+         const ParseOptions& options)
+      : on_record_(on_record), on_error_(on_error), source_(std::move(source)), options_(options) {}
 
-  // Feeds `data` (which starts with the carried partial line); consumes complete lines and keeps
-  // the partial last one (all of it when `eof`).
-  void feed(std::string& buffer, bool eof) {
-    const char* data = buffer.data();
-    const char* end = data + buffer.size();
+  // Feeds [data, data + size) (which starts with the carried partial line) and consumes the
+  // complete lines (all of them when `eof`). Returns the offset from which the bytes must be kept
+  // for the next call: the partial last line, or the part of it that can still matter.
+  std::size_t feed(const char* data, std::size_t size, bool eof) {
+    const char* end = data + size;
     const char* pos = data;
     if (pending_cr_ && pos < end) {
       if (*pos == '\n') ++pos;  // the second half of a "\r\n" split across reads
@@ -194,8 +223,11 @@ class Reader {
     const bool has_cr = std::memchr(pos, '\r', static_cast<std::size_t>(end - pos)) != nullptr;
     const char* line_start = pos;
 
+    // Each byte is searched once: the search past a record's token runs to the buffer's end and
+    // the token it finds (on a later line, almost always) is where the next round starts.
+    const char* next_token = find_token(pos, end);
     while (pos < end) {
-      const char* token = find_token(pos, end);
+      const char* token = next_token;
       const char* region_end = token ? token : end;
       // Complete lines without a token.
       while (pos < region_end) {
@@ -214,7 +246,11 @@ class Reader {
       if (!line_end && !eof) break;  // finish it with the next read
       if (!line_end) line_end = end;
       const char* last = token;
-      while (const char* again = find_token(last + 1, line_end)) last = again;
+      next_token = find_token(token + 1, end);
+      while (next_token && next_token < line_end) {
+        last = next_token;
+        next_token = find_token(next_token + 1, end);
+      }
       emit(std::string_view(last, static_cast<std::size_t>(line_end - last)));
       pos = line_end < end ? consume_line_end(line_end, end) : end;
       ++stats_.lines;
@@ -229,12 +265,11 @@ class Reader {
         if (overlong_) report_overlong();
         ++stats_.lines;
       }
-      buffer.clear();
-      return;
+      return size;
     }
-    std::string rest(line_start, end);
-    if (rest.size() > kCompactAt) compact(rest);
-    buffer = std::move(rest);
+    if (static_cast<std::size_t>(end - line_start) > kCompactAt)
+      line_start = compact(line_start, end);
+    return static_cast<std::size_t>(line_start - data);
   }
 
   ParseStats stats() const { return stats_; }
@@ -266,23 +301,22 @@ class Reader {
 
   // Keeps only what can still matter of a long partial line: the text after its last token, or the
   // last bytes that could begin a token.
-  void compact(std::string& rest) {
-    const char* b = rest.data();
-    const char* e = b + rest.size();
+  // Returns where the kept part of the partial line [b, e) starts.
+  const char* compact(const char* b, const char* e) {
     const char* last = nullptr;
     for (const char* t = find_token(b, e); t; t = find_token(t + 1, e)) last = t;
     if (last && static_cast<std::size_t>(e - last) - kToken.size() <= max_record_bytes) {
-      rest.erase(0, static_cast<std::size_t>(last - b));
       overlong_ = false;
-      return;
+      return last;
     }
+    const char* keep = e - (kToken.size() - 1);
     if (last) {
       overlong_ = true;
       overlong_bytes_ = static_cast<std::size_t>(e - last) - kToken.size();
     } else if (overlong_) {
-      overlong_bytes_ += rest.size() - (kToken.size() - 1);
+      overlong_bytes_ += static_cast<std::size_t>(keep - b);
     }
-    rest.erase(0, rest.size() - (kToken.size() - 1));
+    return keep;
   }
 
   void report_overlong() {
@@ -307,11 +341,17 @@ class Reader {
       deliver_error(error);
       return;
     }
-    if (builder_.build(raw, stats_.lines + 1, index_++, record_, error_)) {
-      ++stats_.records;
-      on_record_(record_);
-    } else {
-      deliver_error(error_);
+    switch (builder_.build(raw, stats_.lines + 1, index_++, options_, record_, error_)) {
+      case RecordBuilder::Outcome::record:
+        ++stats_.records;
+        on_record_(record_);
+        break;
+      case RecordBuilder::Outcome::filtered:
+        ++stats_.filtered;
+        break;
+      case RecordBuilder::Outcome::error:
+        deliver_error(error_);
+        break;
     }
   }
 
@@ -324,6 +364,7 @@ class Reader {
   const RecordCallback& on_record_;
   const ErrorCallback& on_error_;
   std::string source_;
+  const ParseOptions& options_;
   RecordBuilder builder_;
   LogRecord record_;
   ParseError error_;
@@ -334,20 +375,47 @@ class Reader {
   std::size_t overlong_bytes_ = 0;
 };
 
+// A growable byte buffer that, unlike std::string, does not zero what read() overwrites anyway.
+class ReadBuffer {
+ public:
+  explicit ReadBuffer(std::size_t capacity) : data_(new char[capacity]), capacity_(capacity) {}
+  char* data() { return data_.get(); }
+  std::size_t size() const { return size_; }
+  // Room for `n` more bytes after the current ones.
+  char* reserve_tail(std::size_t n) {
+    if (size_ + n > capacity_) {
+      std::size_t capacity = std::max(capacity_ * 2, size_ + n);
+      std::unique_ptr<char[]> bigger(new char[capacity]);
+      std::memcpy(bigger.get(), data_.get(), size_);
+      data_ = std::move(bigger);
+      capacity_ = capacity;
+    }
+    return data_.get() + size_;
+  }
+  void grow(std::size_t n) { size_ += n; }
+  void drop_front(std::size_t n) {
+    std::memmove(data_.get(), data_.get() + n, size_ - n);
+    size_ -= n;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  std::size_t capacity_;
+  std::size_t size_ = 0;
+};
+
 template <class ReadFn>
-ParseStats drive(ReadFn&& read_some, const RecordCallback& on_record, const ErrorCallback& on_error,
-                 std::string source) {
-  Reader reader(on_record, on_error, std::move(source));
-  std::string buffer;
+ParseStats drive(ReadFn&& read_some, std::size_t chunk, const RecordCallback& on_record,
+                 const ErrorCallback& on_error, std::string source, const ParseOptions& options) {
+  Reader reader(on_record, on_error, std::move(source), options);
+  ReadBuffer buffer(chunk + 1);
   std::uint64_t bytes = 0;
   while (true) {
-    std::size_t carried = buffer.size();
-    buffer.resize(carried + kChunk);
-    std::size_t got = read_some(buffer.data() + carried, kChunk);
-    buffer.resize(carried + got);
+    std::size_t got = read_some(buffer.reserve_tail(chunk), chunk);
+    buffer.grow(got);
     bytes += got;
     bool eof = got == 0;
-    reader.feed(buffer, eof);
+    buffer.drop_front(reader.feed(buffer.data(), buffer.size(), eof));
     if (eof) break;
   }
   reader.mutable_stats().bytes = bytes;
@@ -362,7 +430,8 @@ LogParseError::LogParseError(std::string source, ParseError error)
       error_(std::move(error)) {}
 
 ParseStats for_each_record(std::istream& in, const RecordCallback& on_record,
-                           const ErrorCallback& on_error, std::string_view source_name) {
+                           const ErrorCallback& on_error, std::string_view source_name,
+                           const ParseOptions& options) {
   return drive(
       [&](char* dst, std::size_t n) -> std::size_t {
         if (!in) return 0;
@@ -370,19 +439,26 @@ ParseStats for_each_record(std::istream& in, const RecordCallback& on_record,
         if (in.bad()) throw std::runtime_error(std::string(source_name) + ": read error");
         return static_cast<std::size_t>(in.gcount());
       },
-      on_record, on_error, std::string(source_name));
+      kChunk, on_record, on_error, std::string(source_name), options);
 }
 
 ParseStats for_each_record(const std::filesystem::path& file, const RecordCallback& on_record,
-                           const ErrorCallback& on_error) {
+                           const ErrorCallback& on_error, const ParseOptions& options) {
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(file.string() + ": cannot open: " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  if (std::filesystem::is_directory(file))
-    throw std::runtime_error(file.string() + ": is a directory");
+  struct stat info {};
+  if (::fstat(fd, &info) != 0)
+    throw std::runtime_error(file.string() + ": cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(info.st_mode)) throw std::runtime_error(file.string() + ": is a directory");
+  // Small logs are read in one piece; large ones stream through a fixed-size window.
+  const std::size_t chunk =
+      S_ISREG(info.st_mode) && static_cast<std::uint64_t>(info.st_size) < kChunk
+          ? static_cast<std::size_t>(info.st_size) + 1
+          : kChunk;
   return drive(
       [&](char* dst, std::size_t n) -> std::size_t {
         while (true) {
@@ -392,15 +468,15 @@ ParseStats for_each_record(const std::filesystem::path& file, const RecordCallba
             throw std::runtime_error(file.string() + ": read error: " + std::strerror(errno));
         }
       },
-      on_record, on_error, file.string());
+      chunk, on_record, on_error, file.string(), options);
 }
 
 ParseStats for_each_record_in(std::string_view text, const RecordCallback& on_record,
-                              const ErrorCallback& on_error, std::string_view source_name) {
+                              const ErrorCallback& on_error, std::string_view source_name,
+                              const ParseOptions& options) {
   // The text is in memory already: one buffer, one pass, no chunking.
-  Reader reader(on_record, on_error, std::string(source_name));
-  std::string buffer(text);
-  reader.feed(buffer, /*eof=*/true);
+  Reader reader(on_record, on_error, std::string(source_name), options);
+  reader.feed(text.data(), text.size(), /*eof=*/true);
   reader.mutable_stats().bytes = text.size();
   return reader.stats();
 }

@@ -27,8 +27,9 @@ struct LogRecord {
   std::string event_type;     // "" when the record has none (the official parser does not need it)
   std::string key;            // the key; for a non-string key, its JSON text
   bool key_is_string = true;  // a non-string key matches no rule (the checker skips the record)
-  nlohmann::json value, metadata;
-  std::string_view raw;         // the record from ":::MLLOG " on, trailing whitespace stripped
+  nlohmann::json value, metadata;  // null when ParseOptions asked for fields only
+  bool payload_decoded = true;     // false when value and metadata were left undecoded
+  std::string_view raw;            // the record from ":::MLLOG " on, trailing whitespace stripped
   std::string_view value_text;  // the JSON text of "value" inside `raw` (the last one if repeated)
 };
 
@@ -60,26 +61,41 @@ class LogParseError : public std::runtime_error {
 
 struct ParseStats {
   std::uint64_t bytes = 0;
-  std::size_t lines = 0;    // physical lines
-  std::size_t records = 0;  // records delivered to the callback
-  std::size_t errors = 0;   // lines that were not records
+  std::size_t lines = 0;     // physical lines
+  std::size_t records = 0;   // records delivered to the callback
+  std::size_t filtered = 0;  // valid records left out by ParseOptions::wanted
+  std::size_t errors = 0;    // lines that were not records
 };
 
 using RecordCallback = std::function<void(const LogRecord&)>;
 using ErrorCallback = std::function<void(const ParseError&)>;
+
+struct ParseOptions {
+  enum class Want {
+    skip,    // leave the record out (it is still validated and counted in ParseStats::filtered)
+    fields,  // deliver it without decoding value and metadata (they stay null; value_text is set)
+    all,     // deliver it decoded
+  };
+  // When set, says per key (the record's key, or its JSON text when not a string) how much of a
+  // record to decode. Every record is still validated completely, so the errors reported are the
+  // same; decoding only what a consumer reads is what makes a checker fast.
+  std::function<Want(std::string_view key, bool key_is_string)> wanted;
+};
 
 // Calls `on_record` for every record in file order. Without `on_error`, the first bad MLLOG line
 // throws LogParseError; with it, bad lines are reported there and parsing goes on.
 // Reading failures (missing file, I/O error) throw std::runtime_error naming the file.
 ParseStats for_each_record(std::istream& in, const RecordCallback& on_record,
                            const ErrorCallback& on_error = {},
-                           std::string_view source_name = "<stream>");
+                           std::string_view source_name = "<stream>",
+                           const ParseOptions& options = {});
 ParseStats for_each_record(const std::filesystem::path& file, const RecordCallback& on_record,
-                           const ErrorCallback& on_error = {});
+                           const ErrorCallback& on_error = {}, const ParseOptions& options = {});
 // The same over text already in memory (used by tests and fuzzers).
 ParseStats for_each_record_in(std::string_view text, const RecordCallback& on_record,
                               const ErrorCallback& on_error = {},
-                              std::string_view source_name = "<memory>");
+                              std::string_view source_name = "<memory>",
+                              const ParseOptions& options = {});
 
 // Largest record accepted (the text after ":::MLLOG "); longer ones are parse errors, so memory
 // stays bounded even for a single huge line.

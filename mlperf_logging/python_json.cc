@@ -45,6 +45,43 @@ void append_utf8(std::string& out, char32_t cp) {
   }
 }
 
+// The end of the run of plain string characters at `from`: the first '"', '\\' or control
+// character (or `size`). Eight bytes at a time: "has a byte < n" is exact for n <= 128.
+std::size_t plain_run_end(std::string_view s, std::size_t from) {
+  constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  auto has_zero = [&](std::uint64_t x) { return (x - ones) & ~x & highs; };
+  std::size_t i = from;
+  while (i + 8 <= s.size()) {
+    std::uint64_t v;
+    std::memcpy(&v, s.data() + i, 8);
+    if (has_zero(v ^ (ones * '"')) | has_zero(v ^ (ones * '\\')) | ((v - ones * 0x20) & ~v & highs))
+      break;
+    i += 8;
+  }
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\' || c < 0x20) break;
+    ++i;
+  }
+  return i;
+}
+
+// Appends Latin-1 text as UTF-8 (ASCII runs in one piece).
+void append_latin1(std::string& out, std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t ascii = i;
+    while (ascii < text.size() && static_cast<unsigned char>(text[ascii]) < 0x80) ++ascii;
+    out.append(text.data() + i, ascii - i);
+    i = ascii;
+    while (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) {
+      auto c = static_cast<unsigned char>(text[i++]);
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+}
+
 // Parses a decimal float literal (JSON grammar, already validated). Out-of-range values become
 // +-inf or +-0 exactly as Python's float() rounds them.
 double parse_double(std::string_view text) {
@@ -168,20 +205,54 @@ struct CanonicalBuilder {
   }
 };
 
+// Builds nothing: validation and the shape of the top-level object only.
+struct NullBuilder {
+  struct Value {};
+  using Array = Value;
+  using Object = Value;
+  static Value null() { return {}; }
+  static Value boolean(bool) { return {}; }
+  static Value integer(std::string_view, bool&) { return {}; }
+  static Value floating(double) { return {}; }
+  static Value string(std::string&&) { return {}; }
+  static Array begin_array() { return {}; }
+  static void push(Array&, Value&&) {}
+  static Value end_array(Array&&) { return {}; }
+  static Object begin_object() { return {}; }
+  static void put(Object&, std::string&&, Value&&) {}
+  static Value end_object(Object&&) { return {}; }
+  static constexpr bool kBuildsNothing = true;
+};
+
+template <class B>
+constexpr bool builds_nothing() {
+  if constexpr (requires { B::kBuildsNothing; }) {
+    return B::kBuildsNothing;
+  } else {
+    return false;
+  }
+}
+
 // ---- the decoder --------------------------------------------------------------------------
 
 template <class B>
 class Decoder {
  public:
-  Decoder(std::string_view text, TopLevelSpans* spans) : s_(text), spans_(spans) {}
+  Decoder(std::string_view text, RecordShape* shape) : s_(text), shape_(shape) {}
+
+  // Decides, from the decoded key, whether value and metadata are decoded (scan_record).
+  const std::function<bool(const nlohmann::json&)>* wanted = nullptr;
 
   typename B::Value document() {
     skip_ws();
+    if (shape_ && pos_ < s_.size()) shape_->top = s_[pos_];
     auto value = value_at(0);
     skip_ws();
     if (pos_ != s_.size()) fail("Extra data");
     return value;
   }
+
+  bool last_int_overflows() const { return last_int_overflows_; }
 
  private:
   [[noreturn]] void fail(const char* what, std::size_t at) const {
@@ -203,6 +274,12 @@ class Decoder {
     switch (s_[pos_]) {
       case '"': {
         ++pos_;
+        if constexpr (builds_nothing<B>()) {
+          if (depth > 0) {  // only top-level member names are needed
+            skip_string_body();
+            return B::null();
+          }
+        }
         return B::string(string_body());
       }
       case '{':
@@ -301,21 +378,8 @@ class Decoder {
     std::string out;
     while (true) {
       // Copy the run of plain characters in one go.
-      std::size_t run = pos_;
-      while (run < s_.size()) {
-        auto c = static_cast<unsigned char>(s_[run]);
-        if (c == '"' || c == '\\' || c < 0x20) break;
-        ++run;
-      }
-      for (std::size_t k = pos_; k < run; ++k) {
-        auto c = static_cast<unsigned char>(s_[k]);
-        if (c < 0x80) {
-          out.push_back(static_cast<char>(c));
-        } else {  // a Latin-1 character
-          out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-          out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-        }
-      }
+      std::size_t run = plain_run_end(s_, pos_);
+      append_latin1(out, s_.substr(pos_, run - pos_));
       pos_ = run;
       if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
       auto c = static_cast<unsigned char>(s_[pos_]);
@@ -379,6 +443,40 @@ class Decoder {
     }
   }
 
+  // string_body's validation without the decoding, for values nobody reads.
+  void skip_string_body() {
+    std::size_t begin = pos_ - 1;
+    while (true) {
+      pos_ = plain_run_end(s_, pos_);
+      if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
+      auto c = static_cast<unsigned char>(s_[pos_]);
+      if (c == '"') {
+        ++pos_;
+        return;
+      }
+      if (c < 0x20) fail("Invalid control character");
+      ++pos_;
+      if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
+      char e = s_[pos_];
+      if (e != 'u') {
+        if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' &&
+            e != 't')
+          fail("Invalid \\escape", pos_ - 1);
+        ++pos_;
+        continue;
+      }
+      int cp = hex4(pos_ + 1);
+      if (cp < 0) fail("Invalid \\uXXXX escape", pos_ - 1);
+      pos_ += 5;
+      if (cp >= 0xD800 && cp <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
+          s_[pos_ + 1] == 'u') {
+        int low = hex4(pos_ + 2);
+        if (low < 0) fail("Invalid \\uXXXX escape", pos_);
+        if (low >= 0xDC00 && low <= 0xDFFF) pos_ += 6;
+      }
+    }
+  }
+
   void enter(int depth) {
     if (depth > max_depth) {
       throw DecodeError("containers nested deeper than " + std::to_string(max_depth) +
@@ -400,15 +498,34 @@ class Decoder {
       if (pos_ >= s_.size() || s_[pos_] != '"')
         fail("Expecting property name enclosed in double quotes");
       ++pos_;
-      std::string key = string_body();
+      std::string key;
+      if constexpr (builds_nothing<B>()) {
+        if (depth > 1) {
+          skip_string_body();
+        } else {
+          key = string_body();
+        }
+      } else {
+        key = string_body();
+      }
       skip_ws();
       if (pos_ >= s_.size() || s_[pos_] != ':') fail("Expecting ':' delimiter");
       ++pos_;
       skip_ws();
-      std::size_t value_begin = pos_;
-      last_int_overflows_ = false;
+      if constexpr (builds_nothing<B>()) {
+        if (depth == 1 && shape_ && top_level_member(key)) {
+          skip_ws();
+          if (pos_ < s_.size() && s_[pos_] == '}') {
+            ++pos_;
+            return B::end_object(std::move(obj));
+          }
+          if (pos_ >= s_.size() || s_[pos_] != ',') fail("Expecting ',' delimiter");
+          ++pos_;
+          skip_ws();
+          continue;
+        }
+      }
       auto value = value_at(depth);
-      if (depth == 1 && spans_) note_top_level(key, value_begin);
       B::put(obj, std::move(key), std::move(value));
       skip_ws();
       if (pos_ < s_.size() && s_[pos_] == '}') {
@@ -421,13 +538,45 @@ class Decoder {
     }
   }
 
-  void note_top_level(const std::string& key, std::size_t value_begin) {
-    if (key == "value") {
-      spans_->value_text = s_.substr(value_begin, pos_ - value_begin);
-    } else if (key == "time_ms") {
-      spans_->has_time_ms = true;
-      spans_->time_ms_int_overflows = last_int_overflows_;
+  // A member of the record object that the MLLOG parser reads: decoded in place (through a
+  // building decoder over the same text) instead of skipped. Returns false for other members.
+  bool top_level_member(const std::string& name) {
+    std::optional<nlohmann::json>* slot = nullptr;
+    if (name == "time_ms") {
+      slot = &shape_->time_ms;
+    } else if (name == "key") {
+      slot = &shape_->key;
+    } else if (name == "event_type") {
+      slot = &shape_->event_type;
+    } else if (name == "value" || name == "metadata") {
+      const bool is_value = name == "value";
+      std::size_t begin = pos_;
+      auto& decoded = is_value ? shape_->value : shape_->metadata;
+      if (want_) {
+        decoded = decode_here();
+      } else {
+        value_at(1);
+        decoded.reset();
+      }
+      (is_value ? shape_->value_text : shape_->metadata_text) = s_.substr(begin, pos_ - begin);
+      return true;
+    } else {
+      return false;
     }
+    bool overflows = false;
+    *slot = decode_here(&overflows);
+    if (slot == &shape_->time_ms) shape_->time_ms_int_overflows = overflows;
+    if (slot == &shape_->key) want_ = !wanted || !*wanted || (*wanted)(**slot);
+    return true;
+  }
+
+  nlohmann::json decode_here(bool* int_overflows = nullptr) {
+    Decoder<JsonBuilder> inner(s_, nullptr);
+    inner.pos_ = pos_;
+    nlohmann::json value = inner.value_at(1);
+    pos_ = inner.pos_;
+    if (int_overflows) *int_overflows = value.is_number_float() && inner.last_int_overflows_;
+    return value;
   }
 
   typename B::Value array(int depth) {
@@ -452,9 +601,13 @@ class Decoder {
     }
   }
 
+  template <class>
+  friend class Decoder;
+
   std::string_view s_;
   std::size_t pos_ = 0;
-  TopLevelSpans* spans_;
+  RecordShape* shape_;
+  bool want_ = true;  // value and metadata are decoded until a key says otherwise
   bool last_int_overflows_ = false;
 };
 
@@ -492,8 +645,30 @@ char32_t next_code_point(std::string_view s, std::size_t& i) {
 
 }  // namespace
 
-nlohmann::json loads(std::string_view text, TopLevelSpans* spans) {
-  return Decoder<JsonBuilder>(text, spans).document();
+RecordShape scan_record(std::string_view text,
+                        const std::function<bool(const nlohmann::json&)>& wanted) {
+  RecordShape shape;
+  Decoder<NullBuilder> decoder(text, &shape);
+  decoder.wanted = &wanted;
+  decoder.document();
+  // A value or metadata member before the key (or a later key that changed the decision) was
+  // skipped: decode it now from its text.
+  bool want = !wanted || !shape.key || wanted(*shape.key);
+  if (!want) {
+    shape.value.reset();
+    shape.metadata.reset();
+  } else {
+    if (shape.value_text && !shape.value) shape.value = loads(*shape.value_text);
+    if (shape.metadata_text && !shape.metadata) shape.metadata = loads(*shape.metadata_text);
+  }
+  return shape;
+}
+
+nlohmann::json loads(std::string_view text, bool* int_overflows) {
+  Decoder<JsonBuilder> decoder(text, nullptr);
+  nlohmann::json value = decoder.document();
+  if (int_overflows) *int_overflows = value.is_number_float() && decoder.last_int_overflows();
+  return value;
 }
 
 std::string canonical(std::string_view text) {

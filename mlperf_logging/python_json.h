@@ -4,6 +4,7 @@
 // Also Python's `float(str)` and a canonical form in which Python `==` becomes string equality.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -31,17 +32,27 @@ class DecodeError : public std::runtime_error {
   bool recursion_;
 };
 
-// Where the top-level members "value" and "time_ms" sit (the last of each when repeated).
-struct TopLevelSpans {
-  std::string_view value_text;
-  bool has_time_ms = false;
-  // time_ms was an integer literal too large for a double: Python's float() raises OverflowError.
-  bool time_ms_int_overflows = false;
+// A record's JSON as the MLLOG parser needs it: the type of the top-level value and, for an object,
+// the members the official parser reads (the last one when a name repeats), decoded.
+struct RecordShape {
+  char top =
+      0;  // first character of the top-level value: '{', '[', '"', 'n', 't', 'f', or a number's
+  std::optional<nlohmann::json> time_ms, key, event_type;     // decoded when present
+  std::optional<std::string_view> value_text, metadata_text;  // the JSON text, when present
+  std::optional<nlohmann::json> value, metadata;              // decoded when present and wanted
+  bool time_ms_int_overflows = false;  // time_ms is an integer literal too large for a double
 };
 
-// Decodes `text` (one byte = one Latin-1 character) like json.loads. Strings come out as UTF-8.
-// Integers beyond 64 bits become doubles (rounded like Python's float(int)). Throws DecodeError.
-nlohmann::json loads(std::string_view text, TopLevelSpans* spans = nullptr);
+// Validates `text` (one byte = one Latin-1 character) exactly as json.loads would and decodes the
+// record's members, skipping value and metadata when `wanted` (given the decoded key) says no.
+// Nothing else is built. Throws DecodeError where json.loads raises.
+RecordShape scan_record(std::string_view text,
+                        const std::function<bool(const nlohmann::json& key)>& wanted = {});
+
+// Decodes `text` like json.loads. Strings come out as UTF-8. Integers beyond 64 bits become doubles
+// (rounded like Python's float(int)); `int_overflows` (optional) is set when `text` is a single
+// integer literal too large for a double (float() of it raises OverflowError). Throws DecodeError.
+nlohmann::json loads(std::string_view text, bool* int_overflows = nullptr);
 
 // A string in which two JSON texts compare equal exactly when Python's `==` says their decoded
 // values are equal (1 == 1.0 == true, -0.0 == 0, dict order ignored, big integers exact).
