@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/rcp.h"
@@ -25,7 +26,7 @@ std::string number_text(double value) {
   if (value == static_cast<double>(static_cast<long long>(value)) && std::fabs(value) < 1e15) {
     return std::to_string(static_cast<long long>(value));
   }
-  return python_float_repr(value);
+  return mllog::python_float_repr(value);
 }
 
 std::string fixed(double value, int decimals) {
@@ -80,7 +81,8 @@ int run_score(const ScoreArgs& args) {
                          {"notes", score.notes}});
       continue;
     }
-    std::cout << dir << "\t" << (score.score ? python_float_repr(*score.score) : "NONE") << "\n";
+    std::cout << dir << "\t" << (score.score ? mllog::python_float_repr(*score.score) : "NONE")
+              << "\n";
     if (args.verbose || !score.score) {
       for (const RunScore& run : score.runs) {
         std::cout << "  " << run.file.filename().string() << "\t"
@@ -242,7 +244,7 @@ int run_rcp(const RcpArgs& args) {
       if (result.scaling_factor > 1.0) {
         std::cout << "  converges faster than the RCP mean: scores are scaled by "
                   << fixed(ref.mean, 1) << " / " << fixed(*result.submission_mean, 1) << " = "
-                  << python_float_repr(result.scaling_factor)
+                  << mllog::python_float_repr(result.scaling_factor)
                   << (args.write_scaling ? " (written to scaling.json)" : "") << "\n";
       }
     }

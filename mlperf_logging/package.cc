@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "mlperf_logging/checker.h"
+#include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/parser.h"
 #include "mlperf_logging/rcp.h"
@@ -473,7 +474,7 @@ void check_benchmark(const fs::path& folder, const std::string& division,
         report.info(folder, "RCP test passed: " + detail);
       if (rcp.scaling_factor > 1.0) {
         report.info(folder, "converges faster than the RCP mean: score scaling factor " +
-                                python_float_repr(rcp.scaling_factor) +
+                                mllog::python_float_repr(rcp.scaling_factor) +
                                 (options.write_scaling ? " (written to scaling.json)" : ""));
       }
     }

@@ -1,13 +1,11 @@
 // Submission layout helpers shared by score, rcp, system-check and package. MLLOG lines are read
-// one at a time (a 1 GB log never sits in memory) and decoded as latin-1 like the official tools
-// do, so a stray non-UTF-8 byte never turns into a parse error the official checker would not
-// report.
+// one at a time (a 1 GB log never sits in memory) and handed over as Latin-1 bytes, as the official
+// tools see them, so a stray non-UTF-8 byte never becomes an error the official tools would not
+// raise.
 #include "mlperf_logging/package_layout.h"
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <system_error>
@@ -20,20 +18,6 @@ constexpr std::string_view kMllogToken = ":::MLLOG ";
 // Characters Python's str.strip() removes from a latin-1 decoded line.
 bool is_python_space(unsigned char c) {
   return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
-}
-
-std::string latin1_to_utf8(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  for (unsigned char c : bytes) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back(static_cast<char>(0xc0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3f)));
-    }
-  }
-  return out;
 }
 
 // Run number of "result_<n>.txt", for sorting result_10 after result_9.
@@ -121,14 +105,7 @@ void for_each_mllog_payload(
     while (!payload.empty() && is_python_space(static_cast<unsigned char>(payload.back()))) {
       payload.remove_suffix(1);
     }
-    const bool ascii = std::all_of(payload.begin(), payload.end(),
-                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    if (ascii) {
-      on_line(payload, line_number);
-    } else {
-      const std::string utf8 = latin1_to_utf8(payload);
-      on_line(utf8, line_number);
-    }
+    on_line(payload, line_number);
   };
   while (std::getline(in, raw)) {
     // Universal newlines: a lone '\r' also ends a line.
@@ -141,40 +118,6 @@ void for_each_mllog_payload(
     handle(rest);
   }
   if (in.bad()) throw AuditError(file.string() + ": read error");
-}
-
-std::string python_float_repr(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  // Shortest round-trip digits in scientific form, then laid out the way Python's repr does:
-  // positional for exponents -4..15, scientific with a two-digit exponent otherwise.
-  char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
-  std::string sci(buffer, result.ptr);
-  const bool negative = sci.front() == '-';
-  if (negative) sci.erase(0, 1);
-  const auto e_pos = sci.find('e');
-  std::string digits = sci.substr(0, e_pos);
-  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
-  const int exponent = std::atoi(sci.c_str() + e_pos + 1);
-  std::string out;
-  if (exponent >= -4 && exponent < 16) {
-    if (exponent < 0) {
-      out = "0." + std::string(-exponent - 1, '0') + digits;
-    } else if (static_cast<int>(digits.size()) <= exponent + 1) {
-      out = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
-    } else {
-      out = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
-    }
-  } else {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char exp_text[16];
-    std::snprintf(exp_text, sizeof exp_text, "e%c%02d", exponent < 0 ? '-' : '+',
-                  std::abs(exponent));
-    out += exp_text;
-  }
-  return negative ? "-" + out : out;
 }
 
 }  // namespace mlbert::logging

@@ -1,7 +1,7 @@
 // How an MLPerf Training submission lies on disk (`<org>/systems/<system>.json`,
 // `<org>/results/<system>/bert/result_N.txt`, `<org>/benchmarks/bert/implementations/<impl>/`) and
 // the small pieces every audit command shares: result-file discovery, ruleset names, JSON files
-// read with precise errors, MLLOG lines read the way the official Python tools read them (latin-1).
+// read with precise errors, MLLOG lines read the way the official Python tools read them (Latin-1).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -43,13 +43,11 @@ std::optional<std::string> ruleset_from_path(const std::filesystem::path& path);
 // Whole JSON file; throws AuditError "FILE: line L, column C: ..." for malformed JSON.
 nlohmann::json read_json_file(const std::filesystem::path& file);
 
-// Reads a text file as the official tools do (latin-1, universal newlines) and calls `on_line`
-// with each MLLOG payload: the text after the last ":::MLLOG " on the line, stripped, converted
-// to UTF-8, with its 1-based line number in the file. Throws AuditError when unreadable.
+// Reads a text file as the official tools do (Latin-1, universal newlines) and calls `on_line`
+// with each MLLOG payload: the bytes after the last ":::MLLOG " on the line, with trailing Python
+// whitespace stripped, and the payload's 1-based line number in the file. Decode a payload with
+// mllog::pyjson::loads (Python's json.loads on Latin-1 text). Throws AuditError when unreadable.
 void for_each_mllog_payload(const std::filesystem::path& file,
                             const std::function<void(std::string_view payload, int line)>& on_line);
-
-// Python's repr() of a float: shortest round-trip digits, "1e-06", "26.0".
-std::string python_float_repr(double value);
 
 }  // namespace mlbert::logging

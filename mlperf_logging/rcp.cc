@@ -11,7 +11,9 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package_layout.h"
+#include "mlperf_logging/python_json.h"
 #include "mlperf_logging/rcp_stats.h"
 #include "mlperf_logging/rcp_table.h"
 
@@ -27,7 +29,7 @@ std::string batch_size_text(double bs) {
   // Batch sizes are integers in every real log; print them without a ".0".
   if (std::floor(bs) == bs && std::fabs(bs) < 1e15)
     return std::to_string(static_cast<long long>(bs));
-  return python_float_repr(bs);
+  return mllog::python_float_repr(bs);
 }
 
 std::string where(const std::filesystem::path& file, int line) {
@@ -222,8 +224,8 @@ RcpRun read_rcp_run(const std::filesystem::path& file, bool bert_train_samples,
 
     nlohmann::json record;
     try {
-      record = nlohmann::json::parse(payload);
-    } catch (const nlohmann::json::parse_error& e) {
+      record = mllog::pyjson::loads(payload);  // json.loads, as the official checker decodes
+    } catch (const mllog::pyjson::DecodeError& e) {
       problems.push_back(where(file, line) + ": malformed MLLOG JSON: " + e.what());
       return;
     }
@@ -340,7 +342,7 @@ bool evaluate(const RcpPoint& reference, std::vector<double> samples, RcpResult&
     if (mean < reference.mean && write_scaling) {
       // Byte for byte what the official json.dumps({'scaling_factor': x}) writes.
       std::ofstream out(scaling_file);
-      out << "{\"scaling_factor\": " << python_float_repr(result.scaling_factor) << "}";
+      out << "{\"scaling_factor\": " << mllog::python_float_repr(result.scaling_factor) << "}";
       if (!out) throw AuditError(scaling_file.string() + ": cannot write");
     }
     return true;

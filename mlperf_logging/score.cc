@@ -10,8 +10,10 @@
 #include <exception>
 
 #include "mlperf_logging/checker.h"
+#include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/parser.h"
+#include "mlperf_logging/python_json.h"
 
 namespace mlbert::logging {
 namespace {
@@ -45,8 +47,14 @@ bool find_run_times(const std::filesystem::path& file, std::optional<double>& ru
   for_each_mllog_payload(file, [&](std::string_view payload, int) {
     if (!sure || (run_start && run_stop) || payload.find("run_st") == std::string_view::npos)
       return;
-    const nlohmann::json record = nlohmann::json::parse(payload, nullptr, false);
-    if (record.is_discarded() || !record.is_object()) {
+    nlohmann::json record;
+    try {
+      record = mllog::pyjson::loads(payload);
+    } catch (const mllog::pyjson::DecodeError&) {
+      sure = false;
+      return;
+    }
+    if (!record.is_object()) {
       sure = false;
       return;
     }
@@ -196,8 +204,9 @@ SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& o
                          ": field scaling_factor is missing or not a number");
       }
       result.scaling_factor = factor->get<double>();
-      result.notes.push_back("applying scaling factor " + python_float_repr(result.scaling_factor) +
-                             " from " + scaling_file.string());
+      result.notes.push_back("applying scaling factor " +
+                             mllog::python_float_repr(result.scaling_factor) + " from " +
+                             scaling_file.string());
     }
   }
   if (result.dropped <= kMaxDropped) {

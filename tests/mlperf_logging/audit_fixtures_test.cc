@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/rcp.h"
@@ -72,7 +73,7 @@ TEST_CASE("scores of the fixture systems equal the official SCORES.tsv", "[fixtu
       CHECK_FALSE(score.score.has_value());
     } else {
       REQUIRE(score.score.has_value());
-      CHECK(lg::python_float_repr(*score.score) == expected);
+      CHECK(mlbert::mllog::python_float_repr(*score.score) == expected);
     }
     ++systems;
   }
