@@ -78,6 +78,16 @@ bool find_run_times(const std::filesystem::path& file, std::optional<double>& ru
   return sure && run_start && run_stop;
 }
 
+mllog::ParseOptions run_records_only() {
+  mllog::ParseOptions options;
+  options.wanted = [](std::string_view key, bool key_is_string) {
+    return key_is_string && (key == "run_start" || key == "run_stop")
+               ? mllog::ParseOptions::Want::all
+               : mllog::ParseOptions::Want::skip;
+  };
+  return options;
+}
+
 // Scores one file; any reason to drop it goes to `run.reason`.
 void score_run(RunScore& run, const std::string& ruleset) {
   mllog::CheckOptions check_options;
@@ -109,7 +119,7 @@ void score_run(RunScore& run, const std::string& ruleset) {
             run.run_stop_status = status_text(record.metadata);
           }
         },
-        [&](const mllog::ParseError&) { parse_error = true; });
+        [&](const mllog::ParseError&) { parse_error = true; }, run_records_only());
   }
   if (parse_error) {
     run.reason = "Parse error";
