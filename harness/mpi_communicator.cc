@@ -156,7 +156,10 @@ class MpiCommunicator::ProgressEngine {
   }
   void wait(const AllreduceRequest& request) {
     std::unique_lock lock(mutex_);
+    ++waiters_;
+    work_.notify_all();  // stop napping: someone is blocked on the result now
     done_.wait(lock, [&] { return request.finished; });
+    --waiters_;
   }
 
  private:
@@ -237,10 +240,19 @@ class MpiCommunicator::ProgressEngine {
         lock.unlock();
       }
       lock.lock();
-      if (completed_any)
+      if (completed_any) {
         done_.notify_all();
-      else if (queued_.empty() && !stop_)
-        work_.wait_for(lock, kPollInterval);
+      } else if (queued_.empty() && !stop_) {
+        // While compute runs, nap between tests so the thread does not steal a core from it;
+        // once a caller waits for a result, poll flat out (nothing else is running then).
+        if (waiters_ > 0) {
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+        } else {
+          work_.wait_for(lock, kPollInterval);
+        }
+      }
     }
   }
 
@@ -252,6 +264,7 @@ class MpiCommunicator::ProgressEngine {
   std::deque<std::shared_ptr<AllreduceRequest>> queued_;
   std::vector<std::shared_ptr<AllreduceRequest>> active_;
   bool stop_ = false;
+  int waiters_ = 0;
   std::thread thread_;
 };
 

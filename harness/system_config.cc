@@ -2,6 +2,8 @@
 // a bad file in one pass; the messages name the file and the JSON path of the field.
 #include "harness/system_config.h"
 
+#include "mlperf_logging/system_desc.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -533,15 +535,16 @@ void check_consistency(SystemConfig& config, std::vector<std::string>& problems)
     problems.push_back("run.division: \"" + run.division + "\" differs from division \"" +
                        division + "\"");
   const int major = ruleset_major(run.ruleset);
-  const std::string status = string_field("status");
-  if (major >= 4 && d.contains("status")) {
-    static const std::vector<std::string> options = {"Available on-premise", "Available cloud",
-                                                     "Research, Development, or Internal (RDI)",
-                                                     "Preview"};
-    if (std::find(options.begin(), options.end(), status) == options.end())
-      problems.push_back("status: \"" + status + "\" is not allowed by ruleset " + run.ruleset +
-                         " (one of \"Available on-premise\", \"Available cloud\", \"Research, "
-                         "Development, or Internal (RDI)\", \"Preview\")");
+  // The official system-description check of the run's ruleset (what `mlbert package` applies
+  // to the submission's copy of these fields): status categories from 4.0.0 on, and the rest.
+  if (!run.ruleset.empty()) {
+    const logging::SystemDescResult official =
+        logging::check_system_desc(config.description, run.ruleset, config.path);
+    for (const auto& finding : official.findings)
+      if (finding.level == logging::SystemDescFinding::Level::error)
+        problems.push_back((finding.field.empty() ? std::string("(file)") : finding.field) + ": " +
+                           finding.text + " (MLPerf system description check, ruleset " +
+                           run.ruleset + ")");
   }
 
   const std::int64_t world = t.world_size();

@@ -185,7 +185,10 @@ TEST_CASE("an unknown enum value lists the accepted ones", "[system][errors]") {
 TEST_CASE("status values follow the ruleset", "[system][errors]") {
   json root = read_json(systems_dir() / "dgxa100_1x8.json");  // ruleset 4.1.0
   root["status"] = "onprem";
-  CHECK_THAT(error_of(root), Catch::Contains("status: \"onprem\" is not allowed by ruleset 4.1.0"));
+  const std::string message = error_of(root);
+  CHECK_THAT(message, Catch::Contains("status: "));
+  CHECK_THAT(message, Catch::Contains("onprem"));
+  CHECK_THAT(message, Catch::Contains("(MLPerf system description check, ruleset 4.1.0)"));
 }
 
 TEST_CASE("bad files are named in the error", "[system][errors]") {

@@ -187,7 +187,7 @@ TEST_CASE("the loader reports a read error of its thread", "[data][errors]") {
   CHECK_THROWS_WITH(loader.next(), Catch::Contains("a.hdf5"));
 }
 
-TEST_CASE("samples survive serialization; corrupt blocks are errors", "[exchange]") {
+TEST_CASE("samples survive serialization, corrupt blocks are errors", "[exchange]") {
   std::vector<data::Sample> samples = {make_sample(1, 9), make_sample(2, 33)};
   const auto bytes = harness::serialize_samples(samples);
   CHECK(harness::deserialize_samples(bytes, "test") == samples);
