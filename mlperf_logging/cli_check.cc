@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlperf_logging/checker.h"
+#include "mlperf_logging/example_log.h"
 #include "mlperf_logging/rules.h"
 
 namespace mlbert::logging {
@@ -26,6 +27,8 @@ struct CheckArgs {
   bool werror = false;
   bool quiet = false;
   bool print_rules = false;
+  bool print_example = false;
+  std::string division = "closed";
   unsigned jobs = 0;
   std::vector<std::string> logs;
 };
@@ -61,6 +64,13 @@ nlohmann::ordered_json rules_as_json(const std::string& ruleset) {
 int run_check(const CheckArgs& args) {
   if (args.print_rules) {
     std::printf("%s\n", rules_as_json(args.ruleset).dump(2).c_str());
+    return 0;
+  }
+  if (args.print_example) {
+    mllog::ExampleLogOptions example;
+    example.ruleset = args.ruleset;
+    example.division = args.division;
+    std::fputs(mllog::example_bert_log(example).c_str(), stdout);
     return 0;
   }
   if (args.logs.empty()) throw CLI::ValidationError("LOG", "at least one log file is required");
@@ -132,6 +142,11 @@ void register_check_cli(CLI::App& app, int& exit_code) {
   check->add_flag("--quiet", args->quiet, "Suppress warnings (no effect with --werror)");
   check->add_flag("--print-rules", args->print_rules,
                   "Print the ruleset's BERT rules (with their Python sources) as JSON and exit");
+  check->add_flag("--print-example", args->print_example,
+                  "Print a compliant example BERT log for the ruleset and --division, and exit");
+  check->add_option("--division", args->division, "Division of --print-example")
+      ->check(CLI::IsMember({"closed", "open"}))
+      ->capture_default_str();
   check->add_option("-j,--jobs", args->jobs, "Logs checked in parallel (default: one per CPU)");
   check->add_option("LOG", args->logs, "Result logs (result_N.txt)");
   check->callback([args, &exit_code] { exit_code = run_check(*args); });

@@ -229,7 +229,19 @@ class Reader {
     while (pos < end) {
       const char* token = next_token;
       const char* region_end = token ? token : end;
-      // Complete lines without a token.
+      // Complete lines without a token. Without '\r' in the buffer they are only counted: one
+      // pass over the bytes and a search back for the last '\n' (the first line ends on its own,
+      // in case it closes an overlong record).
+      if (!has_cr && !overlong_ && pos < region_end) {
+        std::size_t count = count_newlines(pos, region_end);
+        if (count > 0) {
+          const char* last_nl = static_cast<const char*>(
+              memrchr(pos, '\n', static_cast<std::size_t>(region_end - pos)));
+          stats_.lines += count;
+          pos = last_nl + 1;
+          line_start = pos;
+        }
+      }
       while (pos < region_end) {
         const char* nl = next_line_end(pos, region_end, has_cr);
         if (!nl) {
@@ -276,6 +288,23 @@ class Reader {
   ParseStats& mutable_stats() { return stats_; }
 
  private:
+  // Number of '\n' in [from, to), eight bytes at a time.
+  static std::size_t count_newlines(const char* from, const char* to) {
+    constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    std::size_t count = 0;
+    while (to - from >= 8) {
+      std::uint64_t v;
+      std::memcpy(&v, from, 8);
+      v ^= ones * '\n';  // newline bytes become zero
+      // Exact per-byte zero test (no borrow between bytes): high bit set where the byte was '\n'.
+      std::uint64_t zero = ~(((v & ~highs) + ~highs) | v | ~highs);
+      count += static_cast<std::size_t>(((zero >> 7) * ones) >> 56);  // sum of the flag bytes
+      from += 8;
+    }
+    for (; from < to; ++from) count += *from == '\n';
+    return count;
+  }
+
   // The first '\n' or '\r' in [from, to), or nullptr.
   static const char* next_line_end(const char* from, const char* to, bool has_cr) {
     const char* nl =
