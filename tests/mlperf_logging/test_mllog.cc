@@ -29,14 +29,21 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-std::filesystem::path temp_file(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("mlbert_logging_check_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto p = dir / name;
-  std::filesystem::remove(p);
-  return p;
-}
+// A fresh directory for one test's files, removed with everything in it when the test ends.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("mlbert_logging_check_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path file(const std::string& name) const { return path / name; }
+};
 
 // Logger options for a file sink (no stdout), with the rank settings given.
 mllog::LoggerOptions to_file(const std::filesystem::path& path, int rank = 0,
@@ -153,7 +160,8 @@ TEST_CASE("format_line writes the fields in mllog's order with its spacing") {
 
 TEST_CASE(
     "Logger writes file and lineno of the call site, then the caller's metadata in its order") {
-  auto path = temp_file("order.log");
+  ScratchDir scratch;
+  auto path = scratch.file("order.log");
   mllog::Logger logger(to_file(path));
   mllog::EventOptions at = at_time(42);
   Json metadata = Json::object();
@@ -170,7 +178,8 @@ TEST_CASE(
 }
 
 TEST_CASE("Logger trims root_dir from the file name and appends to an existing file") {
-  auto path = temp_file("root.log");
+  ScratchDir scratch;
+  auto path = scratch.file("root.log");
   { std::ofstream(path) << "framework chatter\n"; }
   std::string root = std::filesystem::path(__FILE__).parent_path().string();
   mllog::LoggerOptions options = to_file(path);
@@ -183,7 +192,8 @@ TEST_CASE("Logger trims root_dir from the file name and appends to an existing f
 }
 
 TEST_CASE("Logger warns like mllog about overridden and non-dictionary metadata") {
-  auto path = temp_file("warn.log");
+  ScratchDir scratch;
+  auto path = scratch.file("warn.log");
   mllog::Logger logger(to_file(path));
   logger.log(mllog::EventType::point_in_time, "k", 1, {{"lineno", 7}}, at_time(1));
   const int second = __LINE__ + 1;
@@ -201,7 +211,8 @@ TEST_CASE("Logger warns like mllog about overridden and non-dictionary metadata"
 }
 
 TEST_CASE("Logger with rank0_only writes nothing on other ranks") {
-  auto path = temp_file("rank1.log");
+  ScratchDir scratch;
+  auto path = scratch.file("rank1.log");
   mllog::Logger logger(to_file(path, 1, true));
   CHECK_FALSE(logger.enabled());
   logger.event(mllog::key::run_start, nullptr);
@@ -213,7 +224,8 @@ TEST_CASE("Logger with rank0_only writes nothing on other ranks") {
 }
 
 TEST_CASE("Logger lines from many threads never interleave") {
-  auto path = temp_file("threads.log");
+  ScratchDir scratch;
+  auto path = scratch.file("threads.log");
   mllog::Logger logger(to_file(path));
   const int threads = 4, per_thread = 500;
   std::vector<std::thread> workers;

@@ -58,12 +58,20 @@ long max_rss_kib() {
   return usage.ru_maxrss;
 }
 
-std::filesystem::path temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("mlbert_logging_check_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
-}
+// A fresh directory for one test's files, removed with everything in it when the test ends.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("mlbert_logging_check_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path file(const std::string& name) const { return path / name; }
+};
 
 }  // namespace
 
@@ -305,7 +313,8 @@ TEST_CASE("empty input, binary garbage and a missing file") {
 }
 
 TEST_CASE("a 48 MiB log without MLLOG lines streams in bounded memory") {
-  auto path = temp_path("no_mllog.txt");
+  ScratchDir scratch;
+  auto path = scratch.file("no_mllog.txt");
   std::size_t expected_lines = 0;
   {
     std::ofstream out(path, std::ios::binary);
@@ -325,12 +334,12 @@ TEST_CASE("a 48 MiB log without MLLOG lines streams in bounded memory") {
   CHECK(stats.bytes == std::filesystem::file_size(path));
   CHECK(stats.lines == expected_lines);
   CHECK(growth_mib < 24);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE(
     "a record longer than the limit is an error naming its line, not an allocation of its size") {
-  auto path = temp_path("huge_record.txt");
+  ScratchDir scratch;
+  auto path = scratch.file("huge_record.txt");
   {
     std::ofstream out(path, std::ios::binary);
     out << rec("first") << "\n";
@@ -351,7 +360,6 @@ TEST_CASE(
   CHECK(errors[0].line == 2);
   CHECK(errors[0].message.find("MiB limit") != std::string::npos);
   CHECK(growth_mib < 3 * static_cast<long>(mllog::max_record_bytes >> 20));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("canonical form: Python == on decoded JSON values") {
