@@ -129,6 +129,15 @@ void register_launch(CLI::App& app, int& exit_code) {
         exit_code = 0;
         return;
       }
+      if (config.topology.nodes > 1 && o.hostfile.empty()) {
+        // Executed directly there is no shell to expand ${MLBERT_HOSTFILE}: resolve it here.
+        const char* hostfile = std::getenv("MLBERT_HOSTFILE");
+        if (!hostfile || !*hostfile)
+          throw std::runtime_error("launch: system " + config.name + " has " +
+                                   std::to_string(config.topology.nodes) +
+                                   " nodes; pass --hostfile or set MLBERT_HOSTFILE");
+        o.hostfile = hostfile;
+      }
       std::cerr << "mlbert launch: " << mpirun_command(config, o);
       exec_or_throw(mpirun_argv(config, o));
     }

@@ -1,4 +1,4 @@
-// Registers train, launch and demo on the mlbert CLI.
+// Registers train, launch, bind and demo on the mlbert CLI.
 #pragma once
 #include <CLI/CLI.hpp>
 

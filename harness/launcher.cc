@@ -163,15 +163,18 @@ std::vector<std::string> mpirun_argv(const SystemConfig& system, const LaunchOpt
 
 std::string mpirun_command(const SystemConfig& system, const LaunchOptions& options) {
   const auto argv = mpirun_argv(system, options);
-  // One line per option group keeps a 1,024-rank command readable.
+  // One line per concern (hosts, placement, environment, container, bind, train) keeps a
+  // 1,024-rank command readable.
   std::ostringstream out;
+  bool first_export = true;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& word = argv[i];
-    const bool starts_group = i > 0 && (word.rfind("-", 0) == 0 && word != "--") &&
-                              argv[i - 1] != "--" && word.size() > 1;
-    const bool starts_command =
-        word == "apptainer" || (word == options.mlbert && i > 0 && argv[i - 1] != "--");
-    if (i > 0) out << ((starts_group || starts_command) ? " \\\n    " : " ");
+    const bool is_command_start =
+        word == "apptainer" || (word == options.mlbert && i > 0 && argv[i - 1] != "--system");
+    const bool new_line = i > 0 && (word == "--hostfile" || word == "--map-by" ||
+                                    (word == "-x" && first_export) || is_command_start);
+    if (word == "-x") first_export = false;
+    if (i > 0) out << (new_line ? " \\\n    " : " ");
     out << shell_quote(word);
   }
   out << "\n";

@@ -278,15 +278,23 @@ bert::Batch synthetic_batch(const bert::BertConfig& config, const RunSpec& run,
   return make_batch(samples);
 }
 
+#ifdef MLBERT_HAVE_CUDA
+// This rank's GPU: MLBERT_DEVICE (set by `mlbert bind`), else the local rank.
+int cuda_device(const Prepared& p) {
+  if (const char* device = std::getenv("MLBERT_DEVICE"); device && *device)
+    return std::atoi(device);
+  const int local_rank = mllog::rank_from_environment() % p.system.topology.ranks_per_node;
+  return local_rank % std::max(cuda::cuda_device_count(), 1);
+}
+#endif
+
 std::unique_ptr<bert::Ops> make_backend(const Prepared& p, const bert::ModelLimits& limits) {
   if (p.backend == "cpu") return std::make_unique<bert::CpuOps>();
 #ifdef MLBERT_HAVE_CUDA
   const bert::DType dtype =
       p.system.run.precision == Precision::fp16 ? bert::DType::f16 : bert::DType::bf16;
   auto options = cuda::cuda_ops_options_for(p.config, limits, dtype);
-  const char* device = std::getenv("MLBERT_DEVICE");
-  const int local_rank = mllog::rank_from_environment() % p.system.topology.ranks_per_node;
-  options.device = device ? std::atoi(device) : local_rank % cuda::cuda_device_count();
+  options.device = cuda_device(p);
   return std::make_unique<cuda::CudaOps>(options);
 #else
   (void)limits;
@@ -485,13 +493,15 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_
   Optimizer optimizer(params, run.optimizer, run.lr_schedule);
 
   // Communicators: gradients (MPI, or NCCL on GPUs), the exchange group.
-  std::shared_ptr<Communicator> grad_comm = world->split(0, rank);
+  std::shared_ptr<Communicator> grad_comm;
 #ifdef MLBERT_HAVE_CUDA
   if (p.backend == "cuda") {
     auto* cuda_ops = static_cast<cuda::CudaOps*>(ops.get());
-    grad_comm = std::make_shared<NcclCommunicator>(world->split(0, rank), 0, cuda_ops->stream());
+    grad_comm = std::make_shared<NcclCommunicator>(world->split(0, rank), cuda_device(p),
+                                                   cuda_ops->stream());
   }
 #endif
+  if (!grad_comm) grad_comm = world->split(0, rank);
   std::unique_ptr<Communicator> exchange_comm;
   if (run.load_balancing == LoadBalancing::node_exchange)
     exchange_comm = world->split(rank / topology.ranks_per_node, rank);
