@@ -22,7 +22,9 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+# The demo needs only the CLI, not the tests.
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target mlbert mlbert-core
 	$(BUILD)/bin/mlbert demo --runs $(RUNS)
 
 fuzz:

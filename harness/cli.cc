@@ -71,12 +71,6 @@ void register_train(CLI::App& app, int& exit_code) {
 
 // ---- mlbert launch
 
-std::string self_executable() {
-  std::error_code ec;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("mlbert") : path.string();
-}
-
 [[noreturn]] void exec_or_throw(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -119,7 +113,7 @@ void register_launch(CLI::App& app, int& exit_code) {
   options->mlbert = "";
   launch->callback([=, &exit_code] {
     LaunchOptions o = *options;
-    if (o.mlbert.empty()) o.mlbert = self_executable();
+    if (o.mlbert.empty()) o.mlbert = mlbert_executable();
     const SystemConfig config = load_system(*system, *systems_dir);
     o.system_arg = config.path.string();
     if (*scheduler == "mpirun") {

@@ -183,12 +183,6 @@ RunSummary summarize_log(const fs::path& log) {
   return s;
 }
 
-std::string self_executable() {
-  std::error_code ec;
-  const auto path = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("mlbert") : path.string();
-}
-
 // <results>/package/<submitter>: the MLPerf submission layout around the demo's 10 result logs.
 fs::path assemble_package(const SystemConfig& system, const fs::path& results_dir,
                           const std::vector<fs::path>& logs) {
@@ -240,7 +234,7 @@ int run_demo(const DemoOptions& o) {
   for (int k = 0; k < o.runs; ++k) {
     const std::int64_t seed = o.seed ? *o.seed + k : static_cast<std::int64_t>(seeds() % 1000000);
     LaunchOptions launch;
-    launch.mlbert = self_executable();
+    launch.mlbert = mlbert_executable();
     launch.system_arg = system.path.string();
     launch.allow_run_as_root = ::geteuid() == 0;
     launch.oversubscribe = true;

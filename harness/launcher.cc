@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 namespace mlbert::harness {
@@ -242,6 +243,13 @@ std::optional<int> local_rank_from_environment() {
     }
   }
   return std::nullopt;
+}
+
+std::string mlbert_executable() {
+  if (const char* front = std::getenv("MLBERT_EXE"); front && *front) return front;
+  std::error_code ec;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("mlbert") : path.string();
 }
 
 }  // namespace mlbert::harness

@@ -70,4 +70,8 @@ std::optional<int> local_rank_from_environment();
 // Quotes one word for a POSIX shell (only when needed).
 std::string shell_quote(const std::string& word);
 
+// The mlbert binary for launch lines and child ranks: the front end that exec'd this process
+// (MLBERT_EXE, set by `mlbert` when it hands a subcommand to mlbert-core), else this executable.
+std::string mlbert_executable();
+
 }  // namespace mlbert::harness

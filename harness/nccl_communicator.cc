@@ -173,6 +173,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
 void NcclCommunicator::abort(int exit_code) {
   if (state_ && state_->comm) ncclCommAbort(state_->comm);
   bootstrap_->abort(exit_code);
+  std::_Exit(exit_code);  // not reached: the bootstrap's abort does not return
 }
 
 }  // namespace mlbert::harness

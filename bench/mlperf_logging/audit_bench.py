@@ -2,14 +2,14 @@
 """Speed of `mlbert score | rcp | package` against the official mlperf_logging tools, same run.
 
 On real published BERT result directories from ../shared/fixtures, three figures per case:
-- mlbert: the whole process given by --mlbert (start-up included: `mlbert` first loads its
-  CUDA/MPI/HDF5/BLAS libraries, `mlbert-audit` links only the log toolkit);
+- mlbert: the whole process given by --mlbert (start-up included; `mlbert` runs the log toolkit's
+  subcommands in its own process, without loading CUDA, MPI, HDF5 or BLAS);
 - library: the same call inside one process (logging_audit_bench, median of repeats);
 - official: the Python function the official command runs, called in this interpreter (no
   interpreter start-up charged to it).
 Medians of several repetitions; ratios are official / mlbert and official / library.
 
-usage: audit_bench.py --mlbert build/bin/mlbert-audit --lib build/bin/logging_audit_bench
+usage: audit_bench.py --mlbert build/bin/mlbert --lib build/bin/logging_audit_bench
                       [--shared ../shared] [--repeat 5]
 (run with a Python that has tests/parity/requirements.txt installed)
 """

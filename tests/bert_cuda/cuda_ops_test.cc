@@ -21,7 +21,7 @@ TEST_CASE("make_cuda_ops: precision names are fp16/bf16 and anything else is rej
   CHECK_THROWS_WITH(cuda::make_cuda_ops(config, limits, "fp8"), Catch::Contains("'fp8'"));
 }
 
-TEST_CASE("CudaOps: without a device construction fails with the device count; with one it runs") {
+TEST_CASE("CudaOps: without a device construction fails with the device count, with one it runs") {
   const auto config = mlbert::bert::BertConfig::preset("tiny");
   mlbert::bert::ModelLimits limits;
   limits.max_tokens = 64;

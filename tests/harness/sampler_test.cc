@@ -20,7 +20,7 @@ SampleStream uniform_stream(int first_shard, int shards, std::int64_t rows) {
 
 }  // namespace
 
-TEST_CASE("the keyed permutation is a bijection of [0, n) for any n", "[sampler]") {
+TEST_CASE("the keyed permutation is a bijection of 0..n-1 for any n", "[sampler]") {
   for (std::uint64_t n : {1ULL, 2ULL, 3ULL, 17ULL, 1000ULL, 4097ULL, 65536ULL}) {
     for (std::uint64_t key : {0ULL, 1ULL, 0xdeadbeefULL}) {
       const RandomPermutation p(n, key);

@@ -263,7 +263,7 @@ TEST_CASE("rcp: a batch size between references is judged against their interpol
   CHECK(result.reference->interpolated);
 }
 
-TEST_CASE("rcp: above the largest reference the RCP is missing; below the smallest, slower passes",
+TEST_CASE("rcp: above the largest reference the RCP is missing, below the smallest, slower passes",
           "[rcp][check]") {
   TempDir above, below_slow, below_fast;
   mlbert::test::write_results(above.path(), runs_at(32768, 6'000'000));

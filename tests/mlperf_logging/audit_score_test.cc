@@ -51,7 +51,7 @@ TEST_CASE("score of ten compliant synthetic runs is the olympic mean of their mi
   }
 }
 
-TEST_CASE("one non-compliant run is dropped with the fastest; two mean no score", "[score][dir]") {
+TEST_CASE("one non-compliant run is dropped with the fastest, two mean no score", "[score][dir]") {
   TempDir one, two;
   auto runs = mlbert::test::ten_good_runs("4.1.0", "closed");
   runs[2].final_accuracy = 0.70;  // closed BERT needs one eval at >= 0.720

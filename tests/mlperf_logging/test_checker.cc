@@ -99,7 +99,7 @@ TEST_CASE("EXACTLY_ONE: a missing key fails in the config that requires it") {
 }
 
 TEST_CASE(
-    "EXACTLY_ONE repeated with equal values is a warning; --werror fails it; --quiet hides it") {
+    "EXACTLY_ONE repeated with equal values is a warning, --werror fails it, --quiet hides it") {
   // 1 and 1.0 are equal values in Python.
   std::string log = duplicate_key(example("3.0.0"), "global_batch_size", [](const std::string& l) {
     return set_field(l, "value", "448.0");

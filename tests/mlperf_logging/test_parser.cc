@@ -94,7 +94,7 @@ TEST_CASE("text before the last :::MLLOG of a line is dropped and lines without 
   CHECK(p.stats.lines == 5);
 }
 
-TEST_CASE("line numbers follow universal newlines: \\n, \\r\\n and a lone \\r all end a line") {
+TEST_CASE("line numbers follow universal newlines: LF, CR LF and a lone CR all end a line") {
   std::string text = rec("a") + "\r\n" + rec("b") + "\r" + rec("c") + "\n\r\n" + rec("d") + "\n";
   Parsed p = parse(text);
   REQUIRE(p.records.size() == 4);
@@ -104,7 +104,7 @@ TEST_CASE("line numbers follow universal newlines: \\n, \\r\\n and a lone \\r al
   CHECK(p.records[3].line == 5);
 }
 
-TEST_CASE("a \\r\\n split across read buffers counts as one line end") {
+TEST_CASE("a CR LF split across read buffers counts as one line end") {
   // The reader takes 1 MiB at a time: put the \r as the last byte of the first read.
   const std::size_t chunk = std::size_t{1} << 20;
   std::string first = rec("a") + "\n";
@@ -280,7 +280,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "trailing Python whitespace is stripped before the JSON is read; other junk is extra data") {
+    "trailing Python whitespace is stripped before the JSON is read, other junk is extra data") {
   Parsed p = parse(rec("a") + " \t\x1c\x85\xa0\n" + rec("b") + " x\n" + ":::MLLOG \x0c" +
                    rec("c").substr(9) + "\n" + ":::MLLOG   \n");
   REQUIRE(p.records.size() == 1);

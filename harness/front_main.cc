@@ -1,0 +1,99 @@
+// mlbert: the one CLI.
+//
+// The log toolkit's subcommands (check, score, rcp, system-check, package) run in this process,
+// which links the toolkit and nothing else: an audit starts in about a millisecond, also on an
+// auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
+// launch, bind, demo) is carried out by `mlbert-core`, built and installed next to this binary
+// (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer than
+// checking a log): this process replaces itself with it, same arguments, same exit status.
+// tests/harness checks that both list the same subcommands with the same descriptions.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlperf_logging/cli.h"
+
+namespace {
+
+struct Forwarded {
+  const char* name;
+  const char* description;  // as mlbert-core registers it
+};
+
+// The subcommands mlbert-core carries out, in its registration order.
+constexpr std::array<Forwarded, 6> kForwarded{{
+    {"data", "data pipeline: tokenize, prep, eval-set, stratify, pack, demo-corpus"},
+    {"checkpoint",
+     "Inspect and convert BERT checkpoints (mlbert safetensors, TF tensor bundles, Hugging Face)"},
+    {"train", "train BERT on this rank of an MPI job (start it with `mlbert launch`)"},
+    {"launch",
+     "start `mlbert train` on every GPU of a system (an mpirun line or a Slurm script)"},
+    {"bind", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run a command"},
+    {"demo", "the whole job on this CPU: demo corpus, prep, 2-rank training, check, score"},
+}};
+
+std::filesystem::path self_path() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : path;
+}
+
+// Runs mlbert-core with this process's arguments; returns only on failure.
+int exec_core(int argc, char** argv) {
+  std::filesystem::path core;
+  if (const char* env = std::getenv("MLBERT_CORE"); env && *env) {
+    core = env;
+  } else {
+    const auto self = self_path();
+    if (self.empty()) {
+      std::fprintf(stderr, "mlbert: error: cannot resolve /proc/self/exe to find mlbert-core\n");
+      return 2;
+    }
+    core = self.parent_path() / "mlbert-core";
+    // mlbert-core's launch lines and the demo's ranks name this binary, the user-facing one.
+    ::setenv("MLBERT_EXE", self.c_str(), 1);
+  }
+  std::vector<char*> args(argv, argv + argc);
+  args.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(core.c_str(), args.data());
+  std::fprintf(stderr,
+               "mlbert: error: `%s` is carried out by mlbert-core, which cannot be run from %s: "
+               "%s (set MLBERT_CORE to its path)\n",
+               argv[1], core.c_str(), std::strerror(errno));
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    for (const auto& f : kForwarded)
+      if (std::string_view(argv[1]) == f.name) return exec_core(argc, argv);
+  }
+  CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  mlbert::logging::register_cli(app, exit_code);
+  // Listed for --help only: a forwarded name never reaches the parser.
+  for (const auto& f : kForwarded) app.add_subcommand(f.name, f.description);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mlbert: error: %s\n", e.what());
+    return 2;
+  }
+  return exit_code;
+}
