@@ -252,11 +252,14 @@ void add_pack(CLI::App& data, int& exit_code) {
   cmd->add_option("--max-seq-length", o->max_seq_length, "row length (default 512)");
   cmd->add_option("--max-sequences-per-row", o->max_sequences_per_row, "default 3");
   cmd->add_option("--seed", o->seed, "row shuffle seed (default 12345)");
+  auto memory_gb = std::make_shared<double>(8.0);
+  cmd->add_option("--memory-gb", *memory_gb, "memory budget for shards built at once (default 8)");
   cmd->add_option("--vocab-size", o->read_options.vocab_size, "reject token ids >= this");
   cmd->add_option("--max-predictions-per-seq", o->read_options.format.max_predictions_per_seq,
                   "default 76");
   cmd->callback([=, &exit_code] {
     o->read_options.format.max_seq_length = o->max_seq_length;
+    o->memory_budget_bytes = static_cast<int64_t>(*memory_gb * 1e9);
     const auto report = pack(to_paths(*inputs), *output, *o);
     std::fputs(report.to_text().c_str(), stdout);
     check_stdout("pack");

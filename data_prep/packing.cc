@@ -9,10 +9,18 @@
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "data_prep/py_random.h"
 
 namespace mlbert::data {
+
+namespace {
+// In-memory cost of a sequence held for a ShardWriter plus its share of the HDF5 image at commit
+// (as in stratify.cc).
+constexpr int64_t kBytesPerSample = 256;
+constexpr int64_t kBytesPerToken = 8;
+}  // namespace
 
 double PackingReport::efficiency() const {
   return rows ? static_cast<double>(tokens) / (static_cast<double>(rows) * max_seq_length) : 0.0;
@@ -87,23 +95,25 @@ std::vector<std::vector<int64_t>> plan_packing(const std::vector<int32_t>& lengt
 PackingReport pack(const std::vector<std::filesystem::path>& inputs,
                    const std::filesystem::path& output_dir, const PackingOptions& o) {
   if (o.shards < 1) throw std::invalid_argument("packing: shards must be >= 1");
-  std::vector<Sample> samples;
+  // Pass 1: lengths only, as one global sequence index over the inputs in order.
+  std::vector<int32_t> lengths;
+  std::vector<int64_t> first_index;  // [f] = global index of row 0 of inputs[f]
   for (const auto& in : inputs) {
     if (inspect_shard(in).layout == Layout::kPacked) {
       throw std::runtime_error(in.string() + ": already packed");
     }
-    for (Sample& s : read_shard(in, o.read_options)) samples.push_back(std::move(s));
+    first_index.push_back(static_cast<int64_t>(lengths.size()));
+    const auto file_lengths = read_lengths(in);
+    lengths.insert(lengths.end(), file_lengths.begin(), file_lengths.end());
   }
-  std::vector<int32_t> lengths;
-  lengths.reserve(samples.size());
-  for (const Sample& s : samples) lengths.push_back(s.length());
+  first_index.push_back(static_cast<int64_t>(lengths.size()));
   auto rows = plan_packing(lengths, o.max_seq_length, o.max_sequences_per_row);
   PyRandom rng(o.seed);
   rng.shuffle(rows);
 
   PackingReport report;
   report.max_seq_length = o.max_seq_length;
-  report.sequences = static_cast<int64_t>(samples.size());
+  report.sequences = static_cast<int64_t>(lengths.size());
   report.rows = static_cast<int64_t>(rows.size());
   report.rows_with_k.assign(static_cast<size_t>(o.max_sequences_per_row) + 1, 0);
   for (int32_t l : lengths) report.tokens += l;
@@ -114,20 +124,71 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
   ShardFormat format = o.read_options.format;
   format.max_seq_length = o.max_seq_length;
   format.max_sequences_per_row = o.max_sequences_per_row;
-  std::vector<std::unique_ptr<ShardWriter>> writers;
-  for (int32_t s = 0; s < o.shards; ++s) {
-    char name[64];
-    std::snprintf(name, sizeof name, "packed_%05d-of-%05d.hdf5", s, o.shards);
-    writers.push_back(std::make_unique<ShardWriter>(output_dir / name, Layout::kPacked, format));
-  }
+  const auto shards = static_cast<size_t>(o.shards);
+  // Row r goes to shard r % shards; each shard's estimated in-memory size sets the groups.
+  std::vector<int64_t> shard_bytes(shards, 0);
   for (size_t r = 0; r < rows.size(); ++r) {
-    PackedRow row;
-    for (int64_t i : rows[r]) row.samples.push_back(std::move(samples[static_cast<size_t>(i)]));
-    writers[r % writers.size()]->add(row);
+    for (int64_t i : rows[r]) {
+      shard_bytes[r % shards] += kBytesPerSample + kBytesPerToken * lengths[static_cast<size_t>(i)];
+    }
   }
-  for (auto& w : writers) {
-    w->commit();
-    report.outputs.push_back(w->path());
+
+  // Pass 2, in groups of output shards that fit the memory budget: read from every input just the
+  // sequences of those shards' rows, then write the rows in order and commit the group.
+  for (size_t first = 0; first < shards;) {
+    size_t last = first + 1;
+    int64_t group_bytes = shard_bytes[first];
+    while (last < shards && group_bytes + shard_bytes[last] <= o.memory_budget_bytes) {
+      group_bytes += shard_bytes[last++];
+    }
+    std::vector<std::unique_ptr<ShardWriter>> writers;
+    for (size_t s = first; s < last; ++s) {
+      char name[64];
+      std::snprintf(name, sizeof name, "packed_%05zu-of-%05zu.hdf5", s, shards);
+      writers.push_back(std::make_unique<ShardWriter>(output_dir / name, Layout::kPacked, format));
+    }
+    std::vector<int64_t> wanted;  // global indexes of the group's sequences, ascending
+    for (size_t r = first; r < rows.size(); ++r) {
+      if (r % shards >= first && r % shards < last) {
+        wanted.insert(wanted.end(), rows[r].begin(), rows[r].end());
+      }
+    }
+    std::sort(wanted.begin(), wanted.end());
+    std::unordered_map<int64_t, Sample> held;
+    held.reserve(wanted.size());
+    auto next = wanted.begin();
+    for (size_t f = 0; f < inputs.size(); ++f) {
+      std::vector<int64_t> file_rows;
+      for (; next != wanted.end() && *next < first_index[f + 1]; ++next) {
+        file_rows.push_back(*next - first_index[f]);
+      }
+      if (file_rows.empty()) continue;
+      std::vector<Sample> samples = read_rows(inputs[f], file_rows, o.read_options);
+      for (size_t k = 0; k < file_rows.size(); ++k) {
+        const int64_t i = first_index[f] + file_rows[k];
+        if (samples[k].length() != lengths[static_cast<size_t>(i)]) {
+          throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(file_rows[k]) +
+                                   " changed length between passes");
+        }
+        held.emplace(i, std::move(samples[k]));
+      }
+    }
+    for (size_t r = first; r < rows.size(); ++r) {
+      const size_t s = r % shards;
+      if (s < first || s >= last) continue;
+      PackedRow row;
+      for (int64_t i : rows[r]) {
+        auto it = held.find(i);
+        row.samples.push_back(std::move(it->second));
+        held.erase(it);
+      }
+      writers[s - first]->add(row);
+    }
+    for (auto& w : writers) {
+      w->commit();
+      report.outputs.push_back(w->path());
+    }
+    first = last;
   }
   return report;
 }

@@ -17,6 +17,9 @@ struct PackingOptions {
   int32_t max_sequences_per_row = 3;
   int32_t shards = 1;
   int64_t seed = 12345;
+  // Output shards are built in groups whose sequences fit this budget; the inputs are read once
+  // for lengths, then once per group.
+  int64_t memory_budget_bytes = int64_t{8} << 30;
   ReadOptions read_options;
 };
 
@@ -36,7 +39,8 @@ std::vector<std::vector<int64_t>> plan_packing(const std::vector<int32_t>& lengt
                                                int32_t max_sequences_per_row);
 
 // Reads `inputs` (fixed or varlen), packs, writes `shards` packed files into `output_dir`
-// (`packed_<k>-of-<n>.hdf5`) and reports the packing efficiency.
+// (`packed_<k>-of-<n>.hdf5`; row r of the shuffled plan goes to file r % shards) and reports the
+// packing efficiency. Memory: the lengths of all sequences plus one group of output shards.
 PackingReport pack(const std::vector<std::filesystem::path>& inputs,
                    const std::filesystem::path& output_dir, const PackingOptions& options);
 

@@ -167,3 +167,30 @@ TEST_CASE("pack writes packed shards that read back as the same sequences, with 
     CHECK(by_trace[samples[i].input_ids[1]] == samples[i]);
   }
 }
+
+TEST_CASE("pack under a tiny memory budget writes the same shards, one group at a time") {
+  TempDir dir;
+  const auto samples = traced_samples(spread_lengths(500));
+  write_shard(dir / "a.hdf5", Layout::kVarlen, std::span<const Sample>(samples.data(), 200));
+  write_shard(dir / "b.hdf5", Layout::kFixed, std::span<const Sample>(samples.data() + 200, 300));
+  PackingOptions roomy;
+  roomy.shards = 3;
+  PackingOptions tight = roomy;
+  tight.memory_budget_bytes = 1;  // every output shard is its own group
+  const auto a = pack({dir / "a.hdf5", dir / "b.hdf5"}, dir / "roomy", roomy);
+  const auto b = pack({dir / "a.hdf5", dir / "b.hdf5"}, dir / "tight", tight);
+  REQUIRE(a.outputs.size() == 3);
+  REQUIRE(b.outputs.size() == 3);
+  CHECK(a.rows == b.rows);
+  int64_t sequences = 0;
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    const auto rows_a = read_packed_shard(a.outputs[i], {});
+    const auto rows_b = read_packed_shard(b.outputs[i], {});
+    REQUIRE(rows_a.size() == rows_b.size());
+    for (size_t r = 0; r < rows_a.size(); ++r) {
+      CHECK(rows_a[r].samples == rows_b[r].samples);
+      sequences += static_cast<int64_t>(rows_a[r].samples.size());
+    }
+  }
+  CHECK(sequences == 500);
+}
