@@ -10,8 +10,8 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DMLBERT_FUZZ=ON -DMLBERT_C
   || { cat "$build.configure.log"; exit 1; }
 mapfile -t targets < <(ninja -C "$build" -t targets all | sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)
 if [[ ${#targets[@]} -eq 0 ]]; then
-  echo "fuzz: no fuzz targets are defined yet"
-  exit 0
+  echo "fuzz: no fuzz_* target was configured (MLBERT_FUZZ=ON in $build); see $build.configure.log"
+  exit 1
 fi
 cmake --build "$build" --target "${targets[@]}"
 for t in "${targets[@]}"; do
