@@ -2,6 +2,7 @@
 // a bad file in one pass; the messages name the file and the JSON path of the field.
 #include "harness/system_config.h"
 
+#include "mlperf_logging/checker.h"
 #include "mlperf_logging/system_desc.h"
 
 #include <algorithm>
@@ -162,7 +163,8 @@ void read_description(const json& root, SystemConfig& config, std::vector<std::s
     if (key == "topology" || key == "run") continue;
     config.description[key] = value;
   }
-  for (const auto& field : required_description_fields()) {
+  for (const std::string_view name : logging::system_desc_required_fields()) {
+    const std::string field(name);
     if (!root.contains(field)) {
       problems.push_back(field + ": missing (an official system-description field)");
       continue;
@@ -319,8 +321,8 @@ void read_topology(const FieldReader& r, Topology& topology, std::vector<std::st
 
 void read_run(const FieldReader& r, RunSpec& run, std::vector<std::string>& problems) {
   if (!r.valid()) return;
-  if (auto v = r.choice("ruleset", supported_rulesets(), true))
-    run.ruleset = supported_rulesets()[*v];
+  if (auto v = r.choice("ruleset", mllog::supported_rulesets(), true))
+    run.ruleset = mllog::supported_rulesets()[*v];
   static const std::vector<std::string> divisions = {"closed", "open"};
   if (auto v = r.choice("division", divisions, true)) run.division = divisions[*v];
   static const std::vector<std::string> backends = {"cpu", "cuda"};
@@ -593,49 +595,6 @@ void check_consistency(SystemConfig& config, std::vector<std::string>& problems)
 }
 
 }  // namespace
-
-const std::vector<std::string>& required_description_fields() {
-  static const std::vector<std::string> fields = {"submitter",
-                                                  "division",
-                                                  "status",
-                                                  "system_name",
-                                                  "number_of_nodes",
-                                                  "host_processors_per_node",
-                                                  "host_processor_model_name",
-                                                  "host_processor_core_count",
-                                                  "host_processor_vcpu_count",
-                                                  "host_processor_frequency",
-                                                  "host_processor_caches",
-                                                  "host_processor_interconnect",
-                                                  "host_memory_capacity",
-                                                  "host_storage_type",
-                                                  "host_storage_capacity",
-                                                  "host_networking",
-                                                  "host_networking_topology",
-                                                  "host_memory_configuration",
-                                                  "accelerators_per_node",
-                                                  "accelerator_model_name",
-                                                  "accelerator_host_interconnect",
-                                                  "accelerator_frequency",
-                                                  "accelerator_on-chip_memories",
-                                                  "accelerator_memory_configuration",
-                                                  "accelerator_memory_capacity",
-                                                  "accelerator_interconnect",
-                                                  "accelerator_interconnect_topology",
-                                                  "cooling",
-                                                  "hw_notes",
-                                                  "framework",
-                                                  "other_software_stack",
-                                                  "operating_system",
-                                                  "sw_notes"};
-  return fields;
-}
-
-const std::vector<std::string>& supported_rulesets() {
-  static const std::vector<std::string> rulesets = {"1.1.0", "2.0.0", "2.1.0", "3.0.0",
-                                                    "3.1.0", "4.0.0", "4.1.0", "5.0.0"};
-  return rulesets;
-}
 
 SystemConfig parse_system(const nlohmann::json& root, const std::filesystem::path& origin) {
   SystemConfig config;

@@ -167,12 +167,6 @@ struct SystemConfig {
   std::string status() const { return description.value("status", ""); }
 };
 
-// The official system-description fields, in the order of the MLPerf checker.
-const std::vector<std::string>& required_description_fields();
-
-// The rulesets whose BERT rules mlbert can log for.
-const std::vector<std::string>& supported_rulesets();
-
 // Loads and validates a system file. `name_or_path` is a path, or a bare name looked up as
 // `<systems_dir>/<name>.json`. Throws SystemConfigError listing every problem.
 SystemConfig load_system(const std::string& name_or_path,
