@@ -552,12 +552,17 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     ops.layer_norm_backward(ln2);
     finish_through(lp.output_bias);
 
+    // FFN2's data gradient goes through the GELU into FFN1's pre-activation and bias gradient in
+    // the same call (cuBLASLt's DGELU_BGRAD epilogue on GPUs).
     LinearBackwardParams ffn2;
     ffn2.d_out = a.d_branch;
     ffn2.input = act.intermediate;
     ffn2.weight = P.compute(lp.output_kernel);
     ffn2.d_input = a.d_intermediate;
     ffn2.d_weight = P.grad(lp.output_kernel);
+    ffn2.input_activation = hidden_activation(c);
+    ffn2.input_pre_activation = act.intermediate_pre;
+    ffn2.d_input_bias = P.grad(lp.intermediate_bias);
     ffn2.m = t;
     ffn2.n = h;
     ffn2.k = f;
@@ -565,15 +570,12 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     finish_through(lp.output_kernel);
 
     LinearBackwardParams ffn1;
-    ffn1.d_out = a.d_intermediate;
-    ffn1.pre_activation = act.intermediate_pre;
-    ffn1.activation = hidden_activation(c);
+    ffn1.d_out = a.d_intermediate;  // already the gradient of the pre-activation
     ffn1.input = act.attention_out;
     ffn1.weight = P.compute(lp.intermediate_kernel);
     ffn1.d_input = a.d_x1;
     ffn1.accumulate_d_input = true;
     ffn1.d_weight = P.grad(lp.intermediate_kernel);
-    ffn1.d_bias = P.grad(lp.intermediate_bias);
     ffn1.m = t;
     ffn1.n = f;
     ffn1.k = h;

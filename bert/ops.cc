@@ -44,4 +44,17 @@ Tensor Tensor::slice(size_t offset, size_t count) const {
   return view;
 }
 
+void require_input_activation_fusable(const char* op, const LinearBackwardParams& p) {
+  const char* problem = nullptr;
+  if (p.input_activation != Activation::gelu && p.input_activation != Activation::gelu_erf)
+    problem = "input_activation must be gelu or gelu_erf";
+  else if (p.batch != 1)
+    problem = "input_activation needs batch 1";
+  else if (!p.d_input.defined())
+    problem = "input_activation needs d_input";
+  else if (p.accumulate_d_input)
+    problem = "input_activation cannot accumulate into d_input";
+  if (problem) throw std::invalid_argument(std::string(op) + ": " + problem);
+}
+
 }  // namespace mlbert::bert

@@ -92,6 +92,12 @@ struct LinearForwardParams {
 //   d_input  (=, or += when accumulate_d_input; the batch entries always sum) = d_pre[b] . W[b]^T
 //   d_weight[b] += input^T . d_pre[b]   (shape as stored: [K,N], or [N,K] when weight_transposed)
 //   d_bias[b]   += column sums of d_pre[b]
+// Optionally the layer that produced `input` is folded in (the FFN: input =
+// gelu(intermediate_pre)): with input_activation != none, d_input receives d(input_pre_activation)
+// = (d_pre . W^T) * act'(input_pre_activation), and d_input_bias (f32, [K], accumulated, optional)
+// its column sums: the gradient of the previous layer's bias, which that layer's backward then
+// leaves out. Needs batch 1, a d_input and no accumulate_d_input; gelu and gelu_erf only. (CUDA:
+// one cuBLASLt GEMM with the DGELU_BGRAD epilogue when the activation is the tanh GELU.)
 struct LinearBackwardParams {
   Tensor d_out;           // [M, N] per batch entry (stride out_stride); overwritten when activation
   Tensor pre_activation;  // gelu, gelu_erf: the forward's pre_activation
@@ -107,7 +113,13 @@ struct LinearBackwardParams {
   size_t weight_stride = 0, bias_stride = 0, out_stride = 0;
   bool weight_transposed = false;
   bool accumulate_d_input = false;
+  Activation input_activation = Activation::none;
+  Tensor input_pre_activation;  // [M, K], with input_activation
+  Tensor d_input_bias;          // [K] f32, optional, with input_activation
 };
+
+// Throws std::invalid_argument unless p's input_activation fusion meets the conditions above.
+void require_input_activation_fusable(const char* op, const LinearBackwardParams& p);
 
 // ---- LayerNorm ----------------------------------------------------------------------------------
 

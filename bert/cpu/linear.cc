@@ -33,6 +33,36 @@ void check_linear_shapes(const char* op, const Tensor& input, const Tensor& weig
   cpu::require_tensor(weight, DType::f32, (batch - 1) * weight_stride + n * k, op, "weight");
 }
 
+// grad *= act'(x) over count elements; x is the pre-activation (gelu, gelu_erf) or the output
+// (tanh).
+void apply_activation_grad(Activation activation, const float* x, float* grad, int64_t count) {
+  if (activation == Activation::gelu) {
+    parallel_chunks(count, [&](int64_t begin, int64_t end) {
+      cpu::gelu_backward(x + begin, grad + begin, end - begin);
+    });
+  } else if (activation == Activation::gelu_erf) {
+#pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
+    for (int64_t i = 0; i < count; ++i) grad[i] *= gelu_erf_grad(x[i]);
+  } else if (activation == Activation::tanh) {
+#pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
+    for (int64_t i = 0; i < count; ++i) grad[i] *= 1.0f - x[i] * x[i];
+  }
+}
+
+// sums[c] += column sums of g [rows, cols]: each thread owns a column range and walks all rows.
+void add_column_sums(const float* g, int64_t rows, int64_t cols, float* sums) {
+#pragma omp parallel for schedule(static) if (rows * cols > cpu::kMinParallelWork)
+  for (int64_t c0 = 0; c0 < cols; c0 += 64) {
+    const int64_t c1 = c0 + 64 < cols ? c0 + 64 : cols;
+    float acc[64] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = g + r * cols;
+      for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
+    }
+    for (int64_t c = c0; c < c1; ++c) sums[c] += acc[c - c0];
+  }
+}
+
 }  // namespace
 
 void CpuOps::linear_forward(const LinearForwardParams& p) {
@@ -102,6 +132,12 @@ void CpuOps::linear_backward(const LinearBackwardParams& p) {
   } else if (p.activation == Activation::tanh) {
     cpu::require_tensor(p.out, DType::f32, out_numel, op, "out");
   }
+  if (p.input_activation != Activation::none) {
+    require_input_activation_fusable(op, p);
+    cpu::require_tensor(p.input_pre_activation, DType::f32, p.m * p.k, op, "input_pre_activation");
+    if (p.d_input_bias.defined())
+      cpu::require_tensor(p.d_input_bias, DType::f32, p.k, op, "d_input_bias");
+  }
   if (p.m == 0) {
     if (p.d_input.defined() && !p.accumulate_d_input) fill_zero(p.d_input);
     return;
@@ -109,20 +145,9 @@ void CpuOps::linear_backward(const LinearBackwardParams& p) {
   for (int b = 0; b < p.batch; ++b) {
     float* d_pre = p.d_out.as<float>() + b * out_stride;
     const int64_t count = p.m * p.n;
-    if (p.activation == Activation::gelu) {
-      const float* pre = p.pre_activation.as<const float>() + b * out_stride;
-      parallel_chunks(count, [&](int64_t begin, int64_t end) {
-        cpu::gelu_backward(pre + begin, d_pre + begin, end - begin);
-      });
-    } else if (p.activation == Activation::gelu_erf) {
-      const float* pre = p.pre_activation.as<const float>() + b * out_stride;
-#pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
-      for (int64_t i = 0; i < count; ++i) d_pre[i] *= gelu_erf_grad(pre[i]);
-    } else if (p.activation == Activation::tanh) {
-      const float* out = p.out.as<const float>() + b * out_stride;
-#pragma omp parallel for schedule(static) if (count > cpu::kMinParallelWork)
-      for (int64_t i = 0; i < count; ++i) d_pre[i] *= 1.0f - out[i] * out[i];
-    }
+    const Tensor& act_x = p.activation == Activation::tanh ? p.out : p.pre_activation;
+    if (p.activation != Activation::none)
+      apply_activation_grad(p.activation, act_x.as<const float>() + b * out_stride, d_pre, count);
     const float* weight = p.weight.as<const float>() + b * weight_stride;
     const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
     if (p.d_input.defined()) {
@@ -141,20 +166,14 @@ void CpuOps::linear_backward(const LinearBackwardParams& p) {
       cpu::sgemm(true, false, k, n, m, 1.0f, p.input.as<const float>(), k, d_pre, n, 1.0f, d_weight,
                  n);
     }
-    if (p.d_bias.defined()) {
-      float* d_bias = p.d_bias.as<float>() + b * bias_stride;
-      // Column sums: each thread owns a column range and walks all rows.
-#pragma omp parallel for schedule(static) if (p.m * p.n > cpu::kMinParallelWork)
-      for (int64_t c0 = 0; c0 < p.n; c0 += 64) {
-        const int64_t c1 = c0 + 64 < p.n ? c0 + 64 : p.n;
-        float acc[64] = {};
-        for (int64_t r = 0; r < p.m; ++r) {
-          const float* row = d_pre + r * p.n;
-          for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
-        }
-        for (int64_t c = c0; c < c1; ++c) d_bias[c] += acc[c - c0];
-      }
-    }
+    if (p.d_bias.defined())
+      add_column_sums(d_pre, p.m, p.n, p.d_bias.as<float>() + b * bias_stride);
+  }
+  if (p.input_activation != Activation::none) {
+    float* d_input = p.d_input.as<float>();
+    apply_activation_grad(p.input_activation, p.input_pre_activation.as<const float>(), d_input,
+                          p.m * p.k);
+    if (p.d_input_bias.defined()) add_column_sums(d_input, p.m, p.k, p.d_input_bias.as<float>());
   }
 }
 

@@ -323,6 +323,35 @@ void CudaOps::linear_forward(const bert::LinearForwardParams& p) {
   }
 }
 
+// d_input = (d_pre . W^T) * act'(input_pre_activation), d_input_bias += its column sums: one GEMM
+// with the DGELU_BGRAD epilogue for the tanh GELU when cuBLASLt offers one, else the plain GEMM,
+// the activation gradient and a column sum.
+void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
+                                        char* scratch_base, size_t bias_scratch,
+                                        size_t column_scratch) {
+  const int64_t M = p.m, K = p.k;
+  float* d_input_bias = p.d_input_bias.defined() ? p.d_input_bias.as<float>() : nullptr;
+  if (p.input_activation == bert::Activation::gelu && d_input_bias != nullptr &&
+      options_.bias_grad_epilogue) {
+    GemmArgs fused = g;
+    fused.epilogue = GemmEpilogue::dgelu_bgrad;
+    fused.aux = p.input_pre_activation.data;
+    fused.aux_ld = g.shape.ldd;
+    fused.bias_grad = scratch_base;
+    fused.bias_type = MatrixType::f32;
+    if (fused.aux_ld % kGemmAuxLdMultiple == 0 && gemm_->run(fused, stream_)) {
+      add_f32(d_input_bias, reinterpret_cast<const float*>(scratch_base), K, stream_);
+      return;
+    }
+  }
+  linear_gemm(g);
+  activation_backward(type_, activation_kind(p.input_activation), g.d, p.input_pre_activation.data,
+                      M * K, stream_);
+  if (d_input_bias != nullptr)
+    column_sum_add(type_, g.d, M, K, d_input_bias,
+                   reinterpret_cast<float*>(scratch_base + bias_scratch), column_scratch, stream_);
+}
+
 void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
   const char* op = "linear_backward";
   const DType ct = options_.compute_dtype;
@@ -343,6 +372,12 @@ void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
   if (p.d_bias.defined())
     require_tensor(p.d_bias, DType::f32, (B - 1) * bias_stride + N, op, "d_bias");
   if (p.d_input.defined()) require_tensor(p.d_input, ct, M * K, op, "d_input");
+  const bool fuse_input = p.input_activation != bert::Activation::none;
+  if (fuse_input) {
+    bert::require_input_activation_fusable(op, p);
+    require_tensor(p.input_pre_activation, ct, M * K, op, "input_pre_activation");
+    if (p.d_input_bias.defined()) require_tensor(p.d_input_bias, DType::f32, K, op, "d_input_bias");
+  }
 
   if (p.activation != bert::Activation::none) {
     const bool uses_out = p.activation == bert::Activation::tanh;
@@ -359,11 +394,14 @@ void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
   const ColumnMajorGemm weight_shape =
       plan_linear_backward_weight(p.m, p.n, p.k, p.weight_transposed);
   const MatrixType mt = matrix_type_of(ct);
-  // Scratch: the epilogue's bias gradient [N], then column-sum partials for the fallback.
-  const size_t bias_scratch = align_up(N * sizeof(float));
-  const size_t column_scratch = column_sum_workspace_bytes(p.m, p.n);
-  char* scratch_base =
-      p.d_bias.defined() ? static_cast<char*>(scratch(bias_scratch + column_scratch)) : nullptr;
+  // Scratch: the epilogue's bias gradient [N or K], then column-sum partials for the fallback.
+  // The weight side (d_bias, width N) and the input side (d_input_bias, width K) use it in turn.
+  const size_t width = std::max(N, K);
+  const size_t bias_scratch = align_up(width * sizeof(float));
+  const size_t column_scratch = column_sum_workspace_bytes(p.m, static_cast<int64_t>(width));
+  char* scratch_base = p.d_bias.defined() || p.d_input_bias.defined()
+                           ? static_cast<char*>(scratch(bias_scratch + column_scratch))
+                           : nullptr;
   for (size_t b = 0; b < B; ++b) {
     const void* d_pre = byte_ptr<void>(p.d_out, b * out_stride);
     const void* weight = byte_ptr<void>(p.weight, b * weight_stride);
@@ -375,7 +413,10 @@ void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
       g.b = d_pre;
       g.d = p.d_input.data;
       g.beta = (b == 0 && !p.accumulate_d_input) ? 0.0f : 1.0f;
-      linear_gemm(g);
+      if (fuse_input)
+        input_activation_backward(p, g, scratch_base, bias_scratch, column_scratch);
+      else
+        linear_gemm(g);
     }
     GemmArgs g;
     g.shape = weight_shape;

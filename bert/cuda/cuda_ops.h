@@ -120,6 +120,8 @@ class CudaOps final : public bert::Ops {
   void check_device_errors();
   void* device_malloc(size_t bytes);
   void linear_gemm(const GemmArgs& args);
+  void input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
+                                 char* scratch_base, size_t bias_scratch, size_t column_scratch);
 
   CudaOpsOptions options_;
   ComputeType type_;

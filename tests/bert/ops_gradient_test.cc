@@ -128,6 +128,90 @@ TEST_CASE("linear forward/backward gradients match finite differences for every 
   }
 }
 
+TEST_CASE("linear backward folding in the GELU before it equals the two backwards in turn") {
+  // x -> linear1 + act -> h -> linear2 -> y: the FFN. Unfused: linear2's backward gives d_h, then
+  // linear1's backward applies act' and sums its bias gradient. Fused: linear2's backward does
+  // both.
+  CpuOps ops;
+  const int64_t m = 11, h = 8, f = 20;
+  for (const Activation act : {Activation::gelu, Activation::gelu_erf}) {
+    const auto pre0 = random_vector(m * f, 21, 2.0f);
+    std::vector<float> h0(pre0.size());
+    if (act == Activation::gelu)
+      cpu::gelu_forward(pre0.data(), h0.data(), m * f);
+    else
+      for (size_t i = 0; i < pre0.size(); ++i) h0[i] = gelu_erf(pre0[i]);
+    const auto w2 = random_vector(f * h, 22, 0.5f), dy = random_vector(m * h, 23);
+    const auto bias_start = random_vector(f, 24);  // gradients accumulate into what is there
+    HostTensor pre(ops, pre0), hidden(ops, h0), weight(ops, w2);
+    auto backward = [&](bool fused, std::vector<float>& d_pre, std::vector<float>& d_bias1,
+                        std::vector<float>& d_w2) {
+      HostTensor d_y(ops, dy), d_h(ops, std::vector<float>(m * f)),
+          d_w(ops, std::vector<float>(f * h)), d_b1(ops, bias_start);
+      LinearBackwardParams p;
+      p.d_out = d_y;
+      p.input = hidden;
+      p.weight = weight;
+      p.d_input = d_h;
+      p.d_weight = d_w;
+      p.m = m;
+      p.n = h;
+      p.k = f;
+      if (fused) {
+        p.input_activation = act;
+        p.input_pre_activation = pre;
+        p.d_input_bias = d_b1;
+      }
+      ops.linear_backward(p);
+      d_pre = d_h.host(ops);
+      if (!fused) {  // what linear1's backward does first: act', then column sums
+        if (act == Activation::gelu)
+          cpu::gelu_backward(pre0.data(), d_pre.data(), m * f);
+        else
+          for (size_t i = 0; i < d_pre.size(); ++i) d_pre[i] *= gelu_erf_grad(pre0[i]);
+        std::vector<float> b = bias_start;
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t c = 0; c < f; ++c) b[c] += d_pre[r * f + c];
+        d_bias1 = b;
+      } else {
+        d_bias1 = d_b1.host(ops);
+      }
+      d_w2 = d_w.host(ops);
+    };
+    std::vector<float> pre_a, bias_a, w_a, pre_b, bias_b, w_b;
+    backward(false, pre_a, bias_a, w_a);
+    backward(true, pre_b, bias_b, w_b);
+    INFO("activation " << int(act));
+    for (size_t i = 0; i < pre_a.size(); ++i) CHECK(pre_b[i] == Approx(pre_a[i]).margin(1e-6));
+    for (size_t i = 0; i < bias_a.size(); ++i) CHECK(bias_b[i] == Approx(bias_a[i]).margin(1e-5));
+    CHECK(w_a == w_b);
+  }
+}
+
+TEST_CASE("linear backward rejects an input activation it cannot fold in") {
+  CpuOps ops;
+  HostTensor x(ops, random_vector(6, 1)), w(ops, random_vector(6, 2)), dy(ops, random_vector(9, 3)),
+      dx(ops, std::vector<float>(6)), dw(ops, std::vector<float>(6)), pre(ops, random_vector(6, 4));
+  LinearBackwardParams p;
+  p.d_out = dy;
+  p.input = x;
+  p.weight = w;
+  p.d_input = dx;
+  p.d_weight = dw;
+  p.input_pre_activation = pre;
+  p.m = 3;
+  p.n = 3;
+  p.k = 2;
+  p.input_activation = Activation::tanh;
+  CHECK_THROWS_WITH(ops.linear_backward(p), Catch::Contains("must be gelu or gelu_erf"));
+  p.input_activation = Activation::gelu;
+  p.accumulate_d_input = true;
+  CHECK_THROWS_WITH(ops.linear_backward(p), Catch::Contains("cannot accumulate"));
+  p.accumulate_d_input = false;
+  p.d_input = Tensor{};
+  CHECK_THROWS_WITH(ops.linear_backward(p), Catch::Contains("needs d_input"));
+}
+
 TEST_CASE("layer norm with bias, dropout and residual: gradients match finite differences") {
   CpuOps ops;
   const int64_t rows = 6, width = 40;

@@ -192,6 +192,65 @@ void check_linear(Context& c, const LinearCase& lc) {
                 b.cpu_values(d_out)));
 }
 
+// FFN2's backward with FFN1's GELU folded in (DGELU_BGRAD): d_input is the gradient of FFN1's
+// pre-activation and d_input_bias FFN1's bias gradient.
+void check_linear_input_activation(Context& c, const char* name, int64_t m, Activation a) {
+  Backends& b = c.b;
+  const size_t M = m, N = kHidden, K = kFfn;
+  const std::string op = std::string("linear ffn2 + ") + name + "' (fused)";
+  auto pre = b.twin(normal(c.rng, M * K, 2.0f), c.t);
+  const auto pre_values = b.cpu_values(pre);
+  std::vector<float> x_values(M * K);
+  for (size_t i = 0; i < x_values.size(); ++i) x_values[i] = act(a, pre_values[i]);
+  auto x = b.twin(x_values, c.t);
+  auto w = b.twin(normal(c.rng, K * N, 0.03f), c.t);
+  auto d_out = b.twin(normal(c.rng, M * N), c.t);
+  const auto dw0 = normal(c.rng, K * N, 0.01f), db0 = normal(c.rng, K, 0.01f);
+  auto d_w = b.twin(dw0, DType::f32);
+  auto d_b = b.twin(db0, DType::f32);
+  auto d_x = b.output(M * K, c.t);
+  auto bwd = [&](bool gpu, const Twin& dx, const Twin& dw, const Twin* db, Activation input_act) {
+    bert::LinearBackwardParams p;
+    p.d_out = gpu ? d_out.gpu.tensor() : d_out.cpu.tensor();
+    p.input = gpu ? x.gpu.tensor() : x.cpu.tensor();
+    p.weight = gpu ? w.gpu.tensor() : w.cpu.tensor();
+    p.d_input = gpu ? dx.gpu.tensor() : dx.cpu.tensor();
+    p.d_weight = gpu ? dw.gpu.tensor() : dw.cpu.tensor();
+    p.input_activation = input_act;
+    if (input_act != Activation::none) {
+      p.input_pre_activation = gpu ? pre.gpu.tensor() : pre.cpu.tensor();
+      p.d_input_bias = gpu ? db->gpu.tensor() : db->cpu.tensor();
+    }
+    p.m = m;
+    p.n = static_cast<int64_t>(N);
+    p.k = static_cast<int64_t>(K);
+    if (gpu)
+      b.gpu().linear_backward(p);
+    else
+      b.cpu().linear_backward(p);
+  };
+  bwd(true, d_x, d_w, &d_b, a);
+  bwd(false, d_x, d_w, &d_b, a);
+  // Plain: the product rounded to the compute type, times act' rounded again, and the column sums
+  // of that in fp32.
+  auto plain_dx = b.output(M * K, c.t);
+  auto plain_dw = b.twin(dw0, DType::f32);
+  bwd(false, plain_dx, plain_dw, nullptr, Activation::none);
+  auto plain = rounded(c.t, b.cpu_values(plain_dx));
+  std::vector<float> plain_db = db0;
+  for (size_t r = 0; r < M; ++r)
+    for (size_t col = 0; col < K; ++col) {
+      float& v = plain[r * K + col];
+      v = round_to(c.t, v * act_grad(a, pre_values[r * K + col], 0.0f));
+      plain_db[col] += v;
+    }
+  c.add(judge(op, "d_input (d_pre of ffn1)", c.t, b.gpu_values(d_x), plain, b.cpu_values(d_x)));
+  c.add(judge(op, "d_input_bias (+=)", c.t, b.gpu_values(d_b), plain_db, b.cpu_values(d_b),
+              kF32Floor));
+  c.add(judge(op, "d_weight (+=)", c.t, b.gpu_values(d_w), b.cpu_values(plain_dw),
+              b.cpu_values(d_w), kF32Floor));
+}
+
 // ---- LayerNorm -------------------------------------------------------------------------------
 
 void host_layer_norm(const std::vector<float>& s, size_t rows, size_t width,
@@ -969,8 +1028,10 @@ std::vector<CheckRow> check_ops(bert::CpuOps& cpu, CudaOps& gpu, std::mt19937_64
   check_linear(c, {"qkv batch 3", tokens, kHidden, kHidden, 3, false, true, Activation::none});
   check_linear(c, {"pooler tanh", 7, kHidden, kHidden, 1, false, true, Activation::tanh});
   check_linear(c, {"nsp [2,H]^T", 7, 2, kHidden, 1, true, true, Activation::none});
+  check_linear_input_activation(c, "gelu", tokens, Activation::gelu);
   if (!quick) {
     check_linear(c, {"ffn2", tokens, kHidden, kFfn, 1, false, false, Activation::none});
+    check_linear_input_activation(c, "gelu_erf", 100, Activation::gelu_erf);
     check_linear(c,
                  {"decoder [V,H]^T", 200, kPaddedVocab, kHidden, 1, true, true, Activation::none});
     check_linear(c, {"gelu_erf", 100, 512, kHidden, 1, false, true, Activation::gelu_erf});
