@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -87,13 +86,5 @@ int main(int argc, char** argv) {
   mlbert::logging::register_cli(app, exit_code);
   // Listed for --help only: a forwarded name never reaches the parser.
   for (const auto& f : kForwarded) app.add_subcommand(f.name, f.description);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mlbert: error: %s\n", e.what());
-    return 2;
-  }
-  return exit_code;
+  return mlbert::logging::run_cli(app, argc, argv, exit_code);
 }

@@ -1,9 +1,7 @@
-// mlbert: one CLI whose subcommands are registered by each library.
-// Errors from any command reach here as exceptions and become one line on stderr and exit status 2.
+// mlbert-core: every mlbert subcommand, registered by each library (`mlbert`, front_main.cc, hands
+// it everything but the log toolkit's). Errors from any command reach run_cli as exceptions and
+// become one line on stderr and exit status 2.
 #include <CLI/CLI.hpp>
-
-#include <cstdio>
-#include <exception>
 
 #include "bert/cli.h"
 #include "data_prep/cli.h"
@@ -18,13 +16,5 @@ int main(int argc, char** argv) {
   mlbert::data::register_cli(app, exit_code);
   mlbert::bert::register_cli(app, exit_code);
   mlbert::harness::register_cli(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mlbert: error: %s\n", e.what());
-    return 2;
-  }
-  return exit_code;
+  return mlbert::logging::run_cli(app, argc, argv, exit_code);
 }
