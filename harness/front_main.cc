@@ -49,18 +49,17 @@ std::filesystem::path self_path() {
 
 // Runs mlbert-core with this process's arguments; returns only on failure.
 int exec_core(int argc, char** argv) {
+  const auto self = self_path();
+  // mlbert-core's launch lines and the demo's ranks name this binary, the user-facing one.
+  if (!self.empty()) ::setenv("MLBERT_EXE", self.c_str(), 1);
   std::filesystem::path core;
   if (const char* env = std::getenv("MLBERT_CORE"); env && *env) {
     core = env;
-  } else {
-    const auto self = self_path();
-    if (self.empty()) {
-      std::fprintf(stderr, "mlbert: error: cannot resolve /proc/self/exe to find mlbert-core\n");
-      return 2;
-    }
+  } else if (!self.empty()) {
     core = self.parent_path() / "mlbert-core";
-    // mlbert-core's launch lines and the demo's ranks name this binary, the user-facing one.
-    ::setenv("MLBERT_EXE", self.c_str(), 1);
+  } else {
+    std::fprintf(stderr, "mlbert: error: cannot resolve /proc/self/exe to find mlbert-core\n");
+    return 2;
   }
   std::vector<char*> args(argv, argv + argc);
   args.push_back(nullptr);
