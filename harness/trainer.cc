@@ -314,6 +314,11 @@ struct StepTimes {
   double data = 0, exchange = 0, compute = 0, comm_wait = 0, optimizer = 0, total = 0;
   std::int64_t steps = 0, sequences = 0, tokens = 0;
   double loss = 0;
+  void add(const StepTimes& t) {
+    data += t.data, exchange += t.exchange, compute += t.compute, comm_wait += t.comm_wait;
+    optimizer += t.optimizer, total += t.total, loss += t.loss;
+    steps += t.steps, sequences += t.sequences, tokens += t.tokens;
+  }
   Json as_json(double learning_rate, double loss_scale) const {
     const double n = std::max<std::int64_t>(steps, 1);
     Json j = Json::object();
@@ -333,7 +338,7 @@ struct StepTimes {
 };
 
 // The init phase and the timed run of one rank (everything after the preflight).
-int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_comm, RunLog& log,
+int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
                RunGuard& guard, std::int64_t seed);
 
 }  // namespace
@@ -403,22 +408,12 @@ int run_training(const TrainOptions& o, MpiRuntime& runtime) {
 
 namespace {
 
-int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_comm, RunLog& log,
-               RunGuard& guard, std::int64_t seed) {
-  MpiCommunicator* world = &world_comm;
-  const int rank = world->rank();
-  const int size = world->size();
-  const RunSpec& run = p.system.run;
-  const Topology& topology = p.system.topology;
-  std::vector<std::filesystem::path> data_files;
-  for (const auto& shard : p.data.shards) data_files.push_back(shard.path);
-  for (const auto& f : find_shards(o.eval_data)) data_files.push_back(f);
-  drop_file_cache(data_files);
-  world->barrier();
+// ---------------------------------------------------------------------------------------------
+// init phase: the run's configuration in the log, then everything a rank trains with
 
-  // ---- init phase
-  log.event(key::cache_clear, true);
-  log.start(key::init_start);
+// The submission and hyperparameter records of the init phase, per the run's ruleset.
+void log_run_config(RunLog& log, const Prepared& p, std::int64_t seed) {
+  const RunSpec& run = p.system.run;
   const std::string& ruleset = run.ruleset;
   const int major = std::atoi(ruleset.c_str());
   log.event(key::submission_benchmark, "bert");
@@ -452,8 +447,22 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_
   log.event(key::opt_lamb_learning_rate_decay_poly_power, run.lr_schedule.poly_power);
   log.event(key::opt_end_learning_rate, run.lr_schedule.end_learning_rate);
   log.event(key::max_steps, p.max_steps);
+}
 
-  // Backend, weights, model, optimizer.
+// Everything one rank trains with. Members are destroyed in reverse order, the backend last.
+struct RankState {
+  std::unique_ptr<bert::Ops> ops;
+  std::unique_ptr<bert::ParameterStore> params;
+  std::unique_ptr<bert::Model> model;
+  std::unique_ptr<Optimizer> optimizer;
+  std::shared_ptr<Communicator> grad_comm;      // MPI, or NCCL on GPUs
+  std::unique_ptr<Communicator> exchange_comm;  // the load-balancing group, if any
+  std::unique_ptr<GradientSync> sync;
+  std::unique_ptr<LossScaler> scaler;
+  std::unique_ptr<Sampler> sampler;
+};
+
+bert::ModelLimits model_limits(const RunSpec& run) {
   bert::ModelLimits limits;
   const std::size_t max_sequences =
       static_cast<std::size_t>(std::max(run.per_rank_batch, run.eval.batch_size));
@@ -461,214 +470,276 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world_
   limits.max_tokens = max_sequences * run.max_seq_length;
   limits.max_masked = max_sequences * run.max_predictions_per_seq;
   limits.max_seqlen = run.max_seq_length;
-  std::unique_ptr<bert::Ops> ops = make_backend(p, limits);
-  bert::ParameterStore params(p.config, *ops);
+  return limits;
+}
+
+// Weights from the checkpoint or the seed, logged per tensor where the ruleset asks, and checked
+// to be the same on every rank.
+void init_weights(const TrainOptions& o, const Prepared& p, RankState& s, Communicator& world,
+                  RunLog& log, std::int64_t seed) {
   if (o.init_checkpoint.empty())
-    params.init_truncated_normal(static_cast<std::uint64_t>(seed));
+    s.params->init_truncated_normal(static_cast<std::uint64_t>(seed));
   else
-    bert::load_checkpoint(params, o.init_checkpoint);
+    bert::load_checkpoint(*s.params, o.init_checkpoint);
   // Rulesets 1.1.0-2.1.0 require one weights_initialization per tensor (the 398 of bert-large).
+  const std::string& ruleset = p.system.run.ruleset;
   if (ruleset == "1.1.0" || ruleset == "2.0.0" || ruleset == "2.1.0") {
-    for (const auto& info : params.infos()) {
+    for (const auto& info : s.params->infos()) {
       Json metadata = Json::object();
       metadata["tensor"] = info.name;
       log.event(key::weights_initialization, nullptr, metadata);
     }
   }
-  {
-    // Every rank must start from the same weights.
-    bert::Buffer total(*ops, bert::DType::f32, 2);
-    bert::L2NormParams norm;
-    norm.buffer = params.master();
-    norm.segments = params.segments();
-    norm.total = total.tensor();
-    ops->l2_norm(norm);
-    float host[2];
-    ops->copy_to_host(host, total.tensor(), sizeof(host));
-    const double mine = host[0];
-    if (world->max(mine) != -world->max(-mine))
-      throw std::runtime_error("the ranks hold different initial weights");
-  }
-  bert::Model model(params, limits);
-  Optimizer optimizer(params, run.optimizer, run.lr_schedule);
+  bert::Buffer total(*s.ops, bert::DType::f32, 2);
+  bert::L2NormParams norm;
+  norm.buffer = s.params->master();
+  norm.segments = s.params->segments();
+  norm.total = total.tensor();
+  s.ops->l2_norm(norm);
+  float host[2];
+  s.ops->copy_to_host(host, total.tensor(), sizeof(host));
+  const double mine = host[0];
+  if (world.max(mine) != -world.max(-mine))
+    throw std::runtime_error("the ranks hold different initial weights");
+}
 
-  // Communicators: gradients (MPI, or NCCL on GPUs), the exchange group.
-  std::shared_ptr<Communicator> grad_comm;
+RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
+                    std::int64_t seed) {
+  const RunSpec& run = p.system.run;
+  const int rank = world.rank();
+  const bert::ModelLimits limits = model_limits(run);
+  RankState s;
+  s.ops = make_backend(p, limits);
+  s.params = std::make_unique<bert::ParameterStore>(p.config, *s.ops);
+  init_weights(o, p, s, world, log, seed);
+  s.model = std::make_unique<bert::Model>(*s.params, limits);
+  s.optimizer = std::make_unique<Optimizer>(*s.params, run.optimizer, run.lr_schedule);
 #ifdef MLBERT_HAVE_CUDA
   if (p.backend == "cuda") {
-    auto* cuda_ops = static_cast<cuda::CudaOps*>(ops.get());
-    grad_comm = std::make_shared<NcclCommunicator>(world->split(0, rank), cuda_device(p),
-                                                   cuda_ops->stream());
+    auto* cuda_ops = static_cast<cuda::CudaOps*>(s.ops.get());
+    s.grad_comm = std::make_shared<NcclCommunicator>(world.split(0, rank), cuda_device(p),
+                                                     cuda_ops->stream());
   }
 #endif
-  if (!grad_comm) grad_comm = world->split(0, rank);
-  std::unique_ptr<Communicator> exchange_comm;
+  if (!s.grad_comm) s.grad_comm = world.split(0, rank);
   if (run.load_balancing == LoadBalancing::node_exchange)
-    exchange_comm = world->split(rank / topology.ranks_per_node, rank);
+    s.exchange_comm = world.split(rank / p.system.topology.ranks_per_node, rank);
   else if (run.load_balancing == LoadBalancing::global_exchange)
-    exchange_comm = world->split(0, rank);
-
+    s.exchange_comm = world.split(0, rank);
   const auto buckets =
-      make_buckets(params.infos(), params.flat_size(), bucket_elements_for(run.bucket_mb));
-  GradientSync sync(*ops, *grad_comm, params.grad(), buckets, run.clipping, run.max_grad_norm);
+      make_buckets(s.params->infos(), s.params->flat_size(), bucket_elements_for(run.bucket_mb));
+  s.sync = std::make_unique<GradientSync>(*s.ops, *s.grad_comm, s.params->grad(), buckets,
+                                          run.clipping, run.max_grad_norm);
   LossScaleSpec loss_scale_spec = run.loss_scale;
   if (p.backend == "cpu") loss_scale_spec = LossScaleSpec{};  // fp32: no scaling
-  LossScaler scaler(loss_scale_spec);
-  const Sampler sampler(p.data.streams, p.data.quotas, size, static_cast<std::uint64_t>(seed));
+  s.scaler = std::make_unique<LossScaler>(loss_scale_spec);
+  s.sampler = std::make_unique<Sampler>(p.data.streams, p.data.quotas, world.size(),
+                                        static_cast<std::uint64_t>(seed));
+  return s;
+}
 
-  // Warm-up: the step's kernels and collectives on synthetic data; weights stay as they are.
+// The step's kernels and collectives on synthetic data; weights stay as they are.
+void warm_up(const Prepared& p, RankState& s, std::int64_t seed) {
+  const RunSpec& run = p.system.run;
   for (std::int64_t i = 0; i < run.warmup_iterations; ++i) {
     const bert::Batch batch = synthetic_batch(p.config, run, static_cast<std::uint64_t>(seed) + i);
-    sync.begin(1.0);
-    model.forward_backward(batch, bert::DropoutKey{static_cast<std::uint64_t>(seed), 0},
-                           [&](std::size_t n) { sync.on_grad_ready(n); });
-    sync.finish();
-    if (!p.eval.batches.empty()) model.evaluate(p.eval.batches.front());
+    s.sync->begin(1.0);
+    s.model->forward_backward(batch, bert::DropoutKey{static_cast<std::uint64_t>(seed), 0},
+                              [&](std::size_t n) { s.sync->on_grad_ready(n); });
+    s.sync->finish();
+    if (!p.eval.batches.empty()) s.model->evaluate(p.eval.batches.front());
   }
-  params.zero_grad();
-  ops->synchronize();
-  world->barrier();
-  log.end(key::init_stop);
+  s.params->zero_grad();
+  s.ops->synchronize();
+}
 
-  // ---- the timed run
-  world->barrier();
-  log.start(key::run_start);
-  const std::int64_t interval = eval_interval(run);
-  std::int64_t next_eval = run.eval.start_samples > 0 ? run.eval.start_samples : interval;
-  std::int64_t samples_seen = 0;
-  std::int64_t step = 0;
-  bool converged = false;
-  double last_accuracy = 0;
-  double learning_rate = 0;
-  StepTimes window, whole;
-  guard.arm(false);
+// ---------------------------------------------------------------------------------------------
+// the timed run: steps, evals at the cadence, the stop
 
-  auto evaluate = [&]() {
-    Json epoch = Json::object();
-    epoch["epoch_num"] = samples_seen;
-    log.start(key::eval_start, samples_seen, epoch);
-    std::int64_t counts[2] = {0, 0};
-    for (const auto& batch : p.eval.batches) {
-      const bert::EvalResult r = model.evaluate(batch);
-      counts[0] += r.mlm_correct;
-      counts[1] += r.mlm_total;
-      guard.heartbeat();
-    }
-    world->allreduce(counts, 2, DataType::i64, ReduceOp::sum);  // exact: integer counts
-    last_accuracy = counts[1] > 0 ? static_cast<double>(counts[0]) / counts[1] : 0.0;
-    log.end(key::eval_stop, samples_seen, epoch);
-    log.event(key::eval_accuracy, last_accuracy, epoch);
-    Json step_meta = Json::object();
-    step_meta["step"] = step;
-    log.event(key::tracked_stats, window.as_json(learning_rate, scaler.scale()), step_meta);
-    window = StepTimes{};
-    return last_accuracy >= run.target_accuracy;
-  };
+class TimedRun {
+ public:
+  TimedRun(const TrainOptions& o, const Prepared& p, RankState& s, MpiCommunicator& world,
+           RunLog& log, RunGuard& guard, std::int64_t seed)
+      : o_(o),
+        p_(p),
+        run_(p.system.run),
+        s_(s),
+        world_(world),
+        log_(log),
+        guard_(guard),
+        seed_(seed),
+        interval_(eval_interval(run_)) {
+    next_eval_ = run_.eval.start_samples > 0 ? run_.eval.start_samples : interval_;
+  }
 
-  int status = kExitNotConverged;
-  {
-    BatchLoader loader(p.data, sampler, rank, p.read_options, 0);
-    Json epoch0 = Json::object();
-    epoch0["epoch_num"] = 0;
-    log.start(key::epoch_start, nullptr, epoch0);
-    Json block = Json::object();
-    block["first_epoch_num"] = 1;
-    block["epoch_count"] = 1;
-    log.start(key::block_start, nullptr, block);
-    guard.arm(true);
-    const int accumulation = run.gradient_accumulation;
-    while (step < p.max_steps && (run.max_samples == 0 || samples_seen < run.max_samples)) {
-      const auto step_start = Clock::now();
-      double data_s = 0, exchange_s = 0, compute_s = 0;
-      const double loss_scale = scaler.scale();
-      std::int64_t tokens = 0;
-      double loss = 0;
-      for (int a = 0; a < accumulation; ++a) {
-        const std::int64_t micro = step * accumulation + a;
-        auto t = Clock::now();
-        auto samples = loader.next();
-        data_s += seconds_since(t);
-        t = Clock::now();
-        if (exchange_comm) samples = exchange_samples(*exchange_comm, std::move(samples));
-        const bert::Batch batch = make_batch(samples);
-        exchange_s += seconds_since(t);
-        tokens += static_cast<std::int64_t>(batch.num_tokens());
-        t = Clock::now();
-        const bool last = a == accumulation - 1;
-        if (last) sync.begin(loss_scale);
-        bert::ForwardBackwardOptions options;
-        options.zero_grads = a == 0;
-        options.loss_scale = static_cast<float>(loss_scale / accumulation);
-        // Dropout differs per rank and micro-batch: keyed by the global slice index.
-        const bert::DropoutKey dropout{static_cast<std::uint64_t>(seed),
-                                       static_cast<std::uint32_t>(micro * size + rank)};
-        const auto result = model.forward_backward(
-            batch, dropout,
-            last ? std::function<void(std::size_t)>([&](std::size_t n) { sync.on_grad_ready(n); })
-                 : std::function<void(std::size_t)>(),
-            options);
-        loss += result.total_loss / accumulation;
-        compute_s += seconds_since(t);
-      }
-      auto t = Clock::now();
-      const SyncResult synced = sync.finish();
-      const double comm_s = seconds_since(t);
-      const bool skip = scaler.update(synced.overflow);
-      if (!o.dump_dir.empty() && step < o.dump_steps && rank == 0) {
-        auto grad = params.download_grad();
-        for (auto& g : grad) g *= synced.grad_scale;
-        write_floats(o.dump_dir / ("step_" + std::to_string(step + 1) + ".grad"), grad);
-      }
-      t = Clock::now();
-      if (!skip) learning_rate = optimizer.step(synced.grad_scale);
-      ops->synchronize();
-      const double optimizer_s = seconds_since(t);
-      if (!o.dump_dir.empty() && step < o.dump_steps && rank == 0)
-        write_floats(o.dump_dir / ("step_" + std::to_string(step + 1) + ".master"),
-                     params.download_master());
-      ++step;
-      samples_seen += run.global_batch_size;
-      guard.heartbeat();
-      for (StepTimes* times : {&window, &whole}) {
-        times->data += data_s;
-        times->exchange += exchange_s;
-        times->compute += compute_s;
-        times->comm_wait += comm_s;
-        times->optimizer += optimizer_s;
-        times->total += seconds_since(step_start);
-        times->steps += 1;
-        times->sequences += run.global_batch_size;
-        times->tokens += tokens * size;  // an estimate: this rank's tokens times the ranks
-        times->loss += loss;
-      }
-      if (samples_seen >= next_eval) {
-        while (next_eval <= samples_seen) next_eval += interval;
-        if (evaluate()) {
-          converged = true;
-          break;
+  // run_start to run_stop; returns the exit status.
+  int run() {
+    world_.barrier();
+    log_.start(key::run_start);
+    guard_.arm(false);
+    bool converged = false;
+    {
+      BatchLoader loader(p_.data, *s_.sampler, world_.rank(), p_.read_options, 0);
+      Json epoch0 = Json::object();
+      epoch0["epoch_num"] = 0;
+      log_.start(key::epoch_start, nullptr, epoch0);
+      Json block = Json::object();
+      block["first_epoch_num"] = 1;
+      block["epoch_count"] = 1;
+      log_.start(key::block_start, nullptr, block);
+      guard_.arm(true);
+      while (step_ < p_.max_steps && (run_.max_samples == 0 || samples_seen_ < run_.max_samples)) {
+        train_step(loader);
+        if (samples_seen_ >= next_eval_) {
+          while (next_eval_ <= samples_seen_) next_eval_ += interval_;
+          if ((converged = evaluate())) break;
         }
       }
+      if (!converged && window_.steps > 0) converged = evaluate();  // the last steps
+      guard_.arm(false);
     }
-    if (!converged && window.steps > 0)
-      converged = evaluate();  // the last steps were not evaluated
-    guard.arm(false);
+    stop(converged);
+    world_.barrier();
+    return converged ? 0 : kExitNotConverged;
+  }
+
+ private:
+  // One step: the micro-batches' forward and backward, the gradient sync, the optimizer.
+  void train_step(BatchLoader& loader) {
+    const auto step_start = Clock::now();
+    StepTimes t;
+    const int accumulation = run_.gradient_accumulation;
+    const double loss_scale = s_.scaler->scale();
+    const int rank = world_.rank(), size = world_.size();
+    for (int a = 0; a < accumulation; ++a) {
+      const std::int64_t micro = step_ * accumulation + a;
+      auto t0 = Clock::now();
+      auto samples = loader.next();
+      t.data += seconds_since(t0);
+      t0 = Clock::now();
+      if (s_.exchange_comm) samples = exchange_samples(*s_.exchange_comm, std::move(samples));
+      const bert::Batch batch = make_batch(samples);
+      t.exchange += seconds_since(t0);
+      t.tokens += static_cast<std::int64_t>(batch.num_tokens()) * size;  // estimate: x ranks
+      t0 = Clock::now();
+      const bool last = a == accumulation - 1;
+      if (last) s_.sync->begin(loss_scale);
+      bert::ForwardBackwardOptions options;
+      options.zero_grads = a == 0;
+      options.loss_scale = static_cast<float>(loss_scale / accumulation);
+      // Dropout differs per rank and micro-batch: keyed by the global slice index.
+      const bert::DropoutKey dropout{static_cast<std::uint64_t>(seed_),
+                                     static_cast<std::uint32_t>(micro * size + rank)};
+      const auto result = s_.model->forward_backward(
+          batch, dropout,
+          last ? std::function<void(std::size_t)>([&](std::size_t n) { s_.sync->on_grad_ready(n); })
+               : std::function<void(std::size_t)>(),
+          options);
+      t.loss += result.total_loss / accumulation;
+      t.compute += seconds_since(t0);
+    }
+    auto t0 = Clock::now();
+    const SyncResult synced = s_.sync->finish();
+    t.comm_wait = seconds_since(t0);
+    const bool skip = s_.scaler->update(synced.overflow);
+    const bool dump = !o_.dump_dir.empty() && step_ < o_.dump_steps && rank == 0;
+    if (dump) {
+      auto grad = s_.params->download_grad();
+      for (auto& g : grad) g *= synced.grad_scale;
+      write_floats(o_.dump_dir / ("step_" + std::to_string(step_ + 1) + ".grad"), grad);
+    }
+    t0 = Clock::now();
+    if (!skip) learning_rate_ = s_.optimizer->step(synced.grad_scale);
+    s_.ops->synchronize();
+    t.optimizer = seconds_since(t0);
+    if (dump)
+      write_floats(o_.dump_dir / ("step_" + std::to_string(step_ + 1) + ".master"),
+                   s_.params->download_master());
+    ++step_;
+    samples_seen_ += run_.global_batch_size;
+    guard_.heartbeat();
+    t.total = seconds_since(step_start);
+    t.steps = 1;
+    t.sequences = run_.global_batch_size;
+    window_.add(t);
+    whole_.add(t);
+  }
+
+  // The eval set over all ranks; true when the target is reached.
+  bool evaluate() {
+    Json epoch = Json::object();
+    epoch["epoch_num"] = samples_seen_;
+    log_.start(key::eval_start, samples_seen_, epoch);
+    std::int64_t counts[2] = {0, 0};
+    for (const auto& batch : p_.eval.batches) {
+      const bert::EvalResult r = s_.model->evaluate(batch);
+      counts[0] += r.mlm_correct;
+      counts[1] += r.mlm_total;
+      guard_.heartbeat();
+    }
+    world_.allreduce(counts, 2, DataType::i64, ReduceOp::sum);  // exact: integer counts
+    last_accuracy_ = counts[1] > 0 ? static_cast<double>(counts[0]) / counts[1] : 0.0;
+    log_.end(key::eval_stop, samples_seen_, epoch);
+    log_.event(key::eval_accuracy, last_accuracy_, epoch);
+    Json step_meta = Json::object();
+    step_meta["step"] = step_;
+    log_.event(key::tracked_stats, window_.as_json(learning_rate_, s_.scaler->scale()), step_meta);
+    window_ = StepTimes{};
+    return last_accuracy_ >= run_.target_accuracy;
+  }
+
+  // The closing records and run_stop.
+  void stop(bool converged) {
     Json block_end = Json::object();
     block_end["first_epoch_num"] = 1;
-    log.end(key::block_stop, nullptr, block_end);
+    log_.end(key::block_stop, nullptr, block_end);
     Json epoch_end = Json::object();
-    epoch_end["epoch_num"] = samples_seen;
-    log.end(key::epoch_stop, nullptr, epoch_end);
-    log.event(key::train_samples, samples_seen);
-    log.event(key::eval_samples, p.eval.total_samples);
+    epoch_end["epoch_num"] = samples_seen_;
+    log_.end(key::epoch_stop, nullptr, epoch_end);
+    log_.event(key::train_samples, samples_seen_);
+    log_.event(key::eval_samples, p_.eval.total_samples);
     Json summary_meta = Json::object();
-    summary_meta["step"] = step;
+    summary_meta["step"] = step_;
     summary_meta["summary"] = "whole run";
-    log.event(key::tracked_stats, whole.as_json(learning_rate, scaler.scale()), summary_meta);
-    log.stop(converged ? mllog::constants::success : mllog::constants::aborted);
-    status = converged ? 0 : kExitNotConverged;
+    log_.event(key::tracked_stats, whole_.as_json(learning_rate_, s_.scaler->scale()),
+               summary_meta);
+    log_.stop(converged ? mllog::constants::success : mllog::constants::aborted);
   }
-  world->barrier();
-  return status;
+
+  const TrainOptions& o_;
+  const Prepared& p_;
+  const RunSpec& run_;
+  RankState& s_;
+  MpiCommunicator& world_;
+  RunLog& log_;
+  RunGuard& guard_;
+  std::int64_t seed_;
+  std::int64_t interval_;
+  std::int64_t next_eval_ = 0;
+  std::int64_t samples_seen_ = 0;
+  std::int64_t step_ = 0;
+  double last_accuracy_ = 0;
+  double learning_rate_ = 0;
+  StepTimes window_, whole_;
+};
+
+int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
+               RunGuard& guard, std::int64_t seed) {
+  std::vector<std::filesystem::path> data_files;
+  for (const auto& shard : p.data.shards) data_files.push_back(shard.path);
+  for (const auto& f : find_shards(o.eval_data)) data_files.push_back(f);
+  drop_file_cache(data_files);
+  world.barrier();
+
+  log.event(key::cache_clear, true);
+  log.start(key::init_start);
+  log_run_config(log, p, seed);
+  RankState state = init_rank(o, p, world, log, seed);
+  warm_up(p, state, seed);
+  world.barrier();
+  log.end(key::init_stop);
+
+  return TimedRun(o, p, state, world, log, guard, seed).run();
 }
 
 }  // namespace
