@@ -1019,32 +1019,62 @@ void check_loss_scaling(Context& c) {
 
 }  // namespace
 
-std::vector<CheckRow> check_ops(bert::CpuOps& cpu, CudaOps& gpu, std::mt19937_64& rng, bool quick) {
-  std::vector<CheckRow> rows;
-  Backends backends(cpu, gpu);
-  Context c{backends, gpu.compute_dtype(), rng, rows};
+uint64_t case_seed(uint64_t seed, const std::string& name) {
+  // FNV-1a of the name, mixed with the run's seed: a case draws the same inputs whichever other
+  // cases run, so `--only` reproduces a failure.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  return h ^ (seed * 0x9e3779b97f4a7c15ull);
+}
+
+namespace {
+CheckCase make_case(std::string name, std::function<void(Context&)> body) {
+  CheckCase one;
+  one.name = name;
+  one.run = [name, body](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
+    Backends backends(cpu, gpu);
+    std::mt19937_64 rng(case_seed(seed, name));
+    std::vector<CheckRow> rows;
+    Context c{backends, gpu.compute_dtype(), rng, rows};
+    body(c);
+    return rows;
+  };
+  return one;
+}
+}  // namespace
+
+std::vector<CheckCase> op_cases() {
   const int64_t tokens = std::accumulate(kLengths.begin(), kLengths.end(), 0);
-  check_linear(c, {"ffn1 gelu", tokens, kFfn, kHidden, 1, false, true, Activation::gelu});
-  check_linear(c, {"qkv batch 3", tokens, kHidden, kHidden, 3, false, true, Activation::none});
-  check_linear(c, {"pooler tanh", 7, kHidden, kHidden, 1, false, true, Activation::tanh});
-  check_linear(c, {"nsp [2,H]^T", 7, 2, kHidden, 1, true, true, Activation::none});
-  check_linear_input_activation(c, "gelu", tokens, Activation::gelu);
-  if (!quick) {
-    check_linear(c, {"ffn2", tokens, kHidden, kFfn, 1, false, false, Activation::none});
-    check_linear_input_activation(c, "gelu_erf", 100, Activation::gelu_erf);
-    check_linear(c,
-                 {"decoder [V,H]^T", 200, kPaddedVocab, kHidden, 1, true, true, Activation::none});
-    check_linear(c, {"gelu_erf", 100, 512, kHidden, 1, false, true, Activation::gelu_erf});
-  }
-  check_layer_norm(c);
-  check_embedding(c);
-  check_attention(c);
-  check_rows(c);
-  check_cross_entropy(c, "mlm", quick ? 64 : 300, kVocab, kPaddedVocab, 3.0f);
-  check_cross_entropy(c, "nsp", 7, 2, 2, 2.0f);
-  check_optimizer(c);
-  check_loss_scaling(c);
-  return rows;
+  auto linear = [](LinearCase lc) {
+    return make_case(std::string("linear ") + lc.name, [lc](Context& c) { check_linear(c, lc); });
+  };
+  return {
+      linear({"ffn1 gelu", tokens, kFfn, kHidden, 1, false, true, Activation::gelu}),
+      linear({"qkv batch 3", tokens, kHidden, kHidden, 3, false, true, Activation::none}),
+      linear({"pooler tanh", 7, kHidden, kHidden, 1, false, true, Activation::tanh}),
+      linear({"nsp [2,H]^T", 7, 2, kHidden, 1, true, true, Activation::none}),
+      linear({"ffn2", tokens, kHidden, kFfn, 1, false, false, Activation::none}),
+      make_case("linear ffn2 + gelu' (fused)",
+                [tokens](Context& c) {
+                  check_linear_input_activation(c, "gelu", tokens, Activation::gelu);
+                }),
+      make_case("linear ffn2 + gelu_erf' (fused)",
+                [](Context& c) {
+                  check_linear_input_activation(c, "gelu_erf", 100, Activation::gelu_erf);
+                }),
+      linear({"decoder [V,H]^T", 200, kPaddedVocab, kHidden, 1, true, true, Activation::none}),
+      linear({"gelu_erf", 100, 512, kHidden, 1, false, true, Activation::gelu_erf}),
+      make_case("layer_norm", check_layer_norm),
+      make_case("embedding", check_embedding),
+      make_case("attention", check_attention),
+      make_case("gather/scatter rows", check_rows),
+      make_case("cross_entropy mlm",
+                [](Context& c) { check_cross_entropy(c, "mlm", 300, kVocab, kPaddedVocab, 3.0f); }),
+      make_case("cross_entropy nsp",
+                [](Context& c) { check_cross_entropy(c, "nsp", 7, 2, 2, 2.0f); }),
+      make_case("optimizer", check_optimizer),
+      make_case("loss scaling", check_loss_scaling),
+  };
 }
 
 }  // namespace mlbert::cuda::check
