@@ -739,7 +739,14 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world,
   world.barrier();
   log.end(key::init_stop);
 
-  return TimedRun(o, p, state, world, log, guard, seed).run();
+  const int status = TimedRun(o, p, state, world, log, guard, seed).run();
+#ifdef MLBERT_HAVE_CUDA
+  // Which GEMMs ran with cuBLASLt's fused epilogues (a refused plan was named when it happened).
+  if (p.backend == "cuda" && world.rank() == 0)
+    std::fprintf(stderr, "mlbert train: %s\n",
+                 static_cast<cuda::CudaOps*>(state.ops.get())->gemm().fusion_report().c_str());
+#endif
+  return status;
 }
 
 }  // namespace

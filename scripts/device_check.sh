@@ -32,6 +32,8 @@
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
+#   train_large  (optional: runs when time is left) 20 steps of BERT-large itself,
+#             systems/h200_1x1_check_large_bf16.json, into train.log
 # --stage LIST (comma-separated) reruns some of them; --only passes a case name to the ops stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +48,7 @@ MULTIARCH=x86_64-linux-gnu
 # Libraries the device image provides (the bundle must not shadow them): glibc, the C++ runtime,
 # the driver, CUDA 13's cuBLAS(Lt) and the NCCL of the PyTorch wheel.
 DEVICE_LIBS='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl|libnsl|ld-linux-x86-64|linux-vdso|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|libnccl)\.so'
-ALL_STAGES=setup,ops_bf16,ops_fp16,model,bench,train,torch
+ALL_STAGES=setup,ops_bf16,ops_fp16,model,bench,train,torch,train_large
 
 MODE=run BUILD_DIR="" JOBS=${MLBERT_JOBS:-2} STAGE_LIST=$ALL_STAGES ONLY="" DEADLINE=420
 SEED=$(((RANDOM << 15 | RANDOM) % 1000000))
@@ -326,12 +328,11 @@ setup_stage() {
 ops_stage() { with_bundle "$BIN/bert_cuda_check" --ops-only --dtype "$1" --seed "$SEED" ${ONLY:+--only "$ONLY"}; }
 model_stage() { with_bundle "$BIN/bert_cuda_check" --model-only --dtype both --seed "$SEED"; }
 bench_stage() { with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --check; }
-train_stage() {
-  local status=0 precision
-  for precision in bf16 fp16; do
+train_stage() {  # systems...
+  local status=0 system
+  for system in "$@"; do
     with_bundle bash "$ROOT/scripts/device_train.sh" --mlbert "$BIN/mlbert" \
-      --system "$ROOT/systems/h200_1x1_check_$precision.json" --work "$RUNDIR/train" \
-      --run-index "$([[ $precision == bf16 ]] && echo 0 || echo 1)" || status=1
+      --system "$ROOT/systems/$system.json" --work "$RUNDIR/train" || status=1
   done
   return $status
 }
@@ -343,16 +344,19 @@ torch_stage() {
 export -f setup_stage ops_stage model_stage bench_stage train_stage torch_stage
 
 # Minimum seconds per stage; a stage keeps the minimums of the selected stages after it.
-declare -A MIN=([setup]=10 [ops_bf16]=30 [ops_fp16]=30 [model]=30 [bench]=30 [train]=40 [torch]=60)
-declare -A CAP=([setup]=45 [ops_bf16]=75 [ops_fp16]=75 [model]=75 [bench]=75 [train]=110 [torch]=170)
+declare -A MIN=([setup]=10 [ops_bf16]=30 [ops_fp16]=30 [model]=30 [bench]=30 [train]=40 [torch]=60
+  [train_large]=45)
+declare -A CAP=([setup]=45 [ops_bf16]=75 [ops_fp16]=75 [model]=75 [bench]=75 [train]=110 [torch]=170
+  [train_large]=75)
+STAGES_OPTIONAL=" train_large "
 IFS=, read -r -a SELECTED <<<"$STAGE_LIST"
 for s in "${SELECTED[@]}"; do
   [[ -n ${MIN[$s]:-} ]] || { echo "--stage: unknown stage '$s' (stages: $ALL_STAGES)" >&2; exit 2; }
 done
-reserve_after() {  # the minimums of the selected stages after $1
+reserve_after() {  # the minimums of the selected, not optional stages after $1
   local s total=0 after=0
   for s in "${SELECTED[@]}"; do
-    ((after)) && total=$((total + MIN[$s]))
+    ((after)) && [[ $STAGES_OPTIONAL != *" $s "* ]] && total=$((total + MIN[$s]))
     [[ $s == "$1" ]] && after=1
   done
   echo $total
@@ -389,10 +393,14 @@ for s in "${SELECTED[@]}"; do
         "$(rerun_of bench)" -- bash -c bench_stage
       stage_amend_detail "$(awk '/^RESULT/ {for (i = 5; i <= NF; ++i) {split($i, kv, "="); v[kv[1]] = kv[2]}
         printf "%s%s/%s %.0f seq/s %.1f%% MFU", (n++ ? "; " : ""), $3, $4, v["seq_per_s"], 100 * v["mfu"]}' "$log" 2>/dev/null)" ;;
-    train) stage train "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '' \
-      "$(rerun_of train)" -- bash -c train_stage
-      stage_amend_detail "$(grep -E '^train: (PASS|FAIL) ' "$log" 2>/dev/null | sed -E 's/^train: //; s/ \(whole run\).*//' |
-        paste -sd ';')" ;;
+    train | train_large)
+      systems="h200_1x1_check_bf16 h200_1x1_check_fp16"
+      [[ $s == train_large ]] && systems=h200_1x1_check_large_bf16 log=$LOGS/train.log
+      lines_before=$(wc -l <"$log" 2>/dev/null || echo 0)
+      stage "$s" "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '' \
+        "$(rerun_of "$s")" -- bash -c "train_stage $systems"
+      stage_amend_detail "$(tail -n +$((lines_before + 1)) "$log" 2>/dev/null | grep -E '^train: (PASS|FAIL) ' |
+        sed -E 's/^train: //; s/ \(whole run\).*//' | paste -sd ';')" ;;
     torch)
       left=$(($(stages_left) - $(reserve_after torch)))
       stage torch "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '' "$(rerun_of torch)" \

@@ -40,6 +40,11 @@ case \$1 in
     stage long 30 1 5 "$WORK/long.log" '' "" -- bash -c 'sleep 30'
     stage late 10 8 0 "$WORK/late.log" '' "rerun late" -- true
     ;;
+  optional)
+    STAGES_OPTIONAL=" extra "
+    stage first 10 1 0 "$WORK/first.log" '' "" -- true
+    stage extra 10 100 0 "$WORK/extra.log" '' "rerun extra" -- true
+    ;;
   term)
     stage slow 30 1 0 "$WORK/slow.log" '' "rerun slow" -- bash -c 'echo \$\$ >"$WORK/slow.pid"; echo "started"; exec sleep 30'
     ;;
@@ -85,6 +90,12 @@ expect_line "$WORK/out.txt" '^long +TIMEOUT +[0-9]+ +[1-3] ' "squeeze: the first
 expect_line "$WORK/out.txt" '^late +NOT RUN .*needs 8 s' "squeeze: the starved stage"
 expect_line "$WORK/out.txt" '^ +rerun: rerun late' "squeeze: the starved stage's rerun line"
 
+# 3b. an optional stage left without time is NOT RUN but does not fail the check.
+DEADLINE=20 "$WORK/check.sh" optional >"$WORK/out.txt" 2>&1
+status=$?
+((status == 0)) || { fail "optional: exit $status, expected 0"; cat "$WORK/out.txt"; }
+expect_line "$WORK/out.txt" '^extra +NOT RUN .*needs 100 s' "optional: the optional stage's row"
+
 # 4. SIGTERM during a stage: the stage is stopped, marked INTERRUPTED, the summary still printed.
 "$WORK/check.sh" term >"$WORK/out.txt" 2>&1 &
 pid=$!
@@ -103,4 +114,4 @@ if ((failures)); then
   echo "device_stages_test: $failures failure(s)"
   exit 1
 fi
-echo "device_stages_test: all scenarios passed (pass, fail, skip, crash, hang, deadline, SIGTERM)"
+echo "device_stages_test: all scenarios passed (pass, fail, skip, crash, hang, deadline, optional, SIGTERM)"
