@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "bert/cpu/cpu_ops.h"
+#include "bert/cuda/gemm_plan.h"
 #include "bert/philox.h"
 #include "tests/bert_cuda/check_ops.h"
 
@@ -232,18 +233,28 @@ void check_linear_input_activation(Context& c, const char* name, int64_t m, Acti
   bwd(true, d_x, d_w, &d_b, a);
   bwd(false, d_x, d_w, &d_b, a);
   // Plain: the product rounded to the compute type, times act' rounded again, and the column sums
-  // of that in fp32.
+  // of that in fp32. Where the backend fuses this into cuBLASLt's DGELU_BGRAD (the tanh GELU), the
+  // epilogue stores the bias gradient in the compute type (its documented type, as a bf16/fp16
+  // framework stores a bias gradient) before it is added to the f32 gradient: the plain version
+  // rounds its column sums once there too.
   auto plain_dx = b.output(M * K, c.t);
   auto plain_dw = b.twin(dw0, DType::f32);
   bwd(false, plain_dx, plain_dw, nullptr, Activation::none);
   auto plain = rounded(c.t, b.cpu_values(plain_dx));
-  std::vector<float> plain_db = db0;
+  std::vector<float> column_sums(K, 0.0f);
   for (size_t r = 0; r < M; ++r)
     for (size_t col = 0; col < K; ++col) {
       float& v = plain[r * K + col];
       v = round_to(c.t, v * act_grad(a, pre_values[r * K + col], 0.0f));
-      plain_db[col] += v;
+      column_sums[col] += v;
     }
+  const MatrixType mt = c.t == DType::bf16 ? MatrixType::bf16 : MatrixType::f16;
+  const bool fused =
+      data_gradient_epilogue(a == Activation::gelu, true, static_cast<int64_t>(K), mt).epilogue ==
+      GemmEpilogue::dgelu_bgrad;
+  std::vector<float> plain_db = db0;
+  for (size_t col = 0; col < K; ++col)
+    plain_db[col] += fused ? round_to(c.t, column_sums[col]) : column_sums[col];
   c.add(judge(op, "d_input (d_pre of ffn1)", c.t, b.gpu_values(d_x), plain, b.cpu_values(d_x)));
   c.add(judge(op, "d_input_bias (+=)", c.t, b.gpu_values(d_b), plain_db, b.cpu_values(d_b),
               kF32Floor));
