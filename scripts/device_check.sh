@@ -87,7 +87,8 @@ bundle_env() {
   export MLBERT_PTXAS_REPORT_DIR=$b/ptxas
 }
 
-# cuBLASLt (CUDA 13) and NCCL on the device: the linker's cache, the toolkit, else PyTorch's wheels.
+# cuBLASLt (CUDA 13) and NCCL on the device: the linker's cache, the toolkit, PyTorch's wheels, else
+# anywhere under /usr/local or /opt.
 device_libs_env() {
   local py=$1 lib dir
   for lib in libcublasLt.so.13 libnccl.so.2; do
@@ -100,13 +101,14 @@ device_libs_env() {
       dir=$("$py" - "$lib" 2>/dev/null <<'EOF'
 import glob, os, site, sys
 for base in site.getsitepackages():
-    hits = glob.glob(os.path.join(base, "nvidia", "*", "lib", sys.argv[1]))
+    hits = sorted(glob.glob(os.path.join(base, "nvidia", "**", sys.argv[1]), recursive=True))
     if hits:
         print(os.path.dirname(hits[0]))
         break
 EOF
 )
     fi
+    [[ -z $dir ]] && dir=$(find /usr/local /opt -name "$lib" -printf '%h\n' -quit 2>/dev/null)
     [[ -n $dir ]] && BUNDLE_LIBRARY_PATH=$BUNDLE_LIBRARY_PATH:$dir
   done
   export BUNDLE_LIBRARY_PATH
@@ -371,6 +373,14 @@ case_reruns() {
   grep -E "^rerun: .*--only '" "$2" | sed -E "s/.*--only '(.*)'$/\1/" | sort -u | head -4 |
     while read -r one; do rerun_of "$1" "$one"; done
 }
+# A check stage's verdict line and which GEMMs ran with fused cuBLASLt epilogues.
+fused_summary() {
+  local verdict fused
+  verdict=$(grep -E '^bert_cuda_check: [0-9]+ of' "$1" 2>/dev/null | tail -1)
+  fused=$(grep -E '^(ops|model check) \(.*cuBLASLt epilogues:' "$1" 2>/dev/null |
+    sed -E 's/^(ops|model check) \(([a-z0-9]+)\): cuBLASLt epilogues:/\2:/' | paste -sd ';')
+  [[ -n $verdict ]] && echo "${verdict#bert_cuda_check: }${fused:+; fused: $fused}"
+}
 setup_ok=1
 for s in "${SELECTED[@]}"; do
   log=$LOGS/$s.log
@@ -390,9 +400,12 @@ for s in "${SELECTED[@]}"; do
       dtype=${s#ops_}
       stage "$s" "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '^bert_cuda_check:' \
         "$(rerun_of "$s" "$ONLY")" -- bash -c "ops_stage $dtype" ||
-        stage_amend_rerun "$(case_reruns "$s" "$log")" ;;
-    model) stage model "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '^bert_cuda_check:' \
-      "$(rerun_of model)" -- bash -c model_stage ;;
+        stage_amend_rerun "$(case_reruns "$s" "$log")"
+      stage_amend_detail "$(fused_summary "$log")" ;;
+    model)
+      stage model "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '^bert_cuda_check:' \
+        "$(rerun_of model)" -- bash -c model_stage
+      stage_amend_detail "$(fused_summary "$log")" ;;
     bench)
       stage bench "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '^bert_cuda_bench: check' \
         "$(rerun_of bench)" -- bash -c bench_stage

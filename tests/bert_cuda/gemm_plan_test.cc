@@ -177,7 +177,8 @@ TEST_CASE("bias-gradient epilogues write the output's type: DGELU_BGRAD bf16/fp1
   CHECK(cuda::epilogue_uses_aux(GemmEpilogue::dgelu_bgrad));
 }
 
-TEST_CASE("a refused plan is named with its epilogue, types and shape; the report counts uses") {
+TEST_CASE(
+    "a refused plan is named with its epilogue, types and shape, and the report counts uses") {
   using cuda::MatrixType;
   const ColumnMajorGemm g = cuda::plan_linear_backward_data(1006, 1024, 4096, false);
   const std::string text = cuda::describe_problem(GemmEpilogue::dgelu_bgrad, MatrixType::bf16,
