@@ -89,7 +89,7 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
                                 ": no run has two evaluations; the run start cannot be separated");
   const double run_start = start_sum / start_runs;
 
-  SimulationOptions simulation = options.simulation;
+  SimulationOptions simulation = simulation_options_for(result, options.simulation);
   simulation.steps = max_steps;
   simulation.evals = max_evals;
   const Simulation sim(cluster, base.train, simulation);

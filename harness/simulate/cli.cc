@@ -148,7 +148,7 @@ int run_system(const Options& o) {
 int run_results(const Options& o) {
   const PublishedResult result = read_published_result(o.results, o.ruleset);
   ClusterRun cluster = cluster_from_result(result);
-  SimulationOptions options = simulation_options(o);
+  SimulationOptions options = simulation_options_for(result, simulation_options(o));
   std::vector<Setting> settings;
   for (const auto& s : o.sets) settings.push_back(parse_setting(s));
   apply_result_settings(settings, cluster, options);

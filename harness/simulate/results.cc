@@ -106,7 +106,8 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   result.group_exchange = flag("--group_exchange_padding");
   result.bucket_clipping = flag("--local_gradient_clip");
   flag("--distributed_lamb");
-  flag("--allreduce_post_accumulation");
+  result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
+  result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
   std::smatch m;
   if (std::regex_search(text, m, std::regex("--optimizer=(\\w+)"))) {
     result.launch_flags.push_back(m.str(0));
@@ -291,13 +292,29 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   run.eval.eval_samples = r.eval_samples;
   run.eval.batch_size = r.eval_batch_size.value_or(16);
   if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
-  run.bucket_mb = 25;
   run.max_steps = 0;
-  notes.push_back(
-      "gradient buckets of 25 MiB (mlbert's default) and mlbert's allreduce assumed "
-      "for the published implementation");
+  if (r.post_accumulation_allreduce) {
+    // NVIDIA's --allreduce_post_accumulation: the whole gradient in one allreduce after backward.
+    run.bucket_mb = 1e9;
+    notes.push_back(
+        "--allreduce_post_accumulation: one allreduce of the whole gradient after "
+        "backward, not overlapped" +
+        std::string(r.fp16_allreduce ? ", in fp16" : ""));
+  } else {
+    run.bucket_mb = 25;
+    notes.push_back("no gradient reduction stated: mlbert's overlapped 25 MiB f32 buckets");
+  }
+  if (std::find(r.launch_flags.begin(), r.launch_flags.end(), "--distributed_lamb") !=
+      r.launch_flags.end())
+    notes.push_back("--distributed_lamb shards the optimizer; simulated unsharded (mlbert's)");
   c.model = bert::BertConfig::preset("bert-large");
   return c;
+}
+
+SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base) {
+  if (result.post_accumulation_allreduce) base.overlap = false;
+  if (result.fp16_allreduce) base.gradient_wire_bytes = 2;
+  return base;
 }
 
 }  // namespace mlbert::harness::simulate

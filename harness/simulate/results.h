@@ -44,6 +44,8 @@ struct PublishedResult {
   std::optional<int> eval_batch_size;
   std::optional<std::vector<int>> stratified_quotas;
   bool global_exchange = false, group_exchange = false, bucket_clipping = false, adam = false;
+  bool post_accumulation_allreduce = false;  // one allreduce of all gradients after backward
+  bool fp16_allreduce = false;
 
   // Olympic mean of the run times in seconds (drop fastest and slowest, no compliance filter).
   double olympic_seconds() const;
@@ -64,5 +66,9 @@ OfficialScore official_score(const PublishedResult& result);
 // The machine and the run of a published result. Throws std::invalid_argument with the field
 // named when system.json or the logs leave the shape undetermined (nodes, GPUs, batch size).
 ClusterRun cluster_from_result(const PublishedResult& result);
+
+// How the published implementation reduced its gradients where its launch line says (one flat
+// allreduce after backward, in fp16); `base` unchanged otherwise (mlbert's overlapped f32 buckets).
+SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base);
 
 }  // namespace mlbert::harness::simulate

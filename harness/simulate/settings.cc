@@ -72,15 +72,20 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
     sim.nic_efficiency = positive_number(s);
   } else if (name == "gradient_wire_bytes") {
     sim.gradient_wire_bytes = positive_number(s);
+  } else if (name == "overlap") {
+    if (s.value != "true" && s.value != "false")
+      throw std::invalid_argument("--set simulate.overlap: true or false");
+    sim.overlap = s.value == "true";
   } else if (name == "infinite_network") {
     if (s.value != "true" && s.value != "false")
       throw std::invalid_argument("--set simulate.infinite_network: true or false");
     sim.infinite_network = s.value == "true";
   } else {
-    throw std::invalid_argument("--set " + s.field +
-                                ": unknown simulator setting (simulate.algorithm, "
-                                "simulate.nvlink_efficiency, simulate.nic_efficiency, "
-                                "simulate.gradient_wire_bytes, simulate.infinite_network)");
+    throw std::invalid_argument(
+        "--set " + s.field +
+        ": unknown simulator setting (simulate.algorithm, "
+        "simulate.nvlink_efficiency, simulate.nic_efficiency, "
+        "simulate.gradient_wire_bytes, simulate.overlap, simulate.infinite_network)");
   }
   sim.notes.push_back("--set " + s.field + "=" + s.value);
   return true;
@@ -249,6 +254,7 @@ void apply_simulator_settings(const SimulatorSettings& sim, ClusterRun& cluster,
   if (sim.nvlink_efficiency) cluster.network.nvlink_efficiency = *sim.nvlink_efficiency;
   if (sim.nic_efficiency) cluster.network.nic_efficiency = *sim.nic_efficiency;
   if (sim.gradient_wire_bytes) options.gradient_wire_bytes = *sim.gradient_wire_bytes;
+  if (sim.overlap) options.overlap = *sim.overlap;
   cluster.network.infinite = sim.infinite_network;
   if (sim.batch_changed) {
     // run.max_steps caps the file's own batch; a planner's new batch runs to convergence.

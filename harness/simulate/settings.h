@@ -36,6 +36,7 @@ struct SimulatorSettings {
   std::optional<double> nic_efficiency;       // simulate.nic_efficiency
   std::optional<double> gradient_wire_bytes;  // simulate.gradient_wire_bytes
   bool infinite_network = false;              // simulate.infinite_network=true
+  std::optional<bool> overlap;                // simulate.overlap=false
   std::vector<std::string> notes;             // what the settings changed, for the assumptions
   bool batch_changed = false;                 // the global batch size differs from the file's
 };

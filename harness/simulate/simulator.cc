@@ -366,8 +366,8 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
         const BackwardWork& d = plan.done[i];
         const double done = d.tokens * w.slowest_tokens + d.squares * w.slowest_squares +
                             d.predictions * w.slowest_predictions;
-        const double ready =
-            backward_start + (total_work > 0 ? done / total_work : 1) * backward + norms;
+        const double progress = options.overlap && total_work > 0 ? done / total_work : 1;
+        const double ready = backward_start + progress * backward + norms;
         stream_free = std::max(ready, stream_free) + bucket_seconds[i];
         p.comm_busy += bucket_seconds[i];
       }
@@ -419,13 +419,16 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
       "the slowest rank of each micro-step sets the pace (exact when the micro-step "
       "synchronizes all ranks)");
   a.push_back("gradients: " + std::to_string(p.buckets) + " buckets of run.bucket_mb " +
-              format_number(run.bucket_mb, 4) + " MiB of f32 (make_buckets over the " +
+              format_number(run.bucket_mb, 4) +
+              " MiB of f32 (make_buckets over the parameter layout of " +
               std::to_string(cluster.model.num_hidden_layers) + " x " +
               std::to_string(cluster.model.hidden_size) + ", backward order), " +
               format_number(options.gradient_wire_bytes, 2) +
               " bytes per element on the wire, "
-              "one allreduce stream in bucket order, each started when the slowest rank's "
-              "backward has finished the bucket (by backward FLOPs)");
+              "one allreduce stream in bucket order, " +
+              (options.overlap ? std::string("each started when the slowest rank's backward has "
+                                             "finished the bucket (by backward FLOPs)")
+                               : std::string("all started after backward (no overlap)")));
   switch (run.clipping) {
     case ClippingMode::after_allreduce:
       a.push_back(

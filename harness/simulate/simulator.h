@@ -46,6 +46,8 @@ struct SimulationOptions {
   std::uint64_t length_seed = 12345;
   // Bytes per gradient element on the wire: mlbert reduces its f32 gradient buffer.
   double gradient_wire_bytes = 4;
+  // Allreduce each bucket as backward finishes it (mlbert); false: every bucket after backward.
+  bool overlap = true;
   // Simulate exactly this many steps with this many evaluations (a published run's own count)
   // instead of running to the convergence point.
   std::optional<std::int64_t> steps;

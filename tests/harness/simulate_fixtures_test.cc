@@ -74,7 +74,7 @@ TEST_CASE("a profile calibrated from one result reproduces that result's time", 
   CHECK(profile.run_start_seconds < 10);
 
   ClusterRun cluster = cluster_from_result(r);
-  SimulationOptions sim;
+  SimulationOptions sim = simulation_options_for(r, SimulationOptions());
   std::int64_t steps = 0, evals = 0;
   for (const auto& run : r.runs) {
     steps = std::max(steps, run.samples / r.global_batch_size);

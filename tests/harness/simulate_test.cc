@@ -9,7 +9,10 @@
 #include <numeric>
 #include <random>
 
+#include <unistd.h>
+
 #include "bert/parameters.h"
+#include "data_prep/hdf5_io.h"
 
 #include "harness/length_distribution.h"
 #include "harness/load_balance.h"
@@ -348,4 +351,43 @@ TEST_CASE("a sweep's plot stacks every component to the predicted time", "[simul
   CHECK(svg.find("exposed communication") != std::string::npos);
   CHECK(svg.find(">64<") != std::string::npos);
   CHECK(svg.find(">128<") != std::string::npos);
+}
+
+TEST_CASE("lengths read from data shards feed the run's own sampler and deal", "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("mlbert_simulate_shards_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 12 samples of 100 tokens in one shard, 12 of 300 in another.
+  const auto shard = [](int length, int count) {
+    std::vector<mlbert::data::Sample> samples(count);
+    for (auto& s : samples) {
+      s.input_ids.assign(length, 5);
+      s.segment_ids.assign(length, 0);
+      s.masked_lm_positions = {1};
+      s.masked_lm_ids = {7};
+    }
+    return samples;
+  };
+  mlbert::data::write_shard(dir / "part_0.hdf5", mlbert::data::Layout::kVarlen, shard(100, 12));
+  mlbert::data::write_shard(dir / "part_1.hdf5", mlbert::data::Layout::kVarlen, shard(300, 12));
+  RunSpec run;
+  run.per_rank_batch = 4;
+  run.load_balancing = LoadBalancing::global_exchange;
+  const LengthSource lengths = shard_lengths(dir, run, 10, 1);
+  REQUIRE(lengths.shard_lengths.size() == 2);
+  CHECK(lengths.eval_lengths.size() == 10);
+  for (int l : lengths.eval_lengths) CHECK((l == 100 || l == 300));
+  const Sampler sampler(lengths.streams, lengths.quotas, 2, 0);
+  const auto work = deal_micro_steps(lengths, run, 2, 2, WorkCost{1, 0, 0}, 6);
+  for (std::int64_t m = 0; m < 6; ++m) {
+    double tokens = 0;
+    for (int r = 0; r < 2; ++r)
+      for (const SampleRef& s : sampler.batch(r, m)) tokens += s.shard == 0 ? 100 : 300;
+    CHECK(work[m].mean_tokens * 2 == tokens);
+    // The global deal splits the 8 samples into two halves of equal work when it can.
+    CHECK(work[m].slowest_tokens - work[m].mean_tokens <= 200);
+  }
+  fs::remove_all(dir);
 }
