@@ -1,4 +1,4 @@
-// `mlbert train`, `mlbert launch`, `mlbert bind` and `mlbert demo`.
+// `mlbert train`, `mlbert launch`, `mlbert bind`, `mlbert demo` and `mlbert simulate`.
 #include "harness/cli.h"
 
 #include <sched.h>
@@ -16,6 +16,7 @@
 #include "harness/launcher.h"
 #include "harness/mpi_communicator.h"
 #include "harness/run_guard.h"
+#include "harness/simulate/cli.h"
 #include "harness/system_config.h"
 #include "harness/trainer.h"
 
@@ -276,6 +277,7 @@ void register_cli(CLI::App& app, int& exit_code) {
   register_launch(app, exit_code);
   register_bind(app, exit_code);
   register_demo(app, exit_code);
+  simulate::register_cli(app, exit_code);
 }
 
 }  // namespace mlbert::harness

@@ -3,12 +3,12 @@
 // The log toolkit's subcommands (check, score, rcp, system-check, package) run in this process,
 // which links the toolkit and nothing else: an audit starts in about a millisecond, also on an
 // auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
-// launch, bind, demo) is carried out by `mlbert-core`, built and installed next to this binary
-// (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer than
-// checking a log): this process replaces itself with it, same arguments, same exit status.
+// launch, bind, demo, simulate) is carried out by `mlbert-core`, built and installed next to this
+// binary (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer
+// than checking a log): this process replaces itself with it, same arguments, same exit status.
 // tests/harness checks that both list the same subcommands with the same descriptions.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <array>
 #include <cerrno>
@@ -30,15 +30,16 @@ struct Forwarded {
 };
 
 // The subcommands mlbert-core carries out, in its registration order.
-constexpr std::array<Forwarded, 6> kForwarded{{
+constexpr std::array<Forwarded, 7> kForwarded{{
     {"data", "data pipeline: tokenize, prep, eval-set, stratify, pack, demo-corpus"},
     {"checkpoint",
      "Inspect and convert BERT checkpoints (mlbert safetensors, TF tensor bundles, Hugging Face)"},
     {"train", "train BERT on this rank of an MPI job (start it with `mlbert launch`)"},
-    {"launch",
-     "start `mlbert train` on every GPU of a system (an mpirun line or a Slurm script)"},
+    {"launch", "start `mlbert train` on every GPU of a system (an mpirun line or a Slurm script)"},
     {"bind", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run a command"},
     {"demo", "the whole job on this CPU: demo corpus, prep, 2-rank training, check, score"},
+    {"simulate",
+     "predict time to train from a system file or a published result (calibrate: fit a profile)"},
 }};
 
 std::filesystem::path self_path() {
