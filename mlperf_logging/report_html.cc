@@ -171,7 +171,8 @@ std::string convergence_card(const SystemReport& system, const std::string& id, 
         near_x.push_back(eval_x(system, run, e));
         near_y.push_back(e.accuracy);
       }
-  if (near_x.size() >= 2) {
+  const bool close_up = near_x.size() >= 2;
+  if (close_up) {
     const double lo = min_of(near_x), hi = max_of(near_x);
     const double pad = (hi - lo) * 0.04;
     out += accuracy_chart(system, report::nice_axis(lo - pad, hi + pad, 6),
@@ -181,9 +182,8 @@ std::string convergence_card(const SystemReport& system, const std::string& id, 
   }
   out += legend(system);
   std::string note =
-      "Below: the evals within " + fixed(kBand, 2) +
-      " of the target. Diamond: where a run stopped with status success; red cross: any other "
-      "status.";
+      close_up ? "Below: the evals within " + fixed(kBand, 2) + " of the target. " : std::string();
+  note += "Diamond: where a run stopped with status success; red cross: any other status.";
   if (!system.evals_count_samples)
     note +=
         " These logs' eval_accuracy records do not count samples in epoch_num, so accuracy is "
@@ -230,6 +230,30 @@ TimeToTrain time_to_train(const SystemReport& system) {
       t.kept[counted_runs[k]] = true;
   }
   return t;
+}
+
+// The figures behind the bars, one row per run; the run_stop status where it is not success.
+std::string runs_table(const SystemReport& system, const TimeToTrain& t) {
+  std::string out =
+      "<table class=\"runs\"><thead><tr><th>run</th><th>min</th><th>train_samples</th>"
+      "<th>last eval</th><th></th></tr></thead><tbody>\n";
+  const bool scored = system.score && system.score->score;
+  for (std::size_t i = 0; i < system.runs.size(); ++i) {
+    const RunTrace& run = system.runs[i];
+    const std::string role = !t.counted[i] ? badge("fail", "failed")
+                             : !scored     ? badge("none", "counted")
+                             : t.kept[i]   ? badge("pass", "mean")
+                                           : badge("none", "dropped");
+    std::string last = run.evals.empty() ? "?" : fixed(run.evals.back().accuracy, 4);
+    const std::string status = run.stop_status.value_or("no run_stop");
+    if (status != "success") last += " " + status;
+    out += "<tr><td><i class=\"swatch\" style=\"background:" + std::string(report::run_colour(i)) +
+           "\"></i>" + escape_html(run_name(run)) + "</td><td class=\"num\">" +
+           fixed(t.minutes[i], 3) + "</td><td class=\"num\">" +
+           (run.train_samples ? grouped(*run.train_samples) : std::string("?")) +
+           "</td><td class=\"num\">" + escape_html(last) + "</td><td>" + role + "</td></tr>\n";
+  }
+  return out + "</tbody></table>\n";
 }
 
 std::string time_to_train_card(const SystemReport& system, const std::string& id, double width) {
@@ -284,6 +308,7 @@ std::string time_to_train_card(const SystemReport& system, const std::string& id
   }
   if (system.score)
     for (const auto& note : system.score->notes) out += paragraph(note);
+  out += runs_table(system, t);
   return out + paragraph(
                    "Grey: the fastest and slowest counted runs, which the olympic mean drops; "
                    "red, \u2717: a run the scorer does not count (hover it for why).");
@@ -318,7 +343,7 @@ std::string rcp_card(const SystemReport& system, const std::string& id, double w
     if (rcp.submission_mean) xs.push_back(*rcp.submission_mean);
     const double lo = min_of(xs), hi = max_of(xs);
     const double pad = (hi - lo) * 0.08 + hi * 0.01;
-    const Axis x = report::nice_axis(lo - pad, hi + pad, 6);
+    const Axis x = report::nice_axis(std::max(lo - pad, 0.0), hi + pad, 6);  // samples >= 0
     const std::size_t n = rcp.runs.size();
     Chart chart(width, rows_height(n));
     chart.set_left_margin(70);
@@ -701,7 +726,7 @@ h3 { font-size: 13.5px; margin: 0 0 6px; color: var(--ink); }
 h3 .sys { font-weight: normal; color: var(--muted); }
 .grid { display: grid; gap: 14px; margin-top: 14px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px;
-  padding: 12px 14px; min-width: 0; }
+  padding: 12px 14px; min-width: 0; overflow-x: auto; }
 .card.wide { grid-column: 1 / -1; }
 h2, h3 { overflow-wrap: anywhere; }
 body > h2 { margin: 22px 0 0; font-size: 16px; }
@@ -745,6 +770,9 @@ details ul { margin: 4px 0; padding-left: 18px; }
 .badge.warn { background: #fff8c5; color: #7d4e00; }
 .badge.none { background: #eef1f4; color: var(--muted); }
 .quiet { color: var(--muted); }
+table.runs { margin-top: 8px; font-size: 12px; }
+table.runs td, table.runs th { padding: 2px 4px; white-space: nowrap; }
+.swatch { display: inline-block; width: 9px; height: 9px; border-radius: 2px; margin-right: 5px; }
 .more { color: var(--muted); }
 footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
 )css";

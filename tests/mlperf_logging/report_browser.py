@@ -8,7 +8,7 @@ Fails (exit 1, one FAIL line per finding) when:
     not have, is such an error);
   - the DOM holds active content (script, iframe, object, embed, img, link) or an on* handler
     attribute: log text must never become markup;
-  - the page is blank or overflows sideways;
+  - the page is blank, or it or a card's content overflows sideways;
   - a plot is missing, tiny, without marks, or painted no coloured pixels in the screenshot;
   - a system lacks one of the report's sections (a plot, or a note saying why there is none).
 Exit 77 (skipped) when Chromium is not installed.
@@ -53,6 +53,11 @@ PAGE_CHECK_JS = r"""
     out.missing.push({kind: p.dataset.plot, system: c ? c.dataset.system : null,
                       text: p.textContent});
   }
+  out.overflowing = [];
+  for (const c of document.querySelectorAll('.card'))
+    if (c.scrollWidth > c.clientWidth + 1)
+      out.overflowing.push((c.querySelector('h3') || c).textContent.slice(0, 80) + ': ' +
+                           c.scrollWidth + ' > ' + c.clientWidth + ' px');
   out.text_length = document.body.innerText.length;
   out.scroll_width = document.documentElement.scrollWidth;
   out.inner_width = innerWidth;
@@ -249,6 +254,7 @@ def main():
     failures += [f"event handler attribute: {h}" for h in page["handlers"]]
     if page["text_length"] < 200:
         failures.append(f"page is nearly empty: {page['text_length']} characters of text")
+    failures += [f"card content overflows its card: {c}" for c in page["overflowing"]]
     if page["scroll_width"] > page["inner_width"] + 1:
         failures.append(f"page overflows sideways: {page['scroll_width']} > {page['inner_width']} px")
     if pixels["ink"] < MIN_INK_FRACTION:

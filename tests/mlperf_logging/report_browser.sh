@@ -4,6 +4,7 @@
 # single: one 10-run system with every plot; multi: four systems side by side (closed and open,
 # compliant and failing, with and without throughput or eval intervals); hostile: a log and a
 # system description full of markup. Exit 77 (skipped) without chromium or python3.
+# docs/report.png is the single mode's screenshot (WORK_DIR/report_single.png).
 set -u
 mlbert=$1 fixtures=$2 work=$3 mode=$4
 command -v chromium >/dev/null 2>&1 || { echo "SKIPPED: chromium is not installed (scripts/deps.sh install)"; exit 77; }
@@ -17,7 +18,7 @@ case $mode in
   single)
     "$mlbert" report "$h200" --out "$page" >/dev/null 2>&1 || { echo "FAIL: mlbert report exited $?"; exit 1; }
     # The top of the page: what docs/report.png shows.
-    exec $check "$page" --systems 1 --screenshot "$work/report_single.png" --clip-height 1130 \
+    exec $check "$page" --systems 1 --screenshot "$work/report_single.png" --clip-height 1284 \
       --require "0:$all,throughput" ;;
   multi)
     "$mlbert" report "$h200" "$fixtures/v2.0/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch" \
