@@ -276,11 +276,12 @@ int run_demo(const DemoOptions& o) {
     launch.oversubscribe = true;
     launch.bind_best_effort = true;
     launch.train_args = {
-        "--data", data.train.string(), "--eval-data", data.eval_file.string(), "--results",
-        o.results_dir.string(), "--run-index", std::to_string(k), "--seed", std::to_string(seed),
-        "--quiet",
-        // Rank 0's stderr is a pipe under mpirun: say what the person at the other end has.
-        "--progress", ::isatty(STDERR_FILENO) == 1 ? "tty" : "lines"};
+        "--data",    data.train.string(),    "--eval-data", data.eval_file.string(),
+        "--results", o.results_dir.string(), "--run-index", std::to_string(k),
+        "--seed",    std::to_string(seed),   "--quiet"};
+    // Rank 0's stderr is a pipe under mpirun: tell it what the person at the other end has.
+    launch.train_args.insert(launch.train_args.end(),
+                             {"--progress", ::isatty(STDERR_FILENO) == 1 ? "tty" : "lines"});
     const auto argv = mpirun_argv(system, launch);
     const fs::path output = result_dir / ("train_" + std::to_string(k) + ".out");
     const fs::path log = result_dir / ("result_" + std::to_string(k) + ".txt");

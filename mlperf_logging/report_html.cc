@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
 
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/report.h"
@@ -29,7 +28,6 @@ constexpr std::string_view kInitColour = "#a8b3bf";
 constexpr std::string_view kTrainColour = "#4e79a7";
 constexpr std::string_view kEvalColour = "#f28e2b";
 constexpr std::string_view kMeanColour = "#2e7d32";
-constexpr double kNotConvergedSamples = 1e9;  // what the RCP check records for such a run
 
 std::string fixed(double value, int decimals) {
   if (!std::isfinite(value)) return "n/a";
@@ -329,7 +327,7 @@ std::string rcp_card(const SystemReport& system, const std::string& id, double w
   const RcpResult& rcp = use_train_samples ? *system.rcp_train_samples : *system.rcp;
   std::vector<double> xs;
   for (const RcpRun& run : rcp.runs)
-    if (run.converged && run.samples_to_converge < kNotConvergedSamples)
+    if (run.converged)
       xs.push_back(run.samples_to_converge);
   std::string out;
   if (xs.empty()) {
@@ -365,7 +363,7 @@ std::string rcp_card(const SystemReport& system, const std::string& id, double w
     for (std::size_t i = 0; i < n; ++i) {
       const RcpRun& run = rcp.runs[i];
       const double row = static_cast<double>(i);
-      if (run.converged && run.samples_to_converge < kNotConvergedSamples) {
+      if (run.converged) {
         chart.marker({run.samples_to_converge, row}, Chart::Shape::dot, report::run_colour(i),
                      run.file.stem().string() + ": " + grouped(run.samples_to_converge) +
                          " samples (" + run.note + ")",

@@ -437,8 +437,8 @@ std::vector<std::string> record_keys(const fs::path& log) {
 }  // namespace
 
 TEST_CASE(
-    "rank 0's progress goes to stderr, one line per eval on a pipe; stdout and the result "
-    "log stay MLLOG only",
+    "rank 0's progress goes to stderr with one line per eval on a pipe while stdout and the "
+    "result log stay MLLOG only",
     "[mpi][progress]") {
   const TestData data = test_data();
   fs::path system = write_system("progress2", 2, 8, 1, "after-allreduce", "none", 60, 12);
