@@ -87,9 +87,11 @@ struct SystemReport {
   std::optional<double> global_batch_size() const;
 };
 
-// Reads one result directory and runs the checks on it. Throws AuditError when the directory is
-// missing, holds no result files (nor bert/ with some), or no ruleset is given or in the path.
-// Everything wrong inside the logs is part of the report, never an exception.
+// Reads one result directory and runs the checks on it. The system description is `system_json`,
+// else system.json in the result folder or above a bert/ folder, else, in a submission package,
+// <org>/systems/<system>.json. Throws AuditError when the directory is missing, holds no result
+// files (nor bert/ with some), or no ruleset is given or in the path. Everything wrong inside the
+// logs or the description is part of the report, never an exception.
 SystemReport read_system_report(const ReportInput& input);
 
 struct ReportOptions {
