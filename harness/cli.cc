@@ -33,6 +33,7 @@ void register_train(CLI::App& app, int& exit_code) {
   auto backend = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
   auto no_progress_thread = std::make_shared<bool>(false);
+  auto progress_display = std::make_shared<std::string>("auto");
   CLI::App* train = app.add_subcommand(
       "train", "train BERT on this rank of an MPI job (start it with `mlbert launch`)");
   train->add_option("--system", options->system, "system name (systems/<name>.json) or file")
@@ -53,6 +54,11 @@ void register_train(CLI::App& app, int& exit_code) {
   train->add_flag("--quiet", *quiet, "rank 0 writes the MLLOG lines to the result file only");
   train->add_flag("--no-progress-thread", *no_progress_thread,
                   "no MPI progress thread (communication does not overlap backward)");
+  train
+      ->add_option("--progress", *progress_display,
+                   "rank 0's live progress on stderr: tty (one rewriting line), lines (one per "
+                   "eval), off; default auto: tty on a terminal, else lines")
+      ->check(CLI::IsMember({"auto", "tty", "lines", "off"}));
   train->add_option("--dump-dir", options->dump_dir, "tests: dump averaged gradients and weights");
   train->add_option("--dump-steps", options->dump_steps, "tests: how many steps to dump");
   train->callback([=, &exit_code] {
@@ -63,6 +69,7 @@ void register_train(CLI::App& app, int& exit_code) {
     if (!backend->empty()) o.backend = *backend;
     o.log_stdout = !*quiet;
     o.progress = *no_progress_thread ? MpiProgress::none : MpiProgress::thread;
+    o.progress_display = parse_progress_display(*progress_display);
     // Before MPI starts its threads: only the run guard's thread may take termination signals.
     RunGuard::block_termination_signals();
     MpiRuntime runtime(nullptr, nullptr);

@@ -1,4 +1,5 @@
-// Registers the log-audit subcommands (check, score, rcp, system-check, package) on the mlbert CLI.
+// Registers the log-audit subcommands (check, score, rcp, system-check, package, report) on the
+// mlbert CLI.
 #pragma once
 #include <CLI/CLI.hpp>
 
