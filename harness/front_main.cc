@@ -85,5 +85,5 @@ int main(int argc, char** argv) {
   mlbert::logging::register_cli(app, exit_code);
   // Listed for --help and suggestions only: a forwarded name never reaches the parser.
   for (const auto& f : kForwarded) app.add_subcommand(f.name, f.description)->group(f.group);
-  return mlbert::logging::run_cli(app, argc, argv, exit_code, mlbert::version_text());
+  return mlbert::logging::run_cli(app, argc, argv, exit_code, mlbert::version_text);
 }

@@ -17,5 +17,5 @@ int main(int argc, char** argv) {
   mlbert::data::register_cli(app, exit_code);
   mlbert::bert::register_cli(app, exit_code);
   mlbert::harness::register_cli(app, exit_code);
-  return mlbert::logging::run_cli(app, argc, argv, exit_code, mlbert::version_text());
+  return mlbert::logging::run_cli(app, argc, argv, exit_code, mlbert::version_text);
 }

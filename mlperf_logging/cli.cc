@@ -224,7 +224,7 @@ void set_example(CLI::App& command, const std::string& example) {
 }
 
 int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
-            const std::string& version) {
+            const std::function<std::string()>& version) {
   app.set_version_flag("--version", version,
                        "Print the version, commit, CUDA support and rulesets");
   const auto help = std::make_shared<GroupedHelp>();

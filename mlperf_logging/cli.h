@@ -5,6 +5,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,12 +31,13 @@ const std::vector<CommandGroup>& command_groups();
 
 // What both mlbert binaries' main does with their registered subcommands, in order:
 //  - an unknown command word is an error naming it and the closest known command (exit 2);
-//  - --version prints `version`;
+//  - --version prints what `version` returns (called only then);
 //  - parse and run; a CLI11 usage error is one line "mlbert: error: <command>: ..." plus a hint
 //    (exit 2), any other exception one line "mlbert: error: ..." (exit 2);
 //  - otherwise returns `exit_code` as the subcommand set it.
 // The top-level help lists the commands by group, one line each.
-int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code, const std::string& version);
+int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
+            const std::function<std::string()>& version);
 
 // The known command closest to `word` by edit distance, or "" when none is close enough to suggest.
 std::string closest_command(std::string_view word, const std::vector<std::string>& known);
