@@ -75,7 +75,7 @@ void register_train(CLI::App& app, int& exit_code) {
   });
   logging::set_example(*train,
                        "mpirun -np 2 mlbert train --system cpu_demo --data prep/train "
-                       "--eval-data prep/eval.hdf5 (what `mlbert launch` starts)");
+                       "--eval-data prep/eval.hdf5");
 }
 
 // ---- mlbert launch
