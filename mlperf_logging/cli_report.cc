@@ -56,8 +56,9 @@ int run_report(const ReportArgs& args) {
 
 void register_report_cli(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ReportArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "one self-contained HTML page of result directories: curves, scores, RCP, checks");
+  CLI::App* cmd =
+      app.add_subcommand("report", "one HTML page of result folders: curves, scores, RCP, checks")
+          ->group("audit");
   cmd->add_option("dirs", args->dirs, "result directories (result_*.txt, or a folder with bert/)")
       ->required();
   cmd->add_option("-o,--out", args->out, "the HTML file to write (default report.html)");
@@ -66,9 +67,9 @@ void register_report_cli(CLI::App& app, int& exit_code) {
   cmd->add_option("--target", args->target, "accuracy target line (default 0.720, BERT's)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--title", args->title, "the page title");
-  cmd->footer(
-      "Example:\n  mlbert report results/v4.0/NVIDIA/h200_ngc23.09_pytorch "
-      "results/v2.0/Samsung/samsung_n128 --out bert.html");
+  set_example(*cmd,
+              "mlbert report results/v4.0/NVIDIA/h200_ngc23.09_pytorch "
+              "results/v2.0/Samsung/samsung_n128 --out bert.html");
   cmd->callback([args, &exit_code] { exit_code = run_report(*args); });
 }
 

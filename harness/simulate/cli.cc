@@ -9,6 +9,7 @@
 #include "harness/simulate/results.h"
 #include "harness/simulate/settings.h"
 #include "harness/simulate/simulator.h"
+#include "mlperf_logging/cli.h"
 
 namespace mlbert::harness::simulate {
 namespace {
@@ -194,9 +195,9 @@ int run_calibrate(const Options& o) {
 
 void register_cli(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<Options>();
-  CLI::App* simulate = app.add_subcommand(
-      "simulate",
-      "predict time to train from a system file or a published result (calibrate: fit a profile)");
+  CLI::App* simulate =
+      app.add_subcommand("simulate", "predict time to train from a system or a published result")
+          ->group("train");
   simulate->add_option("--system", o->system, "system name (systems/<name>.json) or file");
   simulate->add_option("--systems-dir", o->systems_dir, "where system names are looked up");
   simulate->add_option("--results", o->results,
@@ -219,6 +220,11 @@ void register_cli(CLI::App& app, int& exit_code) {
   calibrate_cmd->add_option("--profiles-dir", o->profiles_dir, "where the profile goes");
   calibrate_cmd->add_option("--systems-dir", o->systems_dir, "(default profiles dir parent)");
   calibrate_cmd->callback([o, &exit_code] { exit_code = run_calibrate(*o); });
+  logging::set_example(*simulate,
+                       "mlbert simulate --system dgxa100_128x8 --sweep nodes=16,32,64,128 "
+                       "--plot scaling.svg");
+  logging::set_example(*calibrate_cmd,
+                       "mlbert simulate calibrate --results results/v1.0/NVIDIA/dgxa100_ngc21.05");
   simulate->callback([o, simulate, calibrate_cmd, &exit_code] {
     if (simulate->got_subcommand(calibrate_cmd)) return;
     if (o->system.empty() == o->results.empty())

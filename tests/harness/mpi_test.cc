@@ -382,7 +382,7 @@ TEST_CASE("a wrong world size, missing data or a bad system fail before init_sta
     const auto [status, output] = run_command(train_command(2, two, missing, out / "results", ""));
     INFO(output);
     CHECK(status != 0);
-    CHECK_THAT(output, Catch::Contains("no_such_dir: does not exist"));
+    CHECK_THAT(output, Catch::Contains("no_such_dir: no such directory"));
     CHECK_FALSE(fs::exists(out / "results/two_ranks/bert/result_0.txt"));
   }
   {
