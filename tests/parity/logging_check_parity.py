@@ -87,12 +87,12 @@ def compare_rules(ruleset):
     out = subprocess.run([MLBERT, "check", "--ruleset", ruleset, "--print-rules"], capture_output=True, check=True)
     mine = json.loads(out.stdout)
     printed = [config["name"] for config in mine["configs"]]
-    official = reachable_configs(ruleset)
-    if sorted(printed) != sorted(official):
+    reachable = reachable_configs(ruleset)
+    if sorted(printed) != sorted(reachable):
         problems.append(f"{ruleset}: mlbert encodes configs {sorted(printed)}, the official queue reaches "
-                        f"{sorted(official)}")
-    if len(official) < 3:
-        problems.append(f"{ruleset}: only {official} reachable: the reachability walk found nothing to compare")
+                        f"{sorted(reachable)}")
+    if len(reachable) < 3:
+        problems.append(f"{ruleset}: only {reachable} reachable: the reachability walk found nothing to compare")
     for config in mine["configs"]:
         official = yaml_config(config["name"])
         where = f"{ruleset} {config['name']}"
