@@ -135,6 +135,29 @@ TEST_CASE("a CR LF split across read buffers counts as one line end") {
   CHECK(lines == std::vector<std::size_t>{1, 3});
 }
 
+TEST_CASE("the token is found at every offset, after look-alikes, and up to the last byte") {
+  // The token search works 16 bytes at a time: every position relative to a block, next to
+  // near-misses (":::MLLOG" without the space, ":x:M", "::MLLOG "), and at the very end.
+  const std::string decoys = ":::MLLOG\t:x:M ::MLLOG  :::MLLOGX :::mllog ";
+  for (std::size_t pad = 0; pad < 40; ++pad) {
+    INFO("pad " << pad);
+    std::string text = std::string(pad, ':') + decoys + rec("k") + "\n" + decoys;
+    auto p = parse(text + "\n" + std::string(pad, 'M') + rec("last"));
+    REQUIRE(p.records.size() == 2);
+    CHECK(p.records[0].key == "k");
+    CHECK(p.records[0].line == 1);
+    CHECK(p.records[1].key == "last");
+    CHECK(p.records[1].line == 3);
+    CHECK(p.errors.empty());
+    CHECK(parse(text).records.size() == 1);
+    // A token in the last nine bytes: found, and an error since nothing follows it.
+    auto tail = parse(text + ":::MLLOG ");
+    REQUIRE(tail.errors.size() == 1);
+    CHECK(tail.errors[0].line == 2);
+    CHECK(tail.errors[0].message.find("nothing follows") != std::string::npos);
+  }
+}
+
 TEST_CASE("line numbers stay exact across read buffers of plain lines") {
   // 3 MiB of short lines around two records: the reader counts lines between records in bulk.
   std::string text;
