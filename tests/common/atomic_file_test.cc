@@ -50,7 +50,7 @@ long dead_pid() {
 
 }  // namespace
 
-TEST_CASE("an AtomicFile is under its final name only after commit, complete", "[atomic_file]") {
+TEST_CASE("an AtomicFile is under its final name only after commit and complete", "[atomic_file]") {
   const fs::path dir = scratch("commit");
   const fs::path path = dir / "shard.hdf5";
   {
@@ -80,7 +80,7 @@ TEST_CASE("an AtomicFile not committed leaves the old file and no temporary", "[
   CHECK(names_in(dir) == std::vector<std::string>{"model.safetensors"});
 }
 
-TEST_CASE("temporaries of killed writers go with the next write; live and foreign ones stay",
+TEST_CASE("temporaries of killed writers go with the next write but live and foreign ones stay",
           "[atomic_file]") {
   const fs::path dir = scratch("leftovers");
   const std::string key = mlbert::files::machine_key();
@@ -125,7 +125,7 @@ TEST_CASE("a write that fails (file size limit) names the file and leaves nothin
   CHECK(names_in(dir).empty());
 }
 
-TEST_CASE("a process is alive until it ends; a zombie is not", "[atomic_file]") {
+TEST_CASE("a process is alive until it ends and a zombie is not", "[atomic_file]") {
   CHECK(mlbert::files::process_alive(::getpid()));
   CHECK_FALSE(mlbert::files::process_alive(dead_pid()));
   const pid_t child = ::fork();

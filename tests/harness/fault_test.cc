@@ -168,8 +168,9 @@ void run_case(const FaultCase& c) {
 
 }  // namespace
 
-TEST_CASE("a rank killed during init ends every other rank non-zero within 30 s, logged as aborted",
-          "[mpi][faults]") {
+TEST_CASE(
+    "a rank killed during init ends every other rank non-zero within 30 s and is logged as aborted",
+    "[mpi][faults]") {
   FaultCase c;
   c.name = "kill_init";
   c.fault = "1:init:kill";
@@ -217,6 +218,7 @@ TEST_CASE("training shards that become unreadable mid-run end every rank within 
           "[mpi][faults]") {
   FaultCase c;
   c.name = "shard_unreadable";
+  c.ranks = 2;
   c.act = [](const fs::path&, const fs::path& train) {
     for (const auto& entry : fs::directory_iterator(train))
       if (entry.path().extension() == ".hdf5")
@@ -230,7 +232,8 @@ TEST_CASE("rank 0's result file reaching its size limit ends the run with run_st
           "[mpi][faults]") {
   FaultCase c;
   c.name = "log_file_full";
-  c.eval_cadence = 12;  // an eval record every step: the log grows
+  c.ranks = 2;
+  c.eval_cadence = 8;  // an eval record every step of 2 x 4 sequences: the log grows
   c.act = [](const fs::path& partial_log, const fs::path&) {
     const pid_t rank0 = find_rank(0);
     REQUIRE(rank0 > 0);

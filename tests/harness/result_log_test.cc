@@ -79,7 +79,7 @@ TEST_CASE("the first N without a final log or a live partial one is claimed", "[
   CHECK(ResultLogFile::claim(dir, std::nullopt).final_path() == dir / "result_2.txt");
 }
 
-TEST_CASE("a partial log no run holds (a killed run's) is emptied and reused, with a note",
+TEST_CASE("a partial log no run holds (a killed run's) is emptied and reused with a note",
           "[result_log]") {
   const fs::path dir = scratch("stale");
   std::ofstream(dir / "result_0.txt.partial") << ":::MLLOG {\"key\": \"init_start\"}\n:::MLLOG {";

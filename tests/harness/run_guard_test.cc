@@ -62,7 +62,7 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
-TEST_CASE("a watched peer that is killed is reported after the grace period, named",
+TEST_CASE("a watched peer that is killed is reported after the grace period and named",
           "[run_guard]") {
   const pid_t child = sleeping_child();
   Reported reported;
@@ -85,7 +85,7 @@ TEST_CASE("a watched peer that is killed is reported after the grace period, nam
   ::waitpid(child, nullptr, 0);
 }
 
-TEST_CASE("a stopped peer is no failure; the watchdog ends a run that stops beating",
+TEST_CASE("a stopped peer is no failure but the watchdog ends a run that stops beating",
           "[run_guard]") {
   const pid_t child = sleeping_child();
   Reported reported;

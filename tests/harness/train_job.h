@@ -187,6 +187,17 @@ class Job {
   bool exited_ = false;
 };
 
+// A /proc file's text, or "" when the process has gone (reading it may then fail midway).
+inline std::string read_proc_file(const std::string& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+  ::close(fd);
+  return text;
+}
+
 // The pid of the process of MPI rank `rank` running `mlbert train`, or 0.
 inline pid_t find_rank(int rank) {
   DIR* proc = ::opendir("/proc");
@@ -196,14 +207,11 @@ inline pid_t find_rank(int rank) {
   while (dirent* entry = ::readdir(proc)) {
     const pid_t pid = std::atoi(entry->d_name);
     if (pid <= 0) continue;
-    std::ifstream cmdline("/proc/" + std::string(entry->d_name) + "/cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    const std::string args = read_proc_file("/proc/" + std::string(entry->d_name) + "/cmdline");
     if (args.find("train") == std::string::npos || args.find("mlbert") == std::string::npos)
       continue;
     if (args.find(work_root().string()) == std::string::npos) continue;
-    std::ifstream environ_file("/proc/" + std::string(entry->d_name) + "/environ");
-    std::string env((std::istreambuf_iterator<char>(environ_file)),
-                    std::istreambuf_iterator<char>());
+    std::string env = read_proc_file("/proc/" + std::string(entry->d_name) + "/environ");
     std::replace(env.begin(), env.end(), '\0', '\n');
     if (("\n" + env).find("\n" + wanted + "\n") != std::string::npos) {
       found = pid;
