@@ -141,9 +141,11 @@ void RunGuard::watch() {
     if (idle > timeout) {
       AbortCause cause;
       cause.kind = AbortCause::Kind::no_progress;
-      cause.reason = "no progress for " + std::to_string(static_cast<int>(idle)) +
-                     " s (watchdog limit " + std::to_string(static_cast<int>(timeout)) +
-                     " s): a rank died or hangs";
+      const char* activity = activity_.load();
+      cause.reason = "no progress for " + std::to_string(static_cast<int>(idle)) + " s" +
+                     (activity ? std::string(" ") + activity : std::string()) +
+                     ", watchdog limit " + std::to_string(static_cast<int>(timeout)) +
+                     " s: a rank died or hangs";
       lock.unlock();
       on_abort_(cause);
       return;

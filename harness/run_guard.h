@@ -58,6 +58,9 @@ class RunGuard {
   static void block_termination_signals();
 
   void heartbeat();
+  // What this rank does until the next call (a string literal), named when the watchdog fires:
+  // the rank stuck on its data loader and the ones waiting for it in a collective differ.
+  void doing(const char* activity) { activity_.store(activity); }
   // The watchdog only fires while armed (init and the timed part of the run, evals included).
   void arm(bool armed);
   void set_timeout(double seconds) { timeout_.store(seconds); }
@@ -80,6 +83,7 @@ class RunGuard {
   std::function<void(const AbortCause&)> on_abort_;
   std::atomic<std::int64_t> last_beat_ns_;
   std::atomic<bool> armed_{false};
+  std::atomic<const char*> activity_{nullptr};
   std::mutex mutex_;
   std::condition_variable stop_cv_;
   bool stop_ = false;

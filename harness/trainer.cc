@@ -552,6 +552,7 @@ class TimedRun {
     world_.barrier();
     log_.start(key::run_start);
     guard_.heartbeat();
+    guard_.doing("in a training step");
     bool converged = false;
     {
       BatchLoader loader(p_.data, *s_.sampler, world_.rank(), p_.read_options, 0);
@@ -572,6 +573,7 @@ class TimedRun {
       }
       if (!converged && window_.steps > 0) converged = evaluate();  // the last steps
     }
+    guard_.doing("at the end of the run");
     stop(converged);
     world_.barrier();
     guard_.arm(false);
@@ -589,7 +591,9 @@ class TimedRun {
     for (int a = 0; a < accumulation; ++a) {
       const std::int64_t micro = step_ * accumulation + a;
       auto t0 = Clock::now();
+      guard_.doing("waiting for its training data");
       auto samples = loader.next();
+      guard_.doing("in a training step");
       t.data += seconds_since(t0);
       t0 = Clock::now();
       if (s_.exchange_comm) samples = exchange_samples(*s_.exchange_comm, std::move(samples));
@@ -650,6 +654,7 @@ class TimedRun {
     Json epoch = Json::object();
     epoch["epoch_num"] = samples_seen_;
     log_.start(key::eval_start, samples_seen_, epoch);
+    guard_.doing("in an eval");
     std::int64_t counts[2] = {0, 0};
     for (const auto& batch : p_.eval.batches) {
       const bert::EvalResult r = s_.model->evaluate(batch);
@@ -713,6 +718,7 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world,
   for (const auto& f : find_shards(o.eval_data)) data_files.push_back(f);
   drop_file_cache(data_files);
   guard.arm(true);  // from here to the last barrier, a rank that stops beating ends the run
+  guard.doing("in init");
   world.barrier();
 
   log.event(key::cache_clear, true);
