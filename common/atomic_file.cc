@@ -85,12 +85,21 @@ bool process_alive(long pid) {
   if (pid <= 0) return false;
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
   // A zombie has ended; only its parent has not collected it yet.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = text.rfind(')');
   if (paren == std::string::npos || paren + 2 >= text.size()) return true;
   const char state = text[paren + 2];
   return state != 'Z' && state != 'X';
+}
+
+std::string read_proc_file(const std::filesystem::path& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+  ::close(fd);
+  return text;
 }
 
 bool is_partial_name(const std::filesystem::path& path) {

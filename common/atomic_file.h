@@ -64,4 +64,8 @@ const std::string& machine_key();
 // True when `pid` (a pid of this machine and namespace) is a live process (not a zombie).
 bool process_alive(long pid);
 
+// The text of a /proc file such as /proc/<pid>/stat, or "" when it cannot be read (the process
+// has gone, possibly while it was being read: iostreams would throw then).
+std::string read_proc_file(const std::filesystem::path& path);
+
 }  // namespace mlbert::files

@@ -198,11 +198,6 @@ void RunLog::open(ResultLogFile file, bool to_stdout) {
   logger_.reconfigure(options);
 }
 
-bool RunLog::is_open() const {
-  std::lock_guard lock(mutex_);
-  return file_.has_value();
-}
-
 void RunLog::write(mllog::EventType type, std::string_view k, const mllog::Json& value,
                    const mllog::Json& metadata, mllog::SourceLocation where) {
   std::lock_guard lock(mutex_);

@@ -63,7 +63,6 @@ class ResultLogFile {
 class RunLog {
  public:
   void open(ResultLogFile file, bool to_stdout);
-  bool is_open() const;
   void event(std::string_view k, const mllog::Json& value = nullptr,
              const mllog::Json& metadata = nullptr,
              mllog::SourceLocation where = mllog::SourceLocation::current()) {

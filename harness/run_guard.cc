@@ -6,9 +6,10 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <sstream>
+
+#include "common/atomic_file.h"
 
 namespace mlbert::harness {
 namespace {
@@ -32,8 +33,7 @@ sigset_t guarded_signals() {
 
 // State and start time of `pid` from /proc/<pid>/stat, or nullopt when there is no such process.
 std::optional<std::pair<char, std::uint64_t>> process_state(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = files::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
   const auto paren = text.rfind(')');
   if (text.empty() || paren == std::string::npos) return std::nullopt;
