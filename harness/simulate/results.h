@@ -4,9 +4,11 @@
 // Design choice: everything comes from the log toolkit (its parser for the MLLOG records, its
 // result-file discovery, ruleset-from-path and scoring) or from the system description's own
 // fields; a value neither states is a documented default, recorded in ClusterRun::notes so the
-// output names it. A few launch-line flags of NVIDIA's BERT implementation, which most GPU
-// submissions derive from, are read from the log text when present (load balancing, stratified
-// quotas, Adam, bucket clipping): they say what the MLLOG keys do not.
+// output names it. Launch-line flags of NVIDIA's BERT implementation, which most GPU submissions
+// derive from, and of Samsung's changes to it are read from the log text when present (load
+// balancing, stratified quotas, Adam, bucket clipping, the gradient path: DistributedFusedLAMB, a
+// flat allreduce after backward or Samsung's DDP buckets; CUDA graphs, padded shapes): they say
+// what the MLLOG keys do not, and the code they select is what the simulation options describe.
 #pragma once
 
 #include <nlohmann/json.hpp>
