@@ -21,6 +21,7 @@
 #include "bert/parameters.h"
 #include "common/atomic_file.h"
 #include "harness/grad_sync.h"
+#include "harness/model_spec.h"
 #include "harness/optimizer.h"
 #include "harness/result_log.h"
 #include "harness/run_guard.h"
@@ -72,13 +73,7 @@ std::int64_t count_lines(const std::filesystem::path& path) {
 
 bert::BertConfig model_config(const TrainOptions& o, const SystemConfig& system) {
   const ModelSpec& spec = system.run.model;
-  bert::BertConfig config = spec.preset == "file" ? bert::BertConfig::from_file(spec.config_path)
-                                                  : bert::BertConfig::preset(spec.preset);
-  if (spec.overrides.is_object() && !spec.overrides.empty()) {
-    nlohmann::json merged = config.to_json();
-    for (const auto& [k, v] : spec.overrides.items()) merged[k] = v;
-    config = bert::BertConfig::from_json(merged, system.path.string() + " run.model.overrides");
-  }
+  bert::BertConfig config = model_from_spec(spec, system.path);
   if (spec.vocab_from_data || !o.vocab.empty()) {
     const auto vocab = o.vocab.empty() ? o.data / "vocab.txt" : o.vocab;
     if (!std::filesystem::exists(vocab))
