@@ -13,6 +13,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 #include <iterator>
@@ -62,8 +64,9 @@ bool is_lock(const fs::path& path) {
   return name[0] == '.' && name.ends_with(".demo-lock");
 }
 
-// What a complete output of this name holds, comparable between runs. Result logs differ in
-// their times, so only their completeness is compared; names differ in their run index.
+// What a complete output of this name holds, comparable between runs. Result logs and the demo's
+// report differ in their times, so only their completeness is compared; names differ in their run
+// index.
 std::pair<std::string, std::string> signature(const fs::path& root, const fs::path& file) {
   std::string relative = fs::relative(file, root).string();
   const std::string name = file.filename().string();
@@ -75,6 +78,15 @@ std::pair<std::string, std::string> signature(const fs::path& root, const fs::pa
                           : "A RESULT LOG WITHOUT run_stop: " + last};
   }
   if (std::regex_match(name, std::regex("train_[0-9]+\\.out"))) return {relative, "console"};
+  if (file.extension() == ".html") {
+    // The demo's report carries its run's timings: complete means the page ends.
+    std::string text = read_text(file);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    return {relative, text.ends_with("</html>")
+                          ? "a complete HTML page"
+                          : "AN HTML PAGE CUT SHORT: ..." +
+                                text.substr(text.size() - std::min<std::size_t>(text.size(), 80))};
+  }
   if (file.extension() == ".hdf5") {
     // Every row validated; the summary without the path. A file not changed since it was last
     // inspected (same inode, size and time) is not inspected again.
@@ -358,8 +370,7 @@ TEST_CASE("checkpoint export killed at random moments never leaves a partial che
 TEST_CASE("train killed while writing its result log leaves no log cut short under a final name",
           "[crash][mpi]") {
   const Inputs in = inputs();
-  const fs::path system =
-      write_system("crash_train", 2, 4, 1, "after-allreduce", "none", 20, 4, 8);
+  const fs::path system = write_system("crash_train", 2, 4, 1, "after-allreduce", "none", 20, 4, 8);
   // 4 steps, an eval after each: the log grows the whole run; exit 3 (max steps, not converged).
   kill_and_rerun({"train",
                   mpirun(2) + mlbert_bin().string() + " train --quiet --system " + system.string() +
