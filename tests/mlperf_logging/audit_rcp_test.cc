@@ -321,6 +321,20 @@ TEST_CASE("rcp: unusable logs name the file, line and field", "[rcp][check][bad-
   CHECK(mismatch.problems[0].find("result_5.txt: global_batch_size 3072 differs from 4608") !=
         std::string::npos);
 
+  // A batch size that is not a number is named as such, not as differing from itself.
+  TempDir not_a_number;
+  mlbert::test::write_results(not_a_number.path(), runs_at(4608, 2'900'000));
+  std::string log = mlbert::test::read_text(not_a_number.path() / "result_0.txt");
+  const auto value = log.find("4608", log.find("\"global_batch_size\""));
+  REQUIRE(value != std::string::npos);
+  log.replace(value, 4, "NaN");
+  mlbert::test::write_text(not_a_number.path() / "result_0.txt", log);
+  const auto nan = check(not_a_number.path());
+  CHECK(nan.verdict == lg::RcpVerdict::error);
+  REQUIRE(nan.problems.size() == 1);
+  CHECK(nan.problems[0].find("result_0.txt: global_batch_size nan is not a batch size") !=
+        std::string::npos);
+
   mlbert::test::write_results(malformed.path(), runs_at(4608, 2'900'000));
   std::string text = mlbert::test::read_text(malformed.path() / "result_2.txt");
   const auto pos = text.find("\"epoch_num\"", text.find("\"eval_accuracy\""));
