@@ -8,25 +8,38 @@
 
 namespace mlbert::harness {
 
+std::vector<int> longest_first(std::span<const int> lengths) {
+  std::vector<int> order(lengths.size());
+  const auto [lo, hi] = std::minmax_element(lengths.begin(), lengths.end());
+  if (lengths.empty() || *lo < 0 || *hi > 0xffff) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return lengths[a] > lengths[b]; });
+    return order;
+  }
+  // Counting sort, longest first: the start of each length's run, then every index in order.
+  std::vector<int> start(static_cast<std::size_t>(*hi - *lo) + 2, 0);
+  for (int length : lengths) ++start[static_cast<std::size_t>(*hi - length) + 1];
+  for (std::size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    order[static_cast<std::size_t>(start[static_cast<std::size_t>(*hi - lengths[i])]++)] =
+        static_cast<int>(i);
+  return order;
+}
+
 std::vector<std::vector<int>> snake_deal(std::span<const int> lengths, int group_size) {
   if (group_size < 1) throw std::invalid_argument("snake deal: group size must be >= 1");
   if (lengths.size() % static_cast<std::size_t>(group_size) != 0)
     throw std::invalid_argument("snake deal: " + std::to_string(lengths.size()) +
                                 " samples do not split evenly over " + std::to_string(group_size) +
                                 " ranks");
-  std::vector<int> order(lengths.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return lengths[a] > lengths[b]; });
+  const std::vector<int> order = longest_first(lengths);
   std::vector<std::vector<int>> dealt(group_size);
   const std::size_t rows = lengths.size() / group_size;
   for (auto& d : dealt) d.reserve(rows);
-  for (std::size_t row = 0; row < rows; ++row) {
-    for (int column = 0; column < group_size; ++column) {
-      const int rank = row % 2 == 0 ? column : group_size - 1 - column;
-      dealt[rank].push_back(order[row * group_size + column]);
-    }
-  }
+  for (std::size_t row = 0; row < rows; ++row)
+    for (int column = 0; column < group_size; ++column)
+      dealt[snake_rank(row, column, group_size)].push_back(order[row * group_size + column]);
   return dealt;
 }
 
@@ -64,7 +77,9 @@ std::vector<std::vector<SampleSource>> plan_exchange(
         plan[r].push_back(SampleSource{r, i});
     return plan;
   }
-  const int group = balancing == LoadBalancing::global_exchange ? world : ranks_per_node;
+  const bool global =
+      balancing == LoadBalancing::global_exchange || balancing == LoadBalancing::global_deal;
+  const int group = global ? world : ranks_per_node;
   if (group < 1 || world % group != 0)
     throw std::invalid_argument("exchange: " + std::to_string(world) +
                                 " ranks do not form groups of " + std::to_string(group));
@@ -77,6 +92,34 @@ std::vector<std::vector<SampleSource>> plan_exchange(
         plan[first + r].push_back(SampleSource{first + s.rank, s.index});
   }
   return plan;
+}
+
+int RowLengths::of(const SampleRef& ref) const {
+  if (ref.shard < 0 || static_cast<std::size_t>(ref.shard) + 1 >= first_row.size() || ref.row < 0 ||
+      ref.row >= first_row[ref.shard + 1] - first_row[ref.shard])
+    throw std::out_of_range("row lengths: shard " + std::to_string(ref.shard) + " row " +
+                            std::to_string(ref.row) + " is outside the indexed data set");
+  return lengths[static_cast<std::size_t>(first_row[ref.shard] + ref.row)];
+}
+
+std::vector<SampleRef> global_deal(const Sampler& sampler, const RowLengths& lengths, int rank,
+                                   std::int64_t micro_step) {
+  const int world = sampler.world();
+  if (rank < 0 || rank >= world) throw std::out_of_range("global deal: rank outside the world");
+  // The pooled order of global-exchange: rank-major, each rank's batch in sampler order.
+  const std::vector<SampleRef> pooled = sampler.global_batch(micro_step);
+  std::vector<int> pooled_lengths(pooled.size());
+  for (std::size_t i = 0; i < pooled.size(); ++i) pooled_lengths[i] = lengths.of(pooled[i]);
+  const std::vector<int> order = longest_first(pooled_lengths);
+  // This rank's column of the snake: one sample of each row of `world` sorted samples.
+  const std::size_t rows = pooled.size() / static_cast<std::size_t>(world);
+  std::vector<SampleRef> mine;
+  mine.reserve(rows);
+  for (std::size_t row = 0; row < rows; ++row) {
+    const int column = snake_rank(row, rank, world);  // the snake is its own inverse
+    mine.push_back(pooled[static_cast<std::size_t>(order[row * world + column])]);
+  }
+  return mine;
 }
 
 double straggler_ratio(std::span<const std::int64_t> tokens_per_rank) {

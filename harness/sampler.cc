@@ -93,24 +93,43 @@ Sampler::Sampler(std::vector<SampleStream> streams, std::vector<int> quotas, int
   if (per_rank_batch_ < 1) throw std::invalid_argument("sampler: the per-rank batch is empty");
 }
 
-std::vector<SampleRef> Sampler::batch(int rank, std::int64_t micro_step) const {
-  if (rank < 0 || rank >= world_) throw std::out_of_range("sampler: rank outside the world");
-  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
-  const std::int64_t epoch = micro_step / per_epoch_;
-  const std::int64_t step_in_epoch = micro_step % per_epoch_;
-  std::vector<SampleRef> samples;
-  samples.reserve(per_rank_batch_);
+std::vector<RandomPermutation> Sampler::orders(std::int64_t epoch) const {
+  // One permutation per (seed, epoch, stream): a new order every epoch.
+  std::vector<RandomPermutation> orders;
+  orders.reserve(streams_.size());
+  for (std::size_t s = 0; s < streams_.size(); ++s)
+    orders.emplace_back(static_cast<std::uint64_t>(streams_[s].size()),
+                        mix64(seed_ ^ mix64(static_cast<std::uint64_t>(epoch) * 0x100 + s + 1)));
+  return orders;
+}
+
+void Sampler::append_batch(const std::vector<RandomPermutation>& orders, int rank,
+                           std::int64_t step_in_epoch, std::vector<SampleRef>& out) const {
   for (std::size_t s = 0; s < streams_.size(); ++s) {
     const int quota = quotas_[s];
     if (quota == 0) continue;
-    // One permutation per (seed, epoch, stream): a new order every epoch.
-    const RandomPermutation order(
-        static_cast<std::uint64_t>(streams_[s].size()),
-        mix64(seed_ ^ mix64(static_cast<std::uint64_t>(epoch) * 0x100 + s + 1)));
     const std::int64_t first = (step_in_epoch * world_ + rank) * quota;
     for (int j = 0; j < quota; ++j)
-      samples.push_back(streams_[s].at(static_cast<std::int64_t>(order(first + j))));
+      out.push_back(streams_[s].at(static_cast<std::int64_t>(orders[s](first + j))));
   }
+}
+
+std::vector<SampleRef> Sampler::batch(int rank, std::int64_t micro_step) const {
+  if (rank < 0 || rank >= world_) throw std::out_of_range("sampler: rank outside the world");
+  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
+  std::vector<SampleRef> samples;
+  samples.reserve(per_rank_batch_);
+  append_batch(orders(micro_step / per_epoch_), rank, micro_step % per_epoch_, samples);
+  return samples;
+}
+
+std::vector<SampleRef> Sampler::global_batch(std::int64_t micro_step) const {
+  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
+  const auto epoch_orders = orders(micro_step / per_epoch_);
+  std::vector<SampleRef> samples;
+  samples.reserve(static_cast<std::size_t>(per_rank_batch_) * world_);
+  for (int rank = 0; rank < world_; ++rank)
+    append_batch(epoch_orders, rank, micro_step % per_epoch_, samples);
   return samples;
 }
 

@@ -77,8 +77,15 @@ class Sampler {
   // The samples of rank `rank` in global micro-step `micro_step` (0, 1, ... across epochs),
   // stream 0's quota first.
   std::vector<SampleRef> batch(int rank, std::int64_t micro_step) const;
+  // The whole world's samples of `micro_step`, rank-major: batch(0, m), then batch(1, m), ...
+  // (each stream's permutation built once, not once per rank).
+  std::vector<SampleRef> global_batch(std::int64_t micro_step) const;
 
  private:
+  std::vector<RandomPermutation> orders(std::int64_t epoch) const;
+  void append_batch(const std::vector<RandomPermutation>& orders, int rank,
+                    std::int64_t step_in_epoch, std::vector<SampleRef>& out) const;
+
   std::vector<SampleStream> streams_;
   std::vector<int> quotas_;
   int world_;
