@@ -8,22 +8,28 @@
 
 namespace mlbert::harness {
 
-std::vector<int> longest_first(std::span<const int> lengths) {
-  std::vector<int> order(lengths.size());
+void longest_first(std::span<const int> lengths, std::vector<int>& order,
+                   std::vector<int>& counts) {
+  order.resize(lengths.size());
   const auto [lo, hi] = std::minmax_element(lengths.begin(), lengths.end());
   if (lengths.empty() || *lo < 0 || *hi > 0xffff) {
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return lengths[a] > lengths[b]; });
-    return order;
+    return;
   }
   // Counting sort, longest first: the start of each length's run, then every index in order.
-  std::vector<int> start(static_cast<std::size_t>(*hi - *lo) + 2, 0);
-  for (int length : lengths) ++start[static_cast<std::size_t>(*hi - length) + 1];
-  for (std::size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+  counts.assign(static_cast<std::size_t>(*hi - *lo) + 2, 0);
+  for (int length : lengths) ++counts[static_cast<std::size_t>(*hi - length) + 1];
+  for (std::size_t k = 1; k < counts.size(); ++k) counts[k] += counts[k - 1];
   for (std::size_t i = 0; i < lengths.size(); ++i)
-    order[static_cast<std::size_t>(start[static_cast<std::size_t>(*hi - lengths[i])]++)] =
+    order[static_cast<std::size_t>(counts[static_cast<std::size_t>(*hi - lengths[i])]++)] =
         static_cast<int>(i);
+}
+
+std::vector<int> longest_first(std::span<const int> lengths) {
+  std::vector<int> order, counts;
+  longest_first(lengths, order, counts);
   return order;
 }
 
@@ -94,32 +100,43 @@ std::vector<std::vector<SampleSource>> plan_exchange(
   return plan;
 }
 
-int RowLengths::of(const SampleRef& ref) const {
-  if (ref.shard < 0 || static_cast<std::size_t>(ref.shard) + 1 >= first_row.size() || ref.row < 0 ||
-      ref.row >= first_row[ref.shard + 1] - first_row[ref.shard])
-    throw std::out_of_range("row lengths: shard " + std::to_string(ref.shard) + " row " +
-                            std::to_string(ref.row) + " is outside the indexed data set");
-  return lengths[static_cast<std::size_t>(first_row[ref.shard] + ref.row)];
-}
-
-std::vector<SampleRef> global_deal(const Sampler& sampler, const RowLengths& lengths, int rank,
-                                   std::int64_t micro_step) {
-  const int world = sampler.world();
+std::vector<SampleRef> GlobalDeal::operator()(int rank, std::int64_t micro_step) {
+  const int world = sampler_.world();
   if (rank < 0 || rank >= world) throw std::out_of_range("global deal: rank outside the world");
   // The pooled order of global-exchange: rank-major, each rank's batch in sampler order.
-  const std::vector<SampleRef> pooled = sampler.global_batch(micro_step);
-  std::vector<int> pooled_lengths(pooled.size());
-  for (std::size_t i = 0; i < pooled.size(); ++i) pooled_lengths[i] = lengths.of(pooled[i]);
-  const std::vector<int> order = longest_first(pooled_lengths);
+  sampler_.global_batch(micro_step, pooled_, indices_);
+  // The lengths are scattered over the whole table: ask for each a few lookups ahead, so that
+  // the cache misses overlap instead of queueing.
+  constexpr std::size_t kAhead = 16;
+  const std::size_t n = pooled_.size();
+  pooled_lengths_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      const SampleRef& ahead = pooled_[i + kAhead];
+      if (ahead.shard >= 0 &&
+          static_cast<std::size_t>(ahead.shard) + 1 < lengths_.first_row.size()) {
+        const std::int64_t at = lengths_.first_row[ahead.shard] + ahead.row;
+        if (at >= 0 && static_cast<std::size_t>(at) < lengths_.lengths.size())
+          __builtin_prefetch(lengths_.lengths.data() + at);
+      }
+    }
+    pooled_lengths_[i] = lengths_.of(pooled_[i]);
+  }
+  longest_first(pooled_lengths_, order_, counts_);
   // This rank's column of the snake: one sample of each row of `world` sorted samples.
-  const std::size_t rows = pooled.size() / static_cast<std::size_t>(world);
+  const std::size_t rows = n / static_cast<std::size_t>(world);
   std::vector<SampleRef> mine;
   mine.reserve(rows);
   for (std::size_t row = 0; row < rows; ++row) {
     const int column = snake_rank(row, rank, world);  // the snake is its own inverse
-    mine.push_back(pooled[static_cast<std::size_t>(order[row * world + column])]);
+    mine.push_back(pooled_[static_cast<std::size_t>(order_[row * world + column])]);
   }
   return mine;
+}
+
+std::vector<SampleRef> global_deal(const Sampler& sampler, const RowLengths& lengths, int rank,
+                                   std::int64_t micro_step) {
+  return GlobalDeal(sampler, lengths)(rank, micro_step);
 }
 
 double straggler_ratio(std::span<const std::int64_t> tokens_per_rank) {

@@ -31,6 +31,8 @@ struct SampleSource {
 // a counting sort when the lengths fit 16 bits, which keeps a 16,384-sample deal well under a
 // millisecond).
 std::vector<int> longest_first(std::span<const int> lengths);
+// The same into `order`, with `counts` as scratch.
+void longest_first(std::span<const int> lengths, std::vector<int>& order, std::vector<int>& counts);
 
 // The rank of the group that row `row` of the sorted list deals its column `column` to.
 inline int snake_rank(std::size_t row, int column, int group_size) {
@@ -53,18 +55,25 @@ std::vector<std::vector<SampleSource>> plan_exchange(
 std::vector<std::vector<SampleSource>> plan_group_exchange(
     const std::vector<std::vector<int>>& lengths_per_rank);
 
-// The token count of every row of a data set: row `row` of shard `s` is
-// lengths[first_row[s] + row] (first_row has one entry per shard, plus the total at the end).
-struct RowLengths {
-  std::span<const std::int64_t> first_row;
-  std::span<const std::uint16_t> lengths;
-  int of(const SampleRef& ref) const;  // throws for a ref outside the data set
-};
-
 // global-deal: the samples rank `rank` trains in micro-step `micro_step`, in training order. The
 // world's batch comes from the sampler, each sample's length from `lengths`; the deal is
 // plan_exchange(..., global_exchange, ...) of those lengths, so this rank gets exactly the samples,
 // in the order, that global-exchange would hand it, and nothing is sent or received.
+class GlobalDeal {
+ public:
+  GlobalDeal(const Sampler& sampler, RowLengths lengths) : sampler_(sampler), lengths_(lengths) {}
+  std::vector<SampleRef> operator()(int rank, std::int64_t micro_step);
+
+ private:
+  const Sampler& sampler_;
+  RowLengths lengths_;
+  // Buffers kept from step to step (a step's batch is 16,384 samples at 1,024 x 16).
+  std::vector<SampleRef> pooled_;
+  std::vector<std::uint64_t> indices_;
+  std::vector<int> pooled_lengths_, order_, counts_;
+};
+
+// One GlobalDeal call (tests, one-off plans).
 std::vector<SampleRef> global_deal(const Sampler& sampler, const RowLengths& lengths, int rank,
                                    std::int64_t micro_step);
 

@@ -99,12 +99,12 @@ void load_length_index(const std::filesystem::path& data, TrainingDataset& datas
                                ", which is not among the shards under " + data.string() +
                                " (removed or renamed since it was indexed)" + rebuild_hint(data));
   dataset.length_index = file;
-  dataset.row_lengths.reserve(index.lengths.size());
+  dataset.row_lengths = LengthTable(index.lengths.size());
+  std::size_t next = 0;
   for (const data::IndexedShard& entry : dataset.indexed) {
-    const auto lengths = std::span<const std::uint16_t>(index.lengths)
-                             .subspan(static_cast<std::size_t>(entry.first_row),
-                                      static_cast<std::size_t>(entry.rows));
-    dataset.row_lengths.insert(dataset.row_lengths.end(), lengths.begin(), lengths.end());
+    std::copy_n(index.lengths.begin() + static_cast<std::ptrdiff_t>(entry.first_row),
+                static_cast<std::size_t>(entry.rows), dataset.row_lengths.data() + next);
+    next += static_cast<std::size_t>(entry.rows);
   }
   for (std::size_t s = 0; s < dataset.indexed.size(); ++s)
     dataset.indexed[s].first_row = static_cast<std::uint64_t>(dataset.first_row[s]);
@@ -177,8 +177,8 @@ TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSp
     const auto lengths =
         data.row_lengths.empty()
             ? data::read_lengths(data.shards[s].path)
-            : std::vector<std::int32_t>(data.row_lengths.begin() + data.first_row[s],
-                                        data.row_lengths.begin() + data.first_row[s + 1]);
+            : std::vector<std::int32_t>(data.row_lengths.data() + data.first_row[s],
+                                        data.row_lengths.data() + data.first_row[s + 1]);
     for (std::size_t row = 0; row < lengths.size(); ++row) {
       const int bin = bin_of_length(lengths[row]);
       if (bin < 0)
@@ -332,8 +332,9 @@ BatchPlan sampled_batches(const Sampler& sampler, int rank) {
 BatchPlan dealt_batches(const Sampler& sampler, const TrainingDataset& data, int rank) {
   if (data.row_lengths.empty())
     throw std::logic_error("global-deal needs the length index of " + data.root.string());
-  return [&sampler, lengths = data.lengths(), rank](std::int64_t micro_step) {
-    return global_deal(sampler, lengths, rank, micro_step);
+  // The planner runs on the loader thread only, so its buffers need no lock.
+  return [deal = GlobalDeal(sampler, data.lengths()), rank](std::int64_t micro_step) mutable {
+    return deal(rank, micro_step);
   };
 }
 

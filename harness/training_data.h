@@ -50,9 +50,9 @@ struct TrainingDataset {
   // global-deal: the length index, with its entries and lengths in the order of `shards`.
   std::filesystem::path length_index;
   std::vector<data::IndexedShard> indexed;
-  std::vector<std::uint16_t> row_lengths;  // every row, shard by shard (empty without an index)
+  LengthTable row_lengths;  // every row, shard by shard (empty without an index)
 
-  RowLengths lengths() const { return RowLengths{first_row, row_lengths}; }
+  RowLengths lengths() const { return RowLengths{first_row, row_lengths.span()}; }
 };
 
 // The length bins of stratified sampling (REFERENCE.md section 3): 1-128, 129-256, 257-384,
