@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
       {"stratified + global-deal", true, LoadBalancing::global_deal},
   };
   bool deal_matches = true;
-  for (const auto [world, batch] : {std::pair{1024, 16}, std::pair{4096, 4}}) {
+  for (const auto& [world, batch] : {std::pair{1024, 16}, std::pair{4096, 4}}) {
     const std::vector<int> quotas = stratified_quotas(batch);
     std::printf("\n%d ranks x %d sequences (stratified quotas %d/%d/%d/%d)\n", world, batch,
                 quotas[0], quotas[1], quotas[2], quotas[3]);
