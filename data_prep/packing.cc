@@ -189,6 +189,7 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
       w->commit();
       report.outputs.push_back(w->path());
     }
+    ++report.groups;
     first = last;
   }
   // The length index of the output: a packed row's length is the tokens of its sequences.

@@ -120,6 +120,7 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
       w->commit();
       result.outputs.push_back(w->path());
     }
+    ++result.groups;
     first = last;
   }
   index_shards(output, lengths_of_shard);

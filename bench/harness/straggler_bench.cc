@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/length_distribution.h"
 #include "harness/load_balance.h"
 #include "harness/sampler.h"
 #include "harness/training_data.h"
@@ -50,26 +51,6 @@ double thread_seconds() {
 constexpr int kRanksPerNode = 8;
 constexpr std::int64_t kMlperfRows = 156726829;  // the MLPerf training set (REFERENCE.md 2)
 constexpr int kRandomShards = 2048, kShardsPerBin = 512;
-const double kBinMix[4] = {0.375, 0.1875, 0.125, 0.3125};
-
-int length_in_bin(int bin, std::mt19937_64& rng) {
-  auto in = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  switch (bin) {
-    case 0:
-      return in(20, 128);  // [CLS] A [SEP] B [SEP] is never shorter than a few tokens
-    case 1:
-      return in(129, 256);
-    case 2:
-      return in(257, 384);
-    default:
-      return std::uniform_real_distribution<double>(0, 1)(rng) < 0.8 ? 512 : in(385, 511);
-  }
-}
-
-int random_length(std::mt19937_64& rng) {
-  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-  return length_in_bin(u < 0.375 ? 0 : u < 0.5625 ? 1 : u < 0.6875 ? 2 : 3, rng);
-}
 
 // FLOPs of a sequence of length s, without the masked-LM head (REFERENCE.md section 7).
 double flops(int s) {
@@ -90,7 +71,7 @@ void add_shard(DataSet& d, std::int64_t rows, SampleStream& stream, int bin, std
   const auto shard = static_cast<std::int32_t>(d.first_row.size() - 1);
   for (std::int64_t r = d.first_row.back(); r < d.first_row.back() + rows; ++r)
     d.lengths[static_cast<std::size_t>(r)] =
-        static_cast<std::uint16_t>(bin < 0 ? random_length(rng) : length_in_bin(bin, rng));
+        static_cast<std::uint16_t>(bin < 0 ? mlperf_random_length(rng) : mlperf_length_in_bin(bin, rng));
   d.first_row.push_back(d.first_row.back() + rows);
   stream.add(shard, 0, rows);
 }
@@ -107,7 +88,7 @@ DataSet mixed_data(std::int64_t rows, std::mt19937_64& rng) {
 // `stratified`: each bin its share of the rows, in kShardsPerBin shards, one stream per bin.
 DataSet binned_data(std::int64_t rows, std::mt19937_64& rng) {
   std::int64_t bin_rows[4], total = 0;
-  for (int b = 0; b < 4; ++b) total += bin_rows[b] = std::llround(rows * kBinMix[b]);
+  for (int b = 0; b < 4; ++b) total += bin_rows[b] = std::llround(rows * kMlperfBinMix[b]);
   DataSet d(total);
   d.streams.resize(4);
   for (int b = 0; b < 4; ++b)
@@ -123,9 +104,9 @@ std::vector<int> stratified_quotas(int batch) {
   std::vector<std::pair<double, int>> remainders;
   int given = 0;
   for (int b = 0; b < 4; ++b) {
-    quotas[b] = static_cast<int>(batch * kBinMix[b]);
+    quotas[b] = static_cast<int>(batch * kMlperfBinMix[b]);
     given += quotas[b];
-    remainders.push_back({batch * kBinMix[b] - quotas[b], b});
+    remainders.push_back({batch * kMlperfBinMix[b] - quotas[b], b});
   }
   std::sort(remainders.begin(), remainders.end(), [](auto a, auto b) { return a.first > b.first; });
   for (int k = 0; given < batch; ++k, ++given) ++quotas[remainders[k].second];

@@ -11,6 +11,7 @@
 #include "mlperf_logging/rcp.h"
 #include "mlperf_logging/rcp_stats.h"
 #include "mlperf_logging/rcp_table.h"
+#include "mlperf_logging/rulesets.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;
@@ -192,6 +193,12 @@ TEST_CASE("the RCP table maps every BERT ruleset to the official data set", "[rc
   CHECK(lg::bert_rcp_set("1.0.0").records.size() == 8);
   CHECK(lg::bert_rcp_set("2.0.0").records.size() == 13);
   CHECK_THROWS_AS(lg::bert_rcp_set("0.7.0"), std::invalid_argument);
+  // The rulesets with RCPs are the rows of the one ruleset list that say so.
+  std::vector<std::string> listed, tabled;
+  for (const auto& row : mlbert::mllog::training_rulesets())
+    if (row.bert_rcps) listed.emplace_back(row.name);
+  for (auto ruleset : lg::bert_rcp_rulesets()) tabled.emplace_back(ruleset);
+  CHECK(tabled == listed);
   for (auto ruleset : lg::bert_rcp_rulesets()) {
     for (const auto& record : lg::bert_rcp_set(ruleset).records) {
       INFO(ruleset << " " << record.name);
@@ -348,4 +355,15 @@ TEST_CASE("rcp: a custom RCP file in the official layout replaces the table", "[
   mlbert::test::write_text(tmp.path() / "bad.json", R"({"x": {"BS": "big"}})");
   CHECK_THROWS_WITH(lg::read_rcp_json(tmp.path() / "bad.json"),
                     Catch::Contains("record 'x'") && Catch::Contains("BS"));
+}
+
+TEST_CASE("0.7.0 had no RCPs: the check says so in words, other rulesets list the known ones",
+          "[rcp][table]") {
+  const std::string early = lg::bert_rcp_absence("0.7.0");
+  CHECK(early.find("ruleset 0.7.0 has no RCPs") == 0);
+  CHECK(early.find("began with ruleset 1.0.0") != std::string::npos);
+  CHECK_THROWS_WITH(lg::RcpCatalog("0.7.0"), early);
+  CHECK(lg::bert_rcp_absence("1.0.0").empty());
+  CHECK(lg::bert_rcp_absence("5.1.0").empty());  // the official 5.1.0 folder still has them
+  CHECK(lg::bert_rcp_absence("6.0.0").find("known: 1.0.0,") != std::string::npos);
 }

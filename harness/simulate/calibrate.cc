@@ -1,0 +1,136 @@
+// Fitting an accelerator profile to one published result (see calibrate.h).
+#include "harness/simulate/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <stdexcept>
+
+namespace mlbert::harness::simulate {
+namespace {
+
+using nlohmann::json;
+
+AcceleratorProfile with_tensor_rate(const AcceleratorProfile& base, double flops_per_second) {
+  AcceleratorProfile p = base;
+  p.tensor_flops_per_second = flops_per_second;
+  return p;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[16];
+  std::strftime(text, sizeof(text), "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+}  // namespace
+
+AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options) {
+  const ClusterRun cluster = cluster_from_result(result);
+  if (!looks_like_gpu(cluster.accelerator))
+    throw std::invalid_argument(result.dir.string() + ": accelerator \"" + cluster.accelerator +
+                                "\" is not a GPU; simulate models GPU clusters only");
+  const auto sheet = datasheet_for(cluster.accelerator);
+  if (!sheet)
+    throw std::invalid_argument(result.dir.string() +
+                                ": no datasheet figures (HBM bandwidth) "
+                                "for accelerator \"" +
+                                cluster.accelerator +
+                                "\"; the optimizer and norm passes cannot be derived");
+  // The base profile: datasheet memory rate and SMs; the fit sets the tensor rate.
+  AcceleratorProfile base;
+  base.accelerator = cluster.accelerator;
+  base.matches = {sheet->match};
+  base.model = "bert-large";
+  base.provenance_kind = "calibrated";
+  base.tensor_flops_per_second = sheet->peak_tflops_fp16 * 1e12 / 2;
+  base.multiprocessors = sheet->multiprocessors;
+  base.memory_bytes_per_second = sheet->memory_tbs * 1e12 * kMemoryBandwidthFraction;
+  base.optimizer_seconds_per_parameter_lamb = kLambBytesPerParameter / base.memory_bytes_per_second;
+  base.optimizer_seconds_per_parameter_adam = kAdamBytesPerParameter / base.memory_bytes_per_second;
+
+  // Run start: the first evaluation interval's excess over the second (same steps, one eval each).
+  double start_sum = 0;
+  int start_runs = 0;
+  std::int64_t max_steps = 0, max_evals = 0;
+  for (const PublishedRun& run : result.runs) {
+    if (run.eval_times.size() >= 2) {
+      start_sum += std::max(0.0, run.eval_times[0] - (run.eval_times[1] - run.eval_times[0]));
+      ++start_runs;
+    }
+    max_steps = std::max(max_steps, run.samples / cluster.run.global_batch_size);
+    max_evals = std::max(max_evals, run.evals);
+  }
+  if (start_runs == 0)
+    throw std::invalid_argument(result.dir.string() +
+                                ": no run has two evaluations; the run start cannot be separated");
+  const double run_start = start_sum / start_runs;
+
+  SimulationOptions simulation = simulation_options_for(result, options.simulation);
+  simulation.steps = max_steps;
+  simulation.evals = max_evals;
+  const Simulation sim(cluster, base, simulation);
+  double observed = 0;
+  for (const PublishedRun& run : result.runs) observed += run.seconds - run_start;
+  const auto predicted = [&](double flops_per_second) {
+    const Prediction p = sim.time(with_tensor_rate(base, flops_per_second));
+    double total = 0;
+    for (const PublishedRun& run : result.runs) {
+      const auto steps = static_cast<std::size_t>(run.samples / cluster.run.global_batch_size);
+      for (std::size_t i = 0; i < steps; ++i) total += p.step_seconds[i];
+      total += static_cast<double>(run.evals) * p.eval_seconds;
+    }
+    return total;
+  };
+  // Tensor rate between 0.01 and 100,000 TFLOP/s: the predicted time falls as the rate grows.
+  double lo = 1e10, hi = 1e17;
+  if (predicted(hi) > observed)
+    throw std::invalid_argument(result.dir.string() +
+                                ": the runs are shorter than their memory-bound kernels, "
+                                "communication and optimizer alone; no tensor rate fits");
+  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (predicted(mid) > observed ? lo : hi) = mid;
+  }
+  AcceleratorProfile profile = with_tensor_rate(base, std::sqrt(lo * hi));
+  profile.run_start_seconds = run_start;
+  const Prediction fitted = sim.time(profile);
+
+  const double rate = profile.tensor_flops_per_second / 1e12;  // TFLOP/s
+  json derived = json::array(
+      {"kernels: mlbert's model traced; GEMM and attention kernels at the fitted tensor rate, "
+       "wave-quantized over the datasheet's " +
+           std::to_string(sheet->multiprocessors) +
+           " SMs; memory-bound kernels, the optimizer and the gradient passes at HBM " +
+           std::to_string(sheet->memory_tbs) + " TB/s (datasheet) x " +
+           std::to_string(kMemoryBandwidthFraction),
+       "host issue per kernel and padding as the run's launch line says (the simulation "
+       "options of the published implementation)",
+       "optimizer: LAMB 50 and Adam 30 bytes per parameter (mlbert's kernels) at the memory rate",
+       "run start: mean over runs of the first evaluation interval minus the second",
+       "fitted: the tensor rate only; fixed per-step costs come from the traced kernels"});
+  for (const auto& note : cluster.notes) derived.push_back(note);
+  json fit = {{"tensor_tflops", rate},
+              {"fraction_of_fp16_peak", rate / sheet->peak_tflops_fp16},
+              {"host_bound_ms_per_step", fitted.host_bound * 1e3},
+              {"run_start_seconds", run_start},
+              {"runs", result.runs.size()},
+              {"observed_olympic_seconds", result.olympic_seconds()},
+              {"simulated_step_ms", fitted.mean_step.total() * 1e3},
+              {"simulated_eval_ms", fitted.eval_seconds * 1e3}};
+  profile.provenance = {{"kind", "calibrated"},
+                        {"source", result.dir.string()},
+                        {"command", options.command},
+                        {"date", today()},
+                        {"result",
+                         {{"ruleset", result.ruleset},
+                          {"nodes", cluster.network.nodes},
+                          {"gpus_per_node", cluster.network.gpus_per_node},
+                          {"global_batch_size", cluster.run.global_batch_size}}},
+                        {"fit", fit},
+                        {"derived", derived}};
+  return profile;
+}
+
+}  // namespace mlbert::harness::simulate

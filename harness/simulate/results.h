@@ -1,0 +1,104 @@
+// A published MLPerf BERT result folder (`result_*.txt` and the submission's `system.json`) as
+// `mlbert simulate` reads it: what the machine was, how the run was set up, and what each run did.
+//
+// Design choice: everything comes from the log toolkit (its parser for the MLLOG records, its
+// result-file discovery, ruleset-from-path and scoring) or from the system description's own
+// fields; a value neither states is a documented default, recorded in ClusterRun::notes so the
+// output names it. Launch-line flags of NVIDIA's BERT implementation, which most GPU submissions
+// derive from, and of Samsung's changes to it are read from the log text when present (load
+// balancing, stratified quotas, Adam, bucket clipping, the gradient path: DistributedFusedLAMB, a
+// flat allreduce after backward or Samsung's DDP buckets; CUDA graphs, padded shapes): they say
+// what the MLLOG keys do not, and the code they select is what the simulation options describe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/simulate/simulator.h"
+
+namespace mlbert::harness::simulate {
+
+struct PublishedRun {
+  std::filesystem::path file;
+  double seconds = 0;              // run_start to run_stop
+  std::int64_t samples = 0;        // trained when it stopped
+  std::int64_t evals = 0;          // eval_accuracy records
+  std::vector<double> eval_times;  // seconds after run_start
+  std::string status;              // run_stop's metadata.status
+};
+
+struct PublishedResult {
+  std::filesystem::path dir;
+  nlohmann::json system;  // system.json
+  std::string ruleset;    // from the path (v1.1 -> 1.1.0) or given
+  std::string division;
+  std::vector<PublishedRun> runs;
+  std::int64_t global_batch_size = 0;
+  int gradient_accumulation = 1;
+  std::int64_t eval_samples = 10000;
+  std::optional<std::string> opt_name;    // MLLOG opt_name, when logged
+  std::vector<std::string> launch_flags;  // the recognized launch-line flags found in the logs
+  std::optional<int> eval_batch_size;
+  std::optional<std::vector<int>> stratified_quotas;
+  bool global_exchange = false, group_exchange = false, bucket_clipping = false, adam = false;
+  bool post_accumulation_allreduce = false;  // one allreduce of all gradients after backward
+  bool fp16_allreduce = false;
+  bool distributed_lamb = false;  // apex DistributedFusedLAMB: the optimizer sharded by node
+  bool baseline = false;          // Samsung's --baseline: NVIDIA's gradient path, not its own
+  bool cuda_graph = false;        // --use_cuda_graph: the step replayed as CUDA graphs
+  bool padded = false;            // --pad_fmha: static padded shapes, attention on real lengths
+  std::string framework;          // system.json framework, e.g. "PyTorch NVIDIA Release 21.08"
+
+  // Olympic mean of the run times in seconds (drop fastest and slowest, no compliance filter).
+  double olympic_seconds() const;
+};
+
+// Reads `dir` (result_*.txt and system.json). `ruleset` empty: from the path. Throws
+// std::runtime_error naming the file and record when the folder cannot be read.
+PublishedResult read_published_result(const std::filesystem::path& dir,
+                                      const std::string& ruleset = "");
+
+// The official score (minutes) by the toolkit's summarizer rules, or why there is none.
+struct OfficialScore {
+  std::optional<double> minutes;
+  std::string note;
+};
+OfficialScore official_score(const PublishedResult& result);
+
+// The machine and the run of a published result. Throws std::invalid_argument with the field
+// named when system.json or the logs leave the shape undetermined (nodes, GPUs, batch size).
+ClusterRun cluster_from_result(const PublishedResult& result);
+
+// How the published implementation ran where its launch line and system description say: its
+// gradient reduction (one flat allreduce after backward, in fp16; or apex's DistributedFusedLAMB,
+// sharded by node), its own passes over the gradients, the host's cost per kernel (an eager
+// framework from Python, or CUDA graphs) and padded shapes; `base` (mlbert's) for the rest.
+SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base);
+
+// Is the result's framework one whose ops Python issues one by one (PyTorch)?
+bool eager_framework(const PublishedResult& result);
+
+// Bytes per parameter of the published implementations' passes over the gradients per step.
+// DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py): flatten the fp16 gradients
+// (read 2, write 2), their L2 norm (2), the pre-reduction scaling (2 + 2).
+inline constexpr double kDistributedLambPassBytes = 10;
+// --allreduce_post_accumulation (take_optimizer_step of NVIDIA's run_pretraining.py): amp's
+// unscale of the fp16 gradients into f32 master gradients (2 + 4), the scaling into the flat fp16
+// allreduce buffer (4 + 2) and back into the master gradients (2 + 4).
+inline constexpr double kPostAccumulationPassBytes = 18;
+// --local_gradient_clip in that path (Samsung's --baseline): the master gradients' norm (4) and
+// scaling (4 + 4).
+inline constexpr double kLocalClipPassBytes = 12;
+// Samsung's own path (--local_gradient_clip without --baseline, run_pretraining.py of its v1.1
+// results): DDP allreduces 25 MiB buckets of the fp16 gradients as backward fills them, a comm hook
+// first taking each bucket's norm (2) and scaling it in place (2 + 2); after backward amp unscales
+// the fp16 gradients into the f32 master gradients (2 + 4).
+inline constexpr double kDdpBucketNormBytes = 6;
+inline constexpr double kAmpUnscaleBytes = 6;
+
+}  // namespace mlbert::harness::simulate
