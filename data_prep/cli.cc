@@ -303,6 +303,7 @@ void add_index(CLI::App& data, int& exit_code) {
     check_stdout("index");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data index shards/");
 }
 
 void add_demo_corpus(CLI::App& data, int& exit_code) {
@@ -383,9 +384,9 @@ void add_inspect(CLI::App& data, int& exit_code) {
 }  // namespace
 
 void register_cli(CLI::App& app, int& exit_code) {
-  auto* data = app.add_subcommand(
-                      "data", "tokenize, prep, eval-set, stratify, pack, index, inspect training data")
-                  ->group("data");
+  auto* data =
+      app.add_subcommand("data", "tokenize, prep, eval-set, stratify, pack, index, inspect shards")
+          ->group("data");
   data->require_subcommand(1);
   add_tokenize(*data, exit_code);
   add_prep(*data, exit_code);

@@ -15,6 +15,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
+
 namespace mlbert::data {
 namespace {
 
@@ -149,12 +151,13 @@ fs::path length_index_path(const fs::path& data) {
 
 std::vector<fs::path> find_shards(const fs::path& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw std::runtime_error(path.string() + ": does not exist");
+  if (!fs::exists(path, ec))
+    throw std::runtime_error(path.string() + ": no such file or directory");
   if (fs::is_regular_file(path, ec)) return {path};
   std::vector<fs::path> shards;
   for (auto it = fs::recursive_directory_iterator(path, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
+    if (!it->is_regular_file() || files::is_partial_name(it->path())) continue;
     const auto ext = it->path().extension();
     if (ext == ".hdf5" || ext == ".h5") shards.push_back(it->path());
   }
@@ -362,42 +365,9 @@ LengthIndex parse_length_index(std::span<const std::byte> bytes, const std::stri
 
 void write_length_index(const LengthIndex& index, const fs::path& file) {
   const std::vector<std::byte> bytes = serialize_length_index(index);
-  fs::path temp = file;
-  temp += ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(file.string() + ": cannot create " + temp.string() + ": " +
-                             errno_text());
-  auto fail = [&](const std::string& what) {
-    const std::string reason = errno_text();
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw std::runtime_error(file.string() + ": " + what + ": " + reason);
-  };
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write failed (disk full?)");
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(temp.c_str());
-    throw std::runtime_error(file.string() + ": close failed: " + reason);
-  }
-  if (::rename(temp.c_str(), file.c_str()) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(temp.c_str());
-    throw std::runtime_error(file.string() + ": cannot rename the index into place: " + reason);
-  }
-  // The rename itself survives a crash only once the directory is on disk.
-  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  files::AtomicFile out(file);
+  out.write(bytes.data(), bytes.size());
+  out.commit();
 }
 
 LengthIndex read_length_index(const fs::path& file) {

@@ -36,6 +36,7 @@
 
 #include "data_prep/hdf5_io.h"
 #include "data_prep/length_index.h"
+#include "harness/length_distribution.h"
 #include "harness/sampler.h"
 #include "harness/training_data.h"
 
@@ -76,16 +77,6 @@ data::Sample synthetic_sample(int length, std::mt19937_64& rng) {
   return s;
 }
 
-// Lengths with the MLPerf bin mix (37.5/18.75/12.5/31.25%, most of the last bin at 512).
-int mix_length(std::mt19937_64& rng) {
-  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-  auto in = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  if (u < 0.375) return in(20, 128);
-  if (u < 0.5625) return in(129, 256);
-  if (u < 0.6875) return in(257, 384);
-  return std::uniform_real_distribution<double>(0, 1)(rng) < 0.8 ? 512 : in(385, 511);
-}
-
 void make_data_set(const fs::path& dir, int rows_per_shard) {
   const fs::path stamp = dir / "READY";
   const std::string expected = std::to_string(kShards) + " x " + std::to_string(rows_per_shard);
@@ -102,7 +93,8 @@ void make_data_set(const fs::path& dir, int rows_per_shard) {
     char name[64];
     std::snprintf(name, sizeof name, "part_%05d-of-%05d.hdf5", s, kShards);
     data::ShardWriter writer(dir / name, data::Layout::kVarlen);
-    for (int r = 0; r < rows_per_shard; ++r) writer.add(synthetic_sample(mix_length(rng), rng));
+    for (int r = 0; r < rows_per_shard; ++r)
+      writer.add(synthetic_sample(harness::mlperf_random_length(rng), rng));
     writer.commit();
   }
   data::index_shards(dir);

@@ -70,8 +70,8 @@ struct DataSet {
 void add_shard(DataSet& d, std::int64_t rows, SampleStream& stream, int bin, std::mt19937_64& rng) {
   const auto shard = static_cast<std::int32_t>(d.first_row.size() - 1);
   for (std::int64_t r = d.first_row.back(); r < d.first_row.back() + rows; ++r)
-    d.lengths[static_cast<std::size_t>(r)] =
-        static_cast<std::uint16_t>(bin < 0 ? mlperf_random_length(rng) : mlperf_length_in_bin(bin, rng));
+    d.lengths[static_cast<std::size_t>(r)] = static_cast<std::uint16_t>(
+        bin < 0 ? mlperf_random_length(rng) : mlperf_length_in_bin(bin, rng));
   d.first_row.push_back(d.first_row.back() + rows);
   stream.add(shard, 0, rows);
 }

@@ -46,7 +46,6 @@ std::pair<double, double> compare(const std::vector<float>& a, const std::vector
   return {norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff), max_abs};
 }
 
-
 // The samples one rank trained in one step (<dump>/step_<k>.rank_<r>.samples), line by line.
 std::vector<std::string> trained_samples(const fs::path& dump, int step, int rank) {
   const fs::path file =

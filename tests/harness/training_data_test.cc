@@ -146,7 +146,7 @@ TEST_CASE("missing or empty data is named in the error", "[data][errors]") {
       Catch::Contains("no HDF5 shards"));
   CHECK_THROWS_WITH(
       harness::open_training_data(dir.path / "nope", run_with(harness::SamplerKind::random, 2)),
-      Catch::Contains("nope: does not exist"));
+      Catch::Contains("nope: no such file or directory"));
   data::write_shard(dir.path / "short.hdf5", data::Layout::kVarlen,
                     std::vector<data::Sample>{make_sample(0, 40)});
   auto run = run_with(harness::SamplerKind::stratified, 4);
