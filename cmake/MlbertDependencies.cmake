@@ -10,6 +10,7 @@ find_package(BLAS REQUIRED)
 find_path(MLBERT_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 
 # One imported target per dependency so library CMakeLists stay short.
 if(NOT TARGET mlbert::hdf5)

@@ -1,4 +1,4 @@
-// `mlbert data <sub>`: tokenize, prep, eval-set, stratify, pack, demo-corpus, inspect.
+// `mlbert data <sub>`: tokenize, prep, eval-set, stratify, pack, index, demo-corpus, inspect.
 // Each subcommand parses its options into the library's option structs and prints a short summary;
 // errors propagate as exceptions (main prints them as one line, exit 2).
 #include "data_prep/cli.h"
@@ -15,6 +15,7 @@
 #include "data_prep/demo_corpus.h"
 #include "data_prep/eval_set.h"
 #include "data_prep/hdf5_io.h"
+#include "data_prep/length_index.h"
 #include "data_prep/packing.h"
 #include "data_prep/prep_pipeline.h"
 #include "data_prep/stratify.h"
@@ -273,6 +274,38 @@ void add_pack(CLI::App& data, int& exit_code) {
   cmd->footer("Example:\n  mlbert data pack --input shards/*.hdf5 --output packed/ --shards 4");
 }
 
+void add_index(CLI::App& data, int& exit_code) {
+  auto* cmd = data.add_subcommand(
+      "index", "write the length index of training shards (what load_balancing global-deal reads)");
+  auto paths = std::make_shared<std::vector<std::string>>();
+  auto output = std::make_shared<std::string>();
+  cmd->add_option("shards", *paths, "shard files, or directories of shards (searched recursively)")
+      ->required();
+  cmd->add_option("--output", *output,
+                  "index file; default, for one argument: <dir>/lengths.index, or "
+                  "<shard>.lengths.index for one file (where the trainer looks)");
+  cmd->callback([=, &exit_code] {
+    if (output->empty() && paths->size() != 1)
+      throw std::invalid_argument("index: with several shard arguments, --output is required");
+    const std::filesystem::path file =
+        output->empty() ? length_index_path(paths->front()) : std::filesystem::path(*output);
+    std::vector<std::filesystem::path> shards;
+    for (const auto& p : *paths)
+      for (auto& shard : find_shards(p)) shards.push_back(std::move(shard));
+    if (shards.empty())
+      throw std::runtime_error(paths->front() + ": no HDF5 shards (*.hdf5, *.h5) to index");
+    const LengthIndex index = build_length_index(file.parent_path(), shards);
+    write_length_index(index, file);
+    int64_t tokens = 0;
+    for (uint16_t length : index.lengths) tokens += length;
+    std::printf("index: %zu shard(s), %zu rows, %lld tokens -> %s\n", index.shards.size(),
+                index.lengths.size(), static_cast<long long>(tokens), file.c_str());
+    check_stdout("index");
+    exit_code = 0;
+  });
+  cmd->footer("Example:\n  mlbert data index shards/");
+}
+
 void add_demo_corpus(CLI::App& data, int& exit_code) {
   auto* cmd =
       data.add_subcommand("demo-corpus", "write the generated demo corpus and its vocab.txt");
@@ -352,7 +385,7 @@ void add_inspect(CLI::App& data, int& exit_code) {
 
 void register_cli(CLI::App& app, int& exit_code) {
   auto* data =
-      app.add_subcommand("data", "tokenize, prep, eval-set, stratify, pack, inspect training data")
+      app.add_subcommand("data", "tokenize, prep, eval-set, stratify, pack, index, inspect shards")
           ->group("data");
   data->require_subcommand(1);
   add_tokenize(*data, exit_code);
@@ -360,6 +393,7 @@ void register_cli(CLI::App& app, int& exit_code) {
   add_eval_set(*data, exit_code);
   add_stratify(*data, exit_code);
   add_pack(*data, exit_code);
+  add_index(*data, exit_code);
   add_demo_corpus(*data, exit_code);
   add_inspect(*data, exit_code);
   // After the subcommands: CLI11 copies a parent's footer into subcommands added later.

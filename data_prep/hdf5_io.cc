@@ -376,19 +376,36 @@ void expect_rows(const Dataset& d, const std::filesystem::path& path, const char
   }
 }
 
-std::vector<Sample> read_fixed_rows(const File& f, const std::filesystem::path& path, hsize_t begin,
-                                    hsize_t count, const ReadOptions& o) {
-  Dataset ids = open_dataset(f.get(), path, "input_ids");
-  Dataset mask = open_dataset(f.get(), path, "input_mask");
-  Dataset seg = open_dataset(f.get(), path, "segment_ids");
-  Dataset pos = open_dataset(f.get(), path, "masked_lm_positions");
-  Dataset mids = open_dataset(f.get(), path, "masked_lm_ids");
-  Dataset nsp = open_dataset(f.get(), path, "next_sentence_labels");
-  const hsize_t n = ids.dims[0], width = ids.dims[1];
+// The datasets of one shard, opened and shape-checked once for any number of reads. `d` holds
+// them in the order of the layout's dataset names below.
+const char* const kFixedNames[] = {"input_ids",           "input_mask",    "segment_ids",
+                                   "masked_lm_positions", "masked_lm_ids", "next_sentence_labels"};
+const char* const kVarlenNames[] = {"input_ids", "segment_ids", "masked_lm_positions",
+                                    "masked_lm_ids", "next_sentence_labels"};
+const char* const kPackedNames[] = {
+    "input_ids",           "segment_ids",          "masked_lm_positions",
+    "masked_lm_ids",       "next_sentence_labels", "packed_input_len",
+    "packed_masked_lm_len"};
+
+struct ShardDatasets {
+  Layout layout = Layout::kVarlen;
+  std::vector<Dataset> d;
+  hsize_t rows = 0;
+  hsize_t width = 0, predictions = 0;  // fixed layout: S of [N,S], P of [N,P]
+};
+
+ShardDatasets open_fixed(const File& f, const std::filesystem::path& path) {
+  ShardDatasets s;
+  s.layout = Layout::kFixed;
+  for (const char* name : kFixedNames) s.d.push_back(open_dataset(f.get(), path, name));
+  Dataset &ids = s.d[0], &mask = s.d[1], &seg = s.d[2], &pos = s.d[3], &mids = s.d[4],
+          &nsp = s.d[5];
+  s.rows = ids.dims[0];
+  s.width = ids.dims[1];
   for (Dataset* d : {&mask, &seg}) {
-    if (d->vlen || d->rank != 2 || d->dims[1] != width) {
+    if (d->vlen || d->rank != 2 || d->dims[1] != s.width) {
       throw std::runtime_error(path.string() + ": input_mask/segment_ids must be [N, " +
-                               std::to_string(width) + "] like input_ids");
+                               std::to_string(s.width) + "] like input_ids");
     }
   }
   if (pos.vlen || mids.vlen || pos.rank != 2 || mids.rank != 2 || pos.dims[1] != mids.dims[1]) {
@@ -398,29 +415,81 @@ std::vector<Sample> read_fixed_rows(const File& f, const std::filesystem::path& 
   if (nsp.vlen || !(nsp.rank == 1 || (nsp.rank == 2 && nsp.dims[1] == 1))) {
     throw std::runtime_error(where(path, "next_sentence_labels") + ": must be [N] or [N, 1]");
   }
-  for (auto [d, name] : {std::pair{&mask, "input_mask"},
-                         {&seg, "segment_ids"},
-                         {&pos, "masked_lm_positions"},
-                         {&mids, "masked_lm_ids"},
-                         {&nsp, "next_sentence_labels"}}) {
-    expect_rows(*d, path, name, n);
+  for (size_t k = 1; k < s.d.size(); ++k) expect_rows(s.d[k], path, kFixedNames[k], s.rows);
+  s.predictions = pos.dims[1];
+  return s;
+}
+
+ShardDatasets open_varlen(const File& f, const std::filesystem::path& path) {
+  ShardDatasets s;
+  s.layout = Layout::kVarlen;
+  for (const char* name : kVarlenNames) s.d.push_back(open_dataset(f.get(), path, name));
+  s.rows = s.d[0].dims[0];
+  for (size_t k = 0; k < 4; ++k) {
+    if (!s.d[k].vlen || s.d[k].rank != 1) {
+      throw std::runtime_error(where(path, kVarlenNames[k]) +
+                               ": varlen layout needs a 1-D vlen dataset");
+    }
+    expect_rows(s.d[k], path, kVarlenNames[k], s.rows);
   }
+  if (s.d[4].vlen || s.d[4].rank != 1) {
+    throw std::runtime_error(where(path, "next_sentence_labels") + ": must be a 1-D integer [N]");
+  }
+  expect_rows(s.d[4], path, "next_sentence_labels", s.rows);
+  return s;
+}
+
+ShardDatasets open_packed(const File& f, const std::filesystem::path& path) {
+  ShardDatasets s;
+  s.layout = Layout::kPacked;
+  for (const char* name : kPackedNames) s.d.push_back(open_dataset(f.get(), path, name));
+  s.rows = s.d[0].dims[0];
+  for (size_t k = 0; k < s.d.size(); ++k) {
+    if (!s.d[k].vlen || s.d[k].rank != 1) {
+      throw std::runtime_error(where(path, kPackedNames[k]) +
+                               ": packed layout needs a 1-D vlen dataset");
+    }
+    expect_rows(s.d[k], path, kPackedNames[k], s.rows);
+  }
+  return s;
+}
+
+ShardDatasets open_datasets(const File& f, const std::filesystem::path& path) {
+  switch (detect(f, path)) {
+    case Layout::kFixed:
+      return open_fixed(f, path);
+    case Layout::kVarlen:
+      return open_varlen(f, path);
+    case Layout::kPacked:
+      return open_packed(f, path);
+  }
+  throw std::logic_error("unknown layout");
+}
+
+void check_range(const ShardDatasets& s, const std::filesystem::path& path, hsize_t begin,
+                 hsize_t count) {
+  if (begin + count > s.rows) {
+    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
+                             std::to_string(begin + count) + ") beyond the " +
+                             std::to_string(s.rows) + " rows of the shard");
+  }
+}
+
+std::vector<Sample> read_fixed_rows(ShardDatasets& sd, const std::filesystem::path& path,
+                                    hsize_t begin, hsize_t count, const ReadOptions& o) {
+  const hsize_t width = sd.width;
   if (width > static_cast<hsize_t>(o.format.max_seq_length)) {
     throw std::runtime_error(where(path, "input_ids") + ": width " + std::to_string(width) +
                              " > max_seq_length " + std::to_string(o.format.max_seq_length));
   }
-  if (begin + count > n) {
-    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
-                             std::to_string(begin + count) + ") beyond the " + std::to_string(n) +
-                             " rows of the shard");
-  }
-  const auto v_ids = read_fixed(ids, path, "input_ids", begin, count);
-  const auto v_mask = read_fixed(mask, path, "input_mask", begin, count);
-  const auto v_seg = read_fixed(seg, path, "segment_ids", begin, count);
-  const auto v_pos = read_fixed(pos, path, "masked_lm_positions", begin, count);
-  const auto v_mids = read_fixed(mids, path, "masked_lm_ids", begin, count);
-  const auto v_nsp = read_fixed(nsp, path, "next_sentence_labels", begin, count);
-  const hsize_t p_width = pos.dims[1];
+  check_range(sd, path, begin, count);
+  const auto v_ids = read_fixed(sd.d[0], path, "input_ids", begin, count);
+  const auto v_mask = read_fixed(sd.d[1], path, "input_mask", begin, count);
+  const auto v_seg = read_fixed(sd.d[2], path, "segment_ids", begin, count);
+  const auto v_pos = read_fixed(sd.d[3], path, "masked_lm_positions", begin, count);
+  const auto v_mids = read_fixed(sd.d[4], path, "masked_lm_ids", begin, count);
+  const auto v_nsp = read_fixed(sd.d[5], path, "next_sentence_labels", begin, count);
+  const hsize_t p_width = sd.predictions;
   std::vector<Sample> out(count);
   for (hsize_t r = 0; r < count; ++r) {
     const int64_t row = static_cast<int64_t>(begin + r);
@@ -459,39 +528,16 @@ std::vector<Sample> read_fixed_rows(const File& f, const std::filesystem::path& 
   return out;
 }
 
-std::vector<Sample> read_varlen_rows(const File& f, const std::filesystem::path& path,
+std::vector<Sample> read_varlen_rows(ShardDatasets& sd, const std::filesystem::path& path,
                                      hsize_t begin, hsize_t count, const ReadOptions& o) {
-  Dataset ids = open_dataset(f.get(), path, "input_ids");
-  Dataset seg = open_dataset(f.get(), path, "segment_ids");
-  Dataset pos = open_dataset(f.get(), path, "masked_lm_positions");
-  Dataset mids = open_dataset(f.get(), path, "masked_lm_ids");
-  Dataset nsp = open_dataset(f.get(), path, "next_sentence_labels");
-  const hsize_t n = ids.dims[0];
-  for (auto [d, name] : {std::pair{&ids, "input_ids"},
-                         {&seg, "segment_ids"},
-                         {&pos, "masked_lm_positions"},
-                         {&mids, "masked_lm_ids"}}) {
-    if (!d->vlen || d->rank != 1) {
-      throw std::runtime_error(where(path, name) + ": varlen layout needs a 1-D vlen dataset");
-    }
-    expect_rows(*d, path, name, n);
-  }
-  if (nsp.vlen || nsp.rank != 1) {
-    throw std::runtime_error(where(path, "next_sentence_labels") + ": must be a 1-D integer [N]");
-  }
-  expect_rows(nsp, path, "next_sentence_labels", n);
-  if (begin + count > n) {
-    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
-                             std::to_string(begin + count) + ") beyond the " + std::to_string(n) +
-                             " rows of the shard");
-  }
+  check_range(sd, path, begin, count);
   std::vector<int32_t> f_ids, f_seg, f_pos, f_mids;
   std::vector<size_t> o_ids, o_seg, o_pos, o_mids;
-  read_vlen(ids, path, "input_ids", begin, count, f_ids, o_ids);
-  read_vlen(seg, path, "segment_ids", begin, count, f_seg, o_seg);
-  read_vlen(pos, path, "masked_lm_positions", begin, count, f_pos, o_pos);
-  read_vlen(mids, path, "masked_lm_ids", begin, count, f_mids, o_mids);
-  const auto v_nsp = read_fixed(nsp, path, "next_sentence_labels", begin, count);
+  read_vlen(sd.d[0], path, "input_ids", begin, count, f_ids, o_ids);
+  read_vlen(sd.d[1], path, "segment_ids", begin, count, f_seg, o_seg);
+  read_vlen(sd.d[2], path, "masked_lm_positions", begin, count, f_pos, o_pos);
+  read_vlen(sd.d[3], path, "masked_lm_ids", begin, count, f_mids, o_mids);
+  const auto v_nsp = read_fixed(sd.d[4], path, "next_sentence_labels", begin, count);
   std::vector<Sample> out(count);
   for (hsize_t r = 0; r < count; ++r) {
     const int64_t row = static_cast<int64_t>(begin + r);
@@ -510,25 +556,11 @@ std::vector<Sample> read_varlen_rows(const File& f, const std::filesystem::path&
   return out;
 }
 
-std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::path& path,
+std::vector<PackedRow> read_packed_rows(ShardDatasets& sd, const std::filesystem::path& path,
                                         hsize_t begin, hsize_t count, const ReadOptions& o) {
-  const char* names[] = {"input_ids",           "segment_ids",          "masked_lm_positions",
-                         "masked_lm_ids",       "next_sentence_labels", "packed_input_len",
-                         "packed_masked_lm_len"};
-  std::vector<Dataset> ds;
-  for (const char* name : names) ds.push_back(open_dataset(f.get(), path, name));
-  const hsize_t n = ds[0].dims[0];
-  for (size_t k = 0; k < ds.size(); ++k) {
-    if (!ds[k].vlen || ds[k].rank != 1) {
-      throw std::runtime_error(where(path, names[k]) + ": packed layout needs a 1-D vlen dataset");
-    }
-    expect_rows(ds[k], path, names[k], n);
-  }
-  if (begin + count > n) {
-    throw std::runtime_error(path.string() + ": rows [" + std::to_string(begin) + ", " +
-                             std::to_string(begin + count) + ") beyond the " + std::to_string(n) +
-                             " rows of the shard");
-  }
+  check_range(sd, path, begin, count);
+  std::vector<Dataset>& ds = sd.d;
+  const char* const* names = kPackedNames;
   std::vector<std::vector<int32_t>> flat(ds.size());
   std::vector<std::vector<size_t>> off(ds.size());
   for (size_t k = 0; k < ds.size(); ++k)
@@ -599,30 +631,24 @@ std::vector<PackedRow> read_packed_rows(const File& f, const std::filesystem::pa
   return out;
 }
 
-std::vector<Sample> read_range_in(const File& f, Layout layout, const std::filesystem::path& path,
+std::vector<Sample> read_range_in(ShardDatasets& sd, const std::filesystem::path& path,
                                   int64_t begin, int64_t count, const ReadOptions& o) {
   if (begin < 0 || count < 0) throw std::invalid_argument(path.string() + ": negative row range");
-  switch (layout) {
+  const auto b = static_cast<hsize_t>(begin), n = static_cast<hsize_t>(count);
+  switch (sd.layout) {
     case Layout::kFixed:
-      return read_fixed_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o);
+      return read_fixed_rows(sd, path, b, n, o);
     case Layout::kVarlen:
-      return read_varlen_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o);
+      return read_varlen_rows(sd, path, b, n, o);
     case Layout::kPacked: {
       std::vector<Sample> out;
-      for (PackedRow& row :
-           read_packed_rows(f, path, static_cast<hsize_t>(begin), static_cast<hsize_t>(count), o)) {
+      for (PackedRow& row : read_packed_rows(sd, path, b, n, o)) {
         for (Sample& s : row.samples) out.push_back(std::move(s));
       }
       return out;
     }
   }
   return {};
-}
-
-std::vector<Sample> read_range(const std::filesystem::path& path, int64_t begin, int64_t count,
-                               const ReadOptions& o) {
-  File f(path);
-  return read_range_in(f, detect(f, path), path, begin, count, o);
 }
 
 }  // namespace
@@ -656,27 +682,45 @@ ShardInfo inspect_shard(const std::filesystem::path& path) {
   return info;
 }
 
-std::vector<Sample> read_shard(const std::filesystem::path& path, const ReadOptions& o) {
-  return read_range(path, 0, inspect_shard(path).rows, o);
+// ------------------------------------------------------------------------------------------------
+// ShardReader
+
+struct ShardReader::Impl {
+  std::filesystem::path path;
+  File file;
+  ShardDatasets datasets;
+  explicit Impl(const std::filesystem::path& p)
+      : path(p), file(p), datasets(open_datasets(file, p)) {}
+};
+
+ShardReader::ShardReader(const std::filesystem::path& path) : impl_(std::make_unique<Impl>(path)) {}
+ShardReader::~ShardReader() = default;
+ShardReader::ShardReader(ShardReader&&) noexcept = default;
+ShardReader& ShardReader::operator=(ShardReader&&) noexcept = default;
+
+const std::filesystem::path& ShardReader::path() const {
+  return impl_->path;
+}
+Layout ShardReader::layout() const {
+  return impl_->datasets.layout;
+}
+int64_t ShardReader::rows() const {
+  return static_cast<int64_t>(impl_->datasets.rows);
 }
 
-std::vector<Sample> read_row_range(const std::filesystem::path& path, int64_t begin, int64_t count,
-                                   const ReadOptions& o) {
-  return read_range(path, begin, count, o);
+std::vector<Sample> ShardReader::read_range(int64_t begin, int64_t count, const ReadOptions& o) {
+  return read_range_in(impl_->datasets, impl_->path, begin, count, o);
 }
 
-std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const int64_t> rows,
-                              const ReadOptions& o) {
-  // One open of the file; rows are read in ascending runs (a sampler's random rows of one shard
-  // cost one hyperslab read per run) and returned in the order asked for.
-  File f(path);
-  const Layout layout = detect(f, path);
+std::vector<Sample> ShardReader::read_rows(std::span<const int64_t> rows, const ReadOptions& o) {
+  // Rows are read in ascending runs (a sampler's random rows of one shard cost one hyperslab
+  // read per run) and returned in the order asked for.
   std::vector<Sample> out;
-  if (layout == Layout::kPacked) {  // a packed row yields several sequences: keep the given order
+  if (layout() == Layout::kPacked) {  // a packed row yields several sequences: keep the order
     for (size_t i = 0; i < rows.size();) {
       size_t j = i + 1;
       while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
-      for (Sample& s : read_range_in(f, layout, path, rows[i], static_cast<int64_t>(j - i), o)) {
+      for (Sample& s : read_range(rows[i], static_cast<int64_t>(j - i), o)) {
         out.push_back(std::move(s));
       }
       i = j;
@@ -693,7 +737,7 @@ std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const
     int64_t last = first;
     size_t j = i + 1;
     while (j < order.size() && rows[order[j]] <= last + 1) last = rows[order[j++]];
-    std::vector<Sample> part = read_range_in(f, layout, path, first, last - first + 1, o);
+    std::vector<Sample> part = read_range(first, last - first + 1, o);
     for (size_t k = i; k < j; ++k)
       out[order[k]] = part[static_cast<size_t>(rows[order[k]] - first)];
     i = j;
@@ -701,13 +745,31 @@ std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const
   return out;
 }
 
-std::vector<PackedRow> read_packed_shard(const std::filesystem::path& path, const ReadOptions& o) {
-  File f(path);
-  if (detect(f, path) != Layout::kPacked) {
-    throw std::runtime_error(path.string() + ": not a packed shard (no packed_input_len dataset)");
+std::vector<PackedRow> ShardReader::read_packed(const ReadOptions& o) {
+  if (layout() != Layout::kPacked) {
+    throw std::runtime_error(impl_->path.string() +
+                             ": not a packed shard (no packed_input_len dataset)");
   }
-  Dataset ids = open_dataset(f.get(), path, "input_ids");
-  return read_packed_rows(f, path, 0, ids.dims[0], o);
+  return read_packed_rows(impl_->datasets, impl_->path, 0, impl_->datasets.rows, o);
+}
+
+std::vector<Sample> read_shard(const std::filesystem::path& path, const ReadOptions& o) {
+  ShardReader reader(path);
+  return reader.read_range(0, reader.rows(), o);
+}
+
+std::vector<Sample> read_row_range(const std::filesystem::path& path, int64_t begin, int64_t count,
+                                   const ReadOptions& o) {
+  return ShardReader(path).read_range(begin, count, o);
+}
+
+std::vector<Sample> read_rows(const std::filesystem::path& path, std::span<const int64_t> rows,
+                              const ReadOptions& o) {
+  return ShardReader(path).read_rows(rows, o);
+}
+
+std::vector<PackedRow> read_packed_shard(const std::filesystem::path& path, const ReadOptions& o) {
+  return ShardReader(path).read_packed(o);
 }
 
 std::vector<int32_t> read_lengths(const std::filesystem::path& path) {

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +47,29 @@ struct ShardInfo {
 };
 
 ShardInfo inspect_shard(const std::filesystem::path& path);
+
+// One shard opened for many reads: the file and its datasets stay open, their shapes checked
+// once, so a reader that visits rows all over many shards (the trainer) pays each HDF5 open once.
+class ShardReader {
+ public:
+  explicit ShardReader(const std::filesystem::path& path);
+  ~ShardReader();
+  ShardReader(ShardReader&&) noexcept;
+  ShardReader& operator=(ShardReader&&) noexcept;
+
+  const std::filesystem::path& path() const;
+  Layout layout() const;
+  int64_t rows() const;  // HDF5 rows
+  // Rows [begin, begin + count) (for packed, the sequences of those rows).
+  std::vector<Sample> read_range(int64_t begin, int64_t count, const ReadOptions& options);
+  // Arbitrary rows (repeats allowed), returned in the order given, read in ascending runs.
+  std::vector<Sample> read_rows(std::span<const int64_t> rows, const ReadOptions& options);
+  std::vector<PackedRow> read_packed(const ReadOptions& options);  // every row of a packed shard
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Every sequence of the shard; packed rows are split back into their sequences.
 std::vector<Sample> read_shard(const std::filesystem::path& path, const ReadOptions& options);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "data_prep/length_index.h"
 #include "data_prep/py_random.h"
 
 namespace mlbert::data {
@@ -191,6 +192,14 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
     ++report.groups;
     first = last;
   }
+  // The length index of the output: a packed row's length is the tokens of its sequences.
+  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int32_t tokens = 0;
+    for (int64_t i : rows[r]) tokens += lengths[static_cast<size_t>(i)];
+    lengths_of_shard[report.outputs[r % shards]].push_back(tokens);
+  }
+  index_shards(output_dir, lengths_of_shard);
   return report;
 }
 

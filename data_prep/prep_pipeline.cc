@@ -8,10 +8,12 @@
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "common/atomic_file.h"
+#include "data_prep/length_index.h"
 #include "data_prep/progress.h"
 
 namespace mlbert::data {
@@ -85,6 +87,7 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   const Tokenizer tokenizer(vocab, options.flavor);
   Progress progress("prep", static_cast<int64_t>(files.size()), total_bytes, options.progress);
   PrepResult result;
+  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;  // for the length index
   std::mutex result_mutex;
 
   // One unit of work: some input files -> one shard.
@@ -113,8 +116,11 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
     format.max_predictions_per_seq = options.pretraining.max_predictions_per_seq;
     ShardWriter writer(out_path, options.layout, format);
     const int64_t n = static_cast<int64_t>(samples.size());
+    std::vector<int32_t> lengths;
+    lengths.reserve(samples.size());
     for (Sample& s : samples) {
       tokens += s.length();
+      lengths.push_back(s.length());
       writer.add(std::move(s));
     }
     samples.clear();
@@ -128,6 +134,7 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
     result.bytes += stats.bytes;
     result.files += static_cast<int64_t>(group.size());
     result.outputs.push_back(out_path);
+    lengths_of_shard[out_path] = std::move(lengths);
   };
 
   if (options.joint) {
@@ -162,6 +169,8 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
     if (first_error) std::rethrow_exception(first_error);
   }
   progress.finish();
+  // The length index of every shard in the output (a trainer's global-deal plans from it).
+  index_shards(options.output, lengths_of_shard);
   std::sort(result.outputs.begin(), result.outputs.end());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -2,7 +2,10 @@
 // all writers at the end (each a temp file + rename).
 #include "data_prep/stratify.h"
 
+#include "data_prep/length_index.h"
+
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -48,6 +51,7 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
   // output shard its estimated in-memory size.
   std::vector<std::vector<uint32_t>> placement(inputs.size());  // bin * shards + shard in bin
   std::vector<int64_t> shard_bytes(bins * shards, 0);
+  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;  // for the length index
   for (size_t f = 0; f < inputs.size(); ++f) {
     if (inspect_shard(inputs[f]).layout == Layout::kPacked) {
       throw std::runtime_error(inputs[f].string() + ": stratify takes fixed or varlen shards");
@@ -108,6 +112,7 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
           throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(rows[k]) +
                                    " changed length between passes");
         }
+        lengths_of_shard[writers[id - first]->path()].push_back(samples[k].length());
         writers[id - first]->add(std::move(samples[k]));
       }
     }
@@ -118,6 +123,7 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
     ++result.groups;
     first = last;
   }
+  index_shards(output, lengths_of_shard);
   return result;
 }
 

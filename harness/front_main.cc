@@ -33,7 +33,7 @@ struct Forwarded {
 
 // The subcommands mlbert-core carries out, in its registration order.
 constexpr std::array<Forwarded, 7> kForwarded{{
-    {"data", "data", "tokenize, prep, eval-set, stratify, pack, inspect training data"},
+    {"data", "data", "tokenize, prep, eval-set, stratify, pack, index, inspect shards"},
     {"checkpoint", "model", "inspect, import and export BERT checkpoints (TF, HF, mlbert)"},
     {"train", "train", "one rank of BERT training in an MPI job (see `mlbert launch`)"},
     {"launch", "train", "start `mlbert train` on every GPU of a system (mpirun or Slurm)"},

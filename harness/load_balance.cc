@@ -8,25 +8,44 @@
 
 namespace mlbert::harness {
 
+void longest_first(std::span<const int> lengths, std::vector<int>& order,
+                   std::vector<int>& counts) {
+  order.resize(lengths.size());
+  const auto [lo, hi] = std::minmax_element(lengths.begin(), lengths.end());
+  if (lengths.empty() || *lo < 0 || *hi > 0xffff) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return lengths[a] > lengths[b]; });
+    return;
+  }
+  // Counting sort, longest first: the start of each length's run, then every index in order.
+  counts.assign(static_cast<std::size_t>(*hi - *lo) + 2, 0);
+  for (int length : lengths) ++counts[static_cast<std::size_t>(*hi - length) + 1];
+  for (std::size_t k = 1; k < counts.size(); ++k) counts[k] += counts[k - 1];
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    order[static_cast<std::size_t>(counts[static_cast<std::size_t>(*hi - lengths[i])]++)] =
+        static_cast<int>(i);
+}
+
+std::vector<int> longest_first(std::span<const int> lengths) {
+  std::vector<int> order, counts;
+  longest_first(lengths, order, counts);
+  return order;
+}
+
 std::vector<std::vector<int>> snake_deal(std::span<const int> lengths, int group_size) {
   if (group_size < 1) throw std::invalid_argument("snake deal: group size must be >= 1");
   if (lengths.size() % static_cast<std::size_t>(group_size) != 0)
     throw std::invalid_argument("snake deal: " + std::to_string(lengths.size()) +
                                 " samples do not split evenly over " + std::to_string(group_size) +
                                 " ranks");
-  std::vector<int> order(lengths.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return lengths[a] > lengths[b]; });
+  const std::vector<int> order = longest_first(lengths);
   std::vector<std::vector<int>> dealt(group_size);
   const std::size_t rows = lengths.size() / group_size;
   for (auto& d : dealt) d.reserve(rows);
-  for (std::size_t row = 0; row < rows; ++row) {
-    for (int column = 0; column < group_size; ++column) {
-      const int rank = row % 2 == 0 ? column : group_size - 1 - column;
-      dealt[rank].push_back(order[row * group_size + column]);
-    }
-  }
+  for (std::size_t row = 0; row < rows; ++row)
+    for (int column = 0; column < group_size; ++column)
+      dealt[snake_rank(row, column, group_size)].push_back(order[row * group_size + column]);
   return dealt;
 }
 
@@ -64,7 +83,9 @@ std::vector<std::vector<SampleSource>> plan_exchange(
         plan[r].push_back(SampleSource{r, i});
     return plan;
   }
-  const int group = balancing == LoadBalancing::global_exchange ? world : ranks_per_node;
+  const bool global =
+      balancing == LoadBalancing::global_exchange || balancing == LoadBalancing::global_deal;
+  const int group = global ? world : ranks_per_node;
   if (group < 1 || world % group != 0)
     throw std::invalid_argument("exchange: " + std::to_string(world) +
                                 " ranks do not form groups of " + std::to_string(group));
@@ -77,6 +98,45 @@ std::vector<std::vector<SampleSource>> plan_exchange(
         plan[first + r].push_back(SampleSource{first + s.rank, s.index});
   }
   return plan;
+}
+
+std::vector<SampleRef> GlobalDeal::operator()(int rank, std::int64_t micro_step) {
+  const int world = sampler_.world();
+  if (rank < 0 || rank >= world) throw std::out_of_range("global deal: rank outside the world");
+  // The pooled order of global-exchange: rank-major, each rank's batch in sampler order.
+  sampler_.global_batch(micro_step, pooled_, indices_);
+  // The lengths are scattered over the whole table: ask for each a few lookups ahead, so that
+  // the cache misses overlap instead of queueing.
+  constexpr std::size_t kAhead = 16;
+  const std::size_t n = pooled_.size();
+  pooled_lengths_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      const SampleRef& ahead = pooled_[i + kAhead];
+      if (ahead.shard >= 0 &&
+          static_cast<std::size_t>(ahead.shard) + 1 < lengths_.first_row.size()) {
+        const std::int64_t at = lengths_.first_row[ahead.shard] + ahead.row;
+        if (at >= 0 && static_cast<std::size_t>(at) < lengths_.lengths.size())
+          __builtin_prefetch(lengths_.lengths.data() + at);
+      }
+    }
+    pooled_lengths_[i] = lengths_.of(pooled_[i]);
+  }
+  longest_first(pooled_lengths_, order_, counts_);
+  // This rank's column of the snake: one sample of each row of `world` sorted samples.
+  const std::size_t rows = n / static_cast<std::size_t>(world);
+  std::vector<SampleRef> mine;
+  mine.reserve(rows);
+  for (std::size_t row = 0; row < rows; ++row) {
+    const int column = snake_rank(row, rank, world);  // the snake is its own inverse
+    mine.push_back(pooled_[static_cast<std::size_t>(order_[row * world + column])]);
+  }
+  return mine;
+}
+
+std::vector<SampleRef> global_deal(const Sampler& sampler, const RowLengths& lengths, int rank,
+                                   std::int64_t micro_step) {
+  return GlobalDeal(sampler, lengths)(rank, micro_step);
 }
 
 double straggler_ratio(std::span<const std::int64_t> tokens_per_rank) {

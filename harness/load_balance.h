@@ -5,13 +5,17 @@
 // its samples, sorts them by length (longest first) and deals them in snake order: row i of the
 // sorted list (one sample per rank) goes left to right on even rows and right to left on odd
 // rows. Every rank keeps its batch size, the group keeps its multiset of samples, and the token
-// counts per rank come out nearly equal, so no rank waits on a straggler.
+// counts per rank come out nearly equal, so no rank waits on a straggler. global-deal computes
+// the very deal of global-exchange without exchanging anything: the sampler is a pure function
+// every rank can evaluate for the whole world, and a length index gives every sample's length,
+// so each rank plans the world's deal itself and reads only its own share from the shards.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "harness/sampler.h"
 #include "harness/system_config.h"
 
 namespace mlbert::harness {
@@ -23,6 +27,18 @@ struct SampleSource {
   friend bool operator==(const SampleSource&, const SampleSource&) = default;
 };
 
+// The pooled indices of `lengths` longest first, equal lengths in pooled order (a stable sort;
+// a counting sort when the lengths fit 16 bits, which keeps a 16,384-sample deal well under a
+// millisecond).
+std::vector<int> longest_first(std::span<const int> lengths);
+// The same into `order`, with `counts` as scratch.
+void longest_first(std::span<const int> lengths, std::vector<int>& order, std::vector<int>& counts);
+
+// The rank of the group that row `row` of the sorted list deals its column `column` to.
+inline int snake_rank(std::size_t row, int column, int group_size) {
+  return row % 2 == 0 ? column : group_size - 1 - column;
+}
+
 // The snake deal of `lengths` (a group's samples, rank-major: rank 0's, then rank 1's, ...)
 // over `group_size` ranks: for each rank of the group, indices into `lengths`. Ties in length
 // keep the pooled order, so every rank computes the same deal.
@@ -30,7 +46,7 @@ std::vector<std::vector<int>> snake_deal(std::span<const int> lengths, int group
 
 // The exchange plan of one step for the whole world: for each rank, the sources of the samples
 // it trains on. `lengths_per_rank[r]` are the lengths of rank r's sampled batch; node groups are
-// consecutive blocks of `ranks_per_node` ranks.
+// consecutive blocks of `ranks_per_node` ranks; global-deal plans as global-exchange does.
 std::vector<std::vector<SampleSource>> plan_exchange(
     const std::vector<std::vector<int>>& lengths_per_rank, LoadBalancing balancing,
     int ranks_per_node);
@@ -38,6 +54,28 @@ std::vector<std::vector<SampleSource>> plan_exchange(
 // The same plan restricted to one group (`lengths_per_rank` holds only the group's ranks).
 std::vector<std::vector<SampleSource>> plan_group_exchange(
     const std::vector<std::vector<int>>& lengths_per_rank);
+
+// global-deal: the samples rank `rank` trains in micro-step `micro_step`, in training order. The
+// world's batch comes from the sampler, each sample's length from `lengths`; the deal is
+// plan_exchange(..., global_exchange, ...) of those lengths, so this rank gets exactly the samples,
+// in the order, that global-exchange would hand it, and nothing is sent or received.
+class GlobalDeal {
+ public:
+  GlobalDeal(const Sampler& sampler, RowLengths lengths) : sampler_(sampler), lengths_(lengths) {}
+  std::vector<SampleRef> operator()(int rank, std::int64_t micro_step);
+
+ private:
+  const Sampler& sampler_;
+  RowLengths lengths_;
+  // Buffers kept from step to step (a step's batch is 16,384 samples at 1,024 x 16).
+  std::vector<SampleRef> pooled_;
+  std::vector<std::uint64_t> indices_;
+  std::vector<int> pooled_lengths_, order_, counts_;
+};
+
+// One GlobalDeal call (tests, one-off plans).
+std::vector<SampleRef> global_deal(const Sampler& sampler, const RowLengths& lengths, int rank,
+                                   std::int64_t micro_step);
 
 // The straggler overhead of a step: max over ranks of tokens / mean tokens (1.0 = perfect).
 double straggler_ratio(std::span<const std::int64_t> tokens_per_rank);

@@ -16,6 +16,7 @@ std::uint64_t mix64(std::uint64_t x) {
 
 void SampleStream::add(std::int32_t shard, std::int64_t first_row, std::int64_t rows) {
   if (rows <= 0) return;
+  lookup_.clear();
   if (!ranges_.empty()) {
     Range& last = ranges_.back();
     if (last.shard == shard && last.first_row + last.rows == first_row) {
@@ -32,10 +33,33 @@ SampleRef SampleStream::at(std::int64_t index) const {
   if (index < 0 || index >= total_)
     throw std::out_of_range("sample index " + std::to_string(index) + " outside a stream of " +
                             std::to_string(total_));
-  const auto it = std::upper_bound(ranges_.begin(), ranges_.end(), index,
+  auto first = ranges_.begin(), last = ranges_.end();
+  if (!lookup_.empty()) {
+    const auto bucket = static_cast<std::size_t>(index >> lookup_shift_);
+    first = ranges_.begin() + lookup_[bucket];
+    if (bucket + 1 < lookup_.size()) last = ranges_.begin() + lookup_[bucket + 1] + 1;
+  }
+  const auto it = std::upper_bound(first, last, index,
                                    [](std::int64_t i, const Range& r) { return i < r.start; });
   const Range& range = *(it - 1);
   return SampleRef{range.shard, range.first_row + (index - range.start)};
+}
+
+void SampleStream::build_lookup() {
+  lookup_.clear();
+  if (ranges_.size() < 16) return;  // a short binary search is as fast
+  // About one bucket per range, at most 2^22 of them.
+  const std::int64_t buckets =
+      std::min<std::int64_t>(static_cast<std::int64_t>(ranges_.size()), std::int64_t{1} << 22);
+  lookup_shift_ = 0;
+  while ((total_ >> lookup_shift_) > buckets) ++lookup_shift_;
+  lookup_.resize(static_cast<std::size_t>(((total_ - 1) >> lookup_shift_) + 1));
+  std::size_t range = 0;
+  for (std::size_t b = 0; b < lookup_.size(); ++b) {
+    const std::int64_t index = static_cast<std::int64_t>(b) << lookup_shift_;
+    while (ranges_[range].start + ranges_[range].rows <= index) ++range;
+    lookup_[b] = static_cast<std::uint32_t>(range);
+  }
 }
 
 RandomPermutation::RandomPermutation(std::uint64_t n, std::uint64_t key) : n_(n) {
@@ -50,23 +74,72 @@ RandomPermutation::RandomPermutation(std::uint64_t n, std::uint64_t key) : n_(n)
   }
 }
 
+std::uint64_t RandomPermutation::feistel(std::uint64_t x) const {
+  std::uint64_t left = x >> half_bits_;
+  std::uint64_t right = x & half_mask_;
+  for (std::uint64_t k : round_keys_) {
+    const std::uint64_t f = mix64(right ^ k) & half_mask_;
+    const std::uint64_t next = left ^ f;
+    left = right;
+    right = next;
+  }
+  return (left << half_bits_) | right;
+}
+
 std::uint64_t RandomPermutation::operator()(std::uint64_t index) const {
   if (index >= n_) throw std::out_of_range("permutation index outside its domain");
   // A Feistel network is a bijection of the 2*half_bits domain whatever the round function;
   // walking the cycle until the value falls back into [0, n) keeps it a bijection of [0, n).
   std::uint64_t x = index;
-  do {
-    std::uint64_t left = x >> half_bits_;
-    std::uint64_t right = x & half_mask_;
-    for (std::uint64_t k : round_keys_) {
-      const std::uint64_t f = mix64(right ^ k) & half_mask_;
-      const std::uint64_t next = left ^ f;
-      left = right;
-      right = next;
-    }
-    x = (left << half_bits_) | right;
-  } while (x >= n_);
+  do x = feistel(x);
+  while (x >= n_);
   return x;
+}
+
+void RandomPermutation::map(std::uint64_t first, std::size_t count, std::uint64_t* out) const {
+  if (count == 0) return;
+  if (first >= n_ || count > n_ - first)
+    throw std::out_of_range("permutation indices outside its domain");
+  // Up to kLanes indices walk their cycles side by side; a lane that lands in [0, n) hands its
+  // value out and takes the next index, so every lane stays busy.
+  constexpr std::size_t kLanes = 8;
+  std::uint64_t value[kLanes] = {};
+  std::size_t slot[kLanes] = {};
+  std::size_t active = 0, next = 0;
+  for (; active < kLanes && next < count; ++active, ++next) {
+    value[active] = first + next;
+    slot[active] = next;
+  }
+  while (active > 0) {
+    // One pass of every lane, round by round, so the lanes' multiplies interleave (lanes past
+    // `active` compute values nobody reads).
+    std::uint64_t left[kLanes], right[kLanes];
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      left[l] = value[l] >> half_bits_;
+      right[l] = value[l] & half_mask_;
+    }
+    for (std::uint64_t k : round_keys_) {
+      for (std::size_t l = 0; l < kLanes; ++l) {
+        const std::uint64_t next = left[l] ^ (mix64(right[l] ^ k) & half_mask_);
+        left[l] = right[l];
+        right[l] = next;
+      }
+    }
+    for (std::size_t l = 0; l < kLanes; ++l) value[l] = (left[l] << half_bits_) | right[l];
+    for (std::size_t l = 0; l < active;) {
+      if (value[l] >= n_) {
+        ++l;
+      } else if (out[slot[l]] = value[l]; next < count) {
+        value[l] = first + next;  // a fresh index, walked from the next pass on
+        slot[l] = next++;
+        ++l;
+      } else {
+        --active;  // the last lane (walked, not yet checked) moves here
+        value[l] = value[active];
+        slot[l] = slot[active];
+      }
+    }
+  }
 }
 
 Sampler::Sampler(std::vector<SampleStream> streams, std::vector<int> quotas, int world,
@@ -91,27 +164,70 @@ Sampler::Sampler(std::vector<SampleStream> streams, std::vector<int> quotas, int
     per_epoch_ = std::min(per_epoch_, steps);
   }
   if (per_rank_batch_ < 1) throw std::invalid_argument("sampler: the per-rank batch is empty");
+  for (auto& stream : streams_) stream.build_lookup();
+}
+
+std::vector<RandomPermutation> Sampler::orders(std::int64_t epoch) const {
+  // One permutation per (seed, epoch, stream): a new order every epoch.
+  std::vector<RandomPermutation> orders;
+  orders.reserve(streams_.size());
+  for (std::size_t s = 0; s < streams_.size(); ++s)
+    orders.emplace_back(static_cast<std::uint64_t>(streams_[s].size()),
+                        mix64(seed_ ^ mix64(static_cast<std::uint64_t>(epoch) * 0x100 + s + 1)));
+  return orders;
+}
+
+void Sampler::append_batch(const std::vector<RandomPermutation>& orders, int rank,
+                           std::int64_t step_in_epoch, std::vector<SampleRef>& out) const {
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    const int quota = quotas_[s];
+    if (quota == 0) continue;
+    const std::int64_t first = (step_in_epoch * world_ + rank) * quota;
+    for (int j = 0; j < quota; ++j)
+      out.push_back(streams_[s].at(static_cast<std::int64_t>(orders[s](first + j))));
+  }
 }
 
 std::vector<SampleRef> Sampler::batch(int rank, std::int64_t micro_step) const {
   if (rank < 0 || rank >= world_) throw std::out_of_range("sampler: rank outside the world");
   if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
-  const std::int64_t epoch = micro_step / per_epoch_;
-  const std::int64_t step_in_epoch = micro_step % per_epoch_;
   std::vector<SampleRef> samples;
   samples.reserve(per_rank_batch_);
-  for (std::size_t s = 0; s < streams_.size(); ++s) {
-    const int quota = quotas_[s];
-    if (quota == 0) continue;
-    // One permutation per (seed, epoch, stream): a new order every epoch.
-    const RandomPermutation order(
-        static_cast<std::uint64_t>(streams_[s].size()),
-        mix64(seed_ ^ mix64(static_cast<std::uint64_t>(epoch) * 0x100 + s + 1)));
-    const std::int64_t first = (step_in_epoch * world_ + rank) * quota;
-    for (int j = 0; j < quota; ++j)
-      samples.push_back(streams_[s].at(static_cast<std::int64_t>(order(first + j))));
-  }
+  append_batch(orders(micro_step / per_epoch_), rank, micro_step % per_epoch_, samples);
   return samples;
+}
+
+std::vector<SampleRef> Sampler::global_batch(std::int64_t micro_step) const {
+  std::vector<SampleRef> samples;
+  std::vector<std::uint64_t> indices;
+  global_batch(micro_step, samples, indices);
+  return samples;
+}
+
+void Sampler::global_batch(std::int64_t micro_step, std::vector<SampleRef>& out,
+                           std::vector<std::uint64_t>& indices) const {
+  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
+  const auto epoch_orders = orders(micro_step / per_epoch_);
+  const std::int64_t step_in_epoch = micro_step % per_epoch_;
+  // The world's positions in a stream are one contiguous run (rank r's quota after rank r-1's):
+  // map the run at once, then place each rank's share at its place in the rank-major batch.
+  const auto batch = static_cast<std::size_t>(per_rank_batch_);
+  out.resize(batch * static_cast<std::size_t>(world_));
+  std::size_t offset = 0;  // of stream s's quota inside a rank's batch
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    const auto quota = static_cast<std::size_t>(quotas_[s]);
+    if (quota == 0) continue;
+    indices.resize(quota * static_cast<std::size_t>(world_));
+    epoch_orders[s].map(static_cast<std::uint64_t>(step_in_epoch * world_) * quota, indices.size(),
+                        indices.data());
+    const std::uint64_t* index = indices.data();
+    for (std::size_t rank = 0; rank < static_cast<std::size_t>(world_); ++rank) {
+      SampleRef* place = out.data() + rank * batch + offset;
+      for (std::size_t j = 0; j < quota; ++j)
+        place[j] = streams_[s].at(static_cast<std::int64_t>(*index++));
+    }
+    offset += quota;
+  }
 }
 
 }  // namespace mlbert::harness

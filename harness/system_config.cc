@@ -448,7 +448,8 @@ void read_run(const FieldReader& r, RunSpec& run, std::vector<std::string>& prob
       }
     }
   }
-  static const std::vector<std::string> balancing = {"none", "global-exchange", "node-exchange"};
+  static const std::vector<std::string> balancing = {"none", "global-exchange", "node-exchange",
+                                                     "global-deal"};
   if (auto v = r.choice("load_balancing", balancing, true))
     run.load_balancing = static_cast<LoadBalancing>(*v);
 
@@ -695,6 +696,8 @@ const char* to_string(LoadBalancing b) {
       return "global-exchange";
     case LoadBalancing::node_exchange:
       return "node-exchange";
+    case LoadBalancing::global_deal:
+      return "global-deal";
   }
   return "?";
 }

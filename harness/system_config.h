@@ -77,7 +77,9 @@ struct Topology {
 enum class OptimizerKind { lamb, adam, adamw };
 enum class ClippingMode { after_allreduce, bucket_before_allreduce, none };
 enum class SamplerKind { random, stratified };
-enum class LoadBalancing { none, global_exchange, node_exchange };
+// global-deal: the deal of global-exchange, planned by every rank from the sampler and a length
+// index, so no sample crosses the network (load_balance.h).
+enum class LoadBalancing { none, global_exchange, node_exchange, global_deal };
 enum class Precision { fp32, fp16, bf16 };
 // "reference": the MLPerf TF reference (poly decay over the global step, warmup overrides it);
 // "nvidia": NVIDIA's PyTorch scheduler (decay measured from the end of warmup, step counted from

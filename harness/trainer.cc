@@ -129,6 +129,7 @@ Prepared preflight(const TrainOptions& o, int rank, int world) {
   p.read_options.format.max_seq_length = run.max_seq_length;
   p.read_options.format.max_predictions_per_seq = run.max_predictions_per_seq;
   p.data = open_training_data(o.data, run);
+  check_length_index(p.data, rank, world);  // global-deal: each rank hashes its share of shards
   // The sampler checks that every stream holds at least one micro-step.
   Sampler(p.data.streams, p.data.quotas, world, 0);
   p.eval = load_eval_share(o.eval_data, rank, world, run.eval.batch_size, run.eval.eval_samples,
@@ -553,7 +554,12 @@ class TimedRun {
     guard_.doing("in a training step");
     bool converged = false;
     {
-      BatchLoader loader(p_.data, *s_.sampler, world_.rank(), p_.read_options, 0);
+      // global-deal: the loader thread plans the world's deal and reads this rank's share.
+      BatchLoader loader(p_.data,
+                         run_.load_balancing == LoadBalancing::global_deal
+                             ? dealt_batches(*s_.sampler, p_.data, world_.rank())
+                             : sampled_batches(*s_.sampler, world_.rank()),
+                         p_.read_options, 0);
       Json epoch0 = Json::object();
       epoch0["epoch_num"] = 0;
       log_.start(key::epoch_start, nullptr, epoch0);
@@ -595,6 +601,7 @@ class TimedRun {
       t.data += seconds_since(t0);
       t0 = Clock::now();
       if (s_.exchange_comm) samples = exchange_samples(*s_.exchange_comm, std::move(samples));
+      if (!o_.dump_dir.empty() && step_ < o_.dump_steps) dump_samples(a, samples);
       const bert::Batch batch = make_batch(samples);
       t.exchange += seconds_since(t0);
       t.tokens += static_cast<std::int64_t>(batch.num_tokens()) * size;  // estimate: x ranks
@@ -646,6 +653,18 @@ class TimedRun {
     window_.add(t);
     whole_.add(t);
     progress_.step(step_, samples_seen_);
+  }
+
+  // Tests: every rank lists the samples it trains, <dump_dir>/step_<k>.rank_<r>.samples, one
+  // line per sample: micro-batch, length, fingerprint.
+  void dump_samples(int micro_batch, const std::vector<data::Sample>& samples) const {
+    const auto file = o_.dump_dir / ("step_" + std::to_string(step_ + 1) + ".rank_" +
+                                     std::to_string(world_.rank()) + ".samples");
+    std::ofstream out(file, micro_batch == 0 ? std::ios::trunc : std::ios::app);
+    for (const auto& sample : samples)
+      out << micro_batch << ' ' << sample.length() << ' ' << std::hex << sample_fingerprint(sample)
+          << std::dec << '\n';
+    if (!out) throw std::runtime_error(file.string() + ": cannot write");
   }
 
   // The eval set over all ranks; true when the target is reached.

@@ -1,5 +1,9 @@
-// Shard discovery, prefetching, sample exchange and eval split (see training_data.h).
+// Shard discovery, the length index check, prefetching, sample exchange and eval split (see
+// training_data.h).
 #include "harness/training_data.h"
+
+#include <sys/resource.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -7,27 +11,11 @@
 #include <map>
 #include <regex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "harness/load_balance.h"
 
 namespace mlbert::harness {
-
-std::vector<std::filesystem::path> find_shards(const std::filesystem::path& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw std::runtime_error(path.string() + ": does not exist");
-  if (fs::is_regular_file(path, ec)) return {path};
-  std::vector<fs::path> shards;
-  for (auto it = fs::recursive_directory_iterator(path, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    const auto ext = it->path().extension();
-    if (ext == ".hdf5" || ext == ".h5") shards.push_back(it->path());
-  }
-  if (ec) throw std::runtime_error(path.string() + ": cannot list: " + ec.message());
-  std::sort(shards.begin(), shards.end());
-  return shards;
-}
 
 namespace {
 
@@ -54,7 +42,89 @@ std::string bin_name(std::size_t b) {
   return "len_" + std::to_string(lo) + "-" + std::to_string(kStratifiedBinBounds[b]);
 }
 
+std::string rebuild_hint(const std::filesystem::path& data) {
+  return "; rebuild it with `mlbert data index " + data.string() + "`";
+}
+
+// Reads the length index of `data` and lines it up with the shards found there: the same set of
+// shards, each with the size and row count it had when indexed (the content hashes are checked
+// by check_length_index, shared out over the ranks).
+void load_length_index(const std::filesystem::path& data, TrainingDataset& dataset) {
+  const std::filesystem::path file = data::length_index_path(data);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    throw std::runtime_error(file.string() +
+                             ": missing; load_balancing global-deal plans every step from the "
+                             "length index of the shards: write it with `mlbert data index " +
+                             data.string() + "`");
+  data::LengthIndex index = data::read_length_index(file);
+  const std::filesystem::path root = file.parent_path();
+  std::unordered_map<std::string, std::size_t> entry_of;
+  for (std::size_t e = 0; e < index.shards.size(); ++e) entry_of[index.shards[e].path] = e;
+  std::vector<std::string> names;
+  std::size_t matched = 0;
+  for (const TrainingShard& shard : dataset.shards) {
+    names.push_back(data::indexed_path(root, shard.path));
+    matched += entry_of.count(names.back());
+  }
+  if (matched == 0)
+    throw std::runtime_error(file.string() + ": none of its " +
+                             std::to_string(index.shards.size()) + " shards is among the " +
+                             std::to_string(dataset.shards.size()) + " under " + data.string() +
+                             ": it is the length index of another data set" + rebuild_hint(data));
+  std::vector<bool> used(index.shards.size(), false);
+  for (std::size_t s = 0; s < dataset.shards.size(); ++s) {
+    const TrainingShard& shard = dataset.shards[s];
+    const auto it = entry_of.find(names[s]);
+    if (it == entry_of.end())
+      throw std::runtime_error(shard.path.string() + ": not in the length index " + file.string() +
+                               " (a shard added after it was written, or the " +
+                               "index of another data set)" + rebuild_hint(data));
+    used[it->second] = true;
+    const data::IndexedShard& entry = index.shards[it->second];
+    const auto bytes = static_cast<std::uint64_t>(std::filesystem::file_size(shard.path));
+    if (bytes != entry.file_bytes || static_cast<std::uint64_t>(shard.rows) != entry.rows)
+      throw std::runtime_error(shard.path.string() + ": " + std::to_string(bytes) + " bytes and " +
+                               std::to_string(shard.rows) + " rows, but the length index " +
+                               file.string() + " recorded " + std::to_string(entry.file_bytes) +
+                               " bytes and " + std::to_string(entry.rows) +
+                               " rows: the shard changed after it was indexed (or the index is "
+                               "of another data set)" +
+                               rebuild_hint(data));
+    dataset.indexed.push_back(entry);
+  }
+  for (std::size_t e = 0; e < index.shards.size(); ++e)
+    if (!used[e])
+      throw std::runtime_error(file.string() + ": lists shard " + index.shards[e].path +
+                               ", which is not among the shards under " + data.string() +
+                               " (removed or renamed since it was indexed)" + rebuild_hint(data));
+  dataset.length_index = file;
+  dataset.row_lengths = LengthTable(index.lengths.size());
+  std::size_t next = 0;
+  for (const data::IndexedShard& entry : dataset.indexed) {
+    std::copy_n(index.lengths.begin() + static_cast<std::ptrdiff_t>(entry.first_row),
+                static_cast<std::size_t>(entry.rows), dataset.row_lengths.data() + next);
+    next += static_cast<std::size_t>(entry.rows);
+  }
+  for (std::size_t s = 0; s < dataset.indexed.size(); ++s)
+    dataset.indexed[s].first_row = static_cast<std::uint64_t>(dataset.first_row[s]);
+}
+
 }  // namespace
+
+void check_length_index(const TrainingDataset& data, int rank, int world) {
+  if (data.length_index.empty()) return;
+  for (std::size_t s = static_cast<std::size_t>(rank); s < data.shards.size();
+       s += static_cast<std::size_t>(world)) {
+    if (data::shard_content_hash(data.shards[s].path) != data.indexed[s].content_hash)
+      throw std::runtime_error(data.shards[s].path.string() +
+                               ": its content differs from when the length index " +
+                               data.length_index.string() +
+                               " was written (same size and rows, different sampled blocks): "
+                               "the shard changed after it was indexed" +
+                               rebuild_hint(data.root));
+  }
+}
 
 TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSpec& run) {
   TrainingDataset data;
@@ -74,6 +144,10 @@ TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSp
     data.samples += info.rows;
   }
   if (data.samples == 0) throw std::runtime_error(dir.string() + ": the shards hold no samples");
+  data.first_row.push_back(0);
+  for (const auto& shard : data.shards)
+    data.first_row.push_back(data.first_row.back() + shard.rows);
+  if (run.load_balancing == LoadBalancing::global_deal) load_length_index(dir, data);
 
   if (run.sampler == SamplerKind::random) {
     SampleStream all;
@@ -99,8 +173,12 @@ TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSp
                                                                             data.shards[s].rows);
       continue;
     }
-    // Not stratified on disk: bin every row by its length.
-    const auto lengths = data::read_lengths(data.shards[s].path);
+    // Not stratified on disk: bin every row by its length (from the index when there is one).
+    const auto lengths =
+        data.row_lengths.empty()
+            ? data::read_lengths(data.shards[s].path)
+            : std::vector<std::int32_t>(data.row_lengths.data() + data.first_row[s],
+                                        data.row_lengths.data() + data.first_row[s + 1]);
     for (std::size_t row = 0; row < lengths.size(); ++row) {
       const int bin = bin_of_length(lengths[row]);
       if (bin < 0)
@@ -203,8 +281,19 @@ std::vector<data::Sample> deserialize_samples(std::span<const std::byte> bytes,
   return samples;
 }
 
+std::uint64_t sample_fingerprint(const data::Sample& sample) {
+  const auto bytes = serialize_samples(std::span<const data::Sample>(&sample, 1));
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+
 std::vector<data::Sample> exchange_samples(Communicator& group, std::vector<data::Sample> local) {
-  if (group.size() == 1) return local;
+  if (group.size() == 1) {  // nothing to send: the deal of one rank is its samples, sorted
+    std::vector<int> lengths;
+    for (const auto& s : local) lengths.push_back(s.length());
+    std::vector<data::Sample> sorted;
+    for (int i : longest_first(lengths)) sorted.push_back(std::move(local[i]));
+    return sorted;
+  }
   const auto blocks = group.allgatherv(serialize_samples(local));
   std::vector<std::vector<data::Sample>> pooled(blocks.size());
   std::vector<std::vector<int>> lengths(blocks.size());
@@ -236,14 +325,44 @@ bert::Batch make_batch(std::span<const data::Sample> samples) {
 // ---------------------------------------------------------------------------------------------
 // loader
 
-BatchLoader::BatchLoader(const TrainingDataset& data, const Sampler& sampler, int rank,
+BatchPlan sampled_batches(const Sampler& sampler, int rank) {
+  return [&sampler, rank](std::int64_t micro_step) { return sampler.batch(rank, micro_step); };
+}
+
+BatchPlan dealt_batches(const Sampler& sampler, const TrainingDataset& data, int rank) {
+  if (data.row_lengths.empty())
+    throw std::logic_error("global-deal needs the length index of " + data.root.string());
+  // The planner runs on the loader thread only, so its buffers need no lock.
+  return [deal = GlobalDeal(sampler, data.lengths()), rank](std::int64_t micro_step) mutable {
+    return deal(rank, micro_step);
+  };
+}
+
+namespace {
+
+// Shards a loader keeps open: half the descriptors this process may open, less a reserve for
+// MPI, NCCL and the logs (one HDF5 file holds one descriptor).
+std::size_t open_shard_limit(std::size_t shards) {
+  rlimit limit{};
+  std::size_t allowed = 64;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    allowed = limit.rlim_cur > 256 ? static_cast<std::size_t>(limit.rlim_cur - 128) / 2 : 64;
+  else if (limit.rlim_cur == RLIM_INFINITY)
+    allowed = shards;
+  return std::max<std::size_t>(1, std::min(shards, allowed));
+}
+
+}  // namespace
+
+BatchLoader::BatchLoader(const TrainingDataset& data, BatchPlan plan,
                          data::ReadOptions read_options, std::int64_t first_micro_step, int depth)
     : data_(data),
-      sampler_(sampler),
-      rank_(rank),
+      plan_(std::move(plan)),
       read_options_(read_options),
       next_to_load_(first_micro_step),
-      depth_(depth) {
+      depth_(depth),
+      max_open_(open_shard_limit(data.shards.size())),
+      open_of_shard_(data.shards.size(), open_.end()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -256,21 +375,53 @@ BatchLoader::~BatchLoader() {
   thread_.join();
 }
 
-std::vector<data::Sample> BatchLoader::load(std::int64_t micro_step) const {
-  const auto refs = sampler_.batch(rank_, micro_step);
-  // One read per shard, rows in sampler order within it.
+data::ShardReader& BatchLoader::reader(std::int32_t shard) {
+  auto& slot = open_of_shard_[static_cast<std::size_t>(shard)];
+  if (slot != open_.end()) {
+    open_.splice(open_.begin(), open_, slot);  // most recently used first
+    return slot->second;
+  }
+  if (open_.size() >= max_open_) {
+    open_of_shard_[static_cast<std::size_t>(open_.back().first)] = open_.end();
+    open_.pop_back();
+  }
+  open_.emplace_front(shard, data::ShardReader(data_.shards[static_cast<std::size_t>(shard)].path));
+  slot = open_.begin();
+  return slot->second;
+}
+
+std::vector<data::Sample> BatchLoader::load(std::int64_t micro_step) {
+  const auto refs = plan_(micro_step);
+  // One read per shard, rows in plan order within it.
   std::map<std::int32_t, std::vector<std::size_t>> positions_of_shard;
-  for (std::size_t i = 0; i < refs.size(); ++i) positions_of_shard[refs[i].shard].push_back(i);
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    if (refs[i].shard < 0 || static_cast<std::size_t>(refs[i].shard) >= data_.shards.size())
+      throw std::out_of_range("loader: shard " + std::to_string(refs[i].shard) +
+                              " outside the data set");
+    positions_of_shard[refs[i].shard].push_back(i);
+  }
+  const bool indexed = !data_.row_lengths.empty();
   std::vector<data::Sample> samples(refs.size());
   for (const auto& [shard, positions] : positions_of_shard) {
+    const auto& path = data_.shards[static_cast<std::size_t>(shard)].path;
     std::vector<std::int64_t> rows;
     for (std::size_t p : positions) rows.push_back(refs[p].row);
-    auto read = data::read_rows(data_.shards[shard].path, rows, read_options_);
+    auto read = reader(shard).read_rows(rows, read_options_);
     if (read.size() != rows.size())
-      throw std::runtime_error(data_.shards[shard].path.string() + ": read " +
-                               std::to_string(read.size()) + " samples for " +
-                               std::to_string(rows.size()) + " rows");
-    for (std::size_t k = 0; k < positions.size(); ++k) samples[positions[k]] = std::move(read[k]);
+      throw std::runtime_error(path.string() + ": read " + std::to_string(read.size()) +
+                               " samples for " + std::to_string(rows.size()) + " rows");
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+      if (indexed) {
+        const int expected = data_.lengths().of(refs[positions[k]]);
+        if (read[k].length() != expected)
+          throw std::runtime_error(
+              path.string() + ": row " + std::to_string(rows[k]) + " has " +
+              std::to_string(read[k].length()) + " tokens but the length index " +
+              data_.length_index.string() + " says " + std::to_string(expected) +
+              ": the shard changed after it was indexed" + rebuild_hint(data_.root));
+      }
+      samples[positions[k]] = std::move(read[k]);
+    }
   }
   return samples;
 }

@@ -303,7 +303,8 @@ void apply_result_settings(const std::vector<Setting>& settings, ClusterRun& clu
     };
     if (field == "run.load_balancing") {
       pick(std::initializer_list<LoadBalancing>{LoadBalancing::none, LoadBalancing::global_exchange,
-                                                LoadBalancing::node_exchange},
+                                                LoadBalancing::node_exchange,
+                                                LoadBalancing::global_deal},
            run.load_balancing);
     } else if (field == "run.clipping.mode") {
       pick(std::initializer_list<ClippingMode>{ClippingMode::after_allreduce,

@@ -109,6 +109,8 @@ double exchange_seconds(const NetworkSpec& network, LoadBalancing balancing,
       return allgather_cost(network, bytes_per_rank, true).seconds;
     case LoadBalancing::global_exchange:
       return allgather_cost(network, bytes_per_rank, false).seconds;
+    case LoadBalancing::global_deal:
+      return 0;  // every rank plans the deal itself from the length index
   }
   throw std::logic_error("simulate: unknown load balancing mode");
 }
@@ -123,6 +125,9 @@ const char* exchange_description(LoadBalancing balancing) {
     case LoadBalancing::global_exchange:
       return "global-exchange: each micro-step all-gathers every rank's serialized samples over "
              "the world before the deal (ring all-gather)";
+    case LoadBalancing::global_deal:
+      return "global-deal: every rank computes global-exchange's deal itself from the sampler and "
+             "the length index and reads only its own samples; nothing exchanged";
   }
   return "?";
 }

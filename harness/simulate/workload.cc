@@ -154,7 +154,9 @@ std::vector<MicroStepWork> deal_micro_steps(const LengthSource& lengths, const R
     work.mean_squares = total_squares / world;
     work.mean_predictions = total_predictions / world;
     work.mean_sequences = total_sequences / world;
-    work.exchange_bytes_per_rank = bytes / world;
+    // Global-deal moves no samples: every rank reads its own share of the same deal.
+    work.exchange_bytes_per_rank =
+        run.load_balancing == LoadBalancing::global_deal ? 0 : bytes / world;
     out.push_back(work);
   }
   return out;

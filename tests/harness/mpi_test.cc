@@ -1,6 +1,9 @@
 // Multi-rank runs of `mlbert train` under mpirun (oversubscribed on small machines):
 //  - 1 rank vs 2 and 4 ranks at the same global batch with after-allreduce clipping: the averaged
 //    gradients and the weights after each of 3 steps equal the single-rank run's (1e-5);
+//  - global-deal vs global-exchange at 1, 2 and 4 ranks: the same samples on every rank in every
+//    step, the same weights (1e-5), and each step's samples those of the run without balancing;
+//  - a missing, stale or foreign length index fails global-deal before init_start;
 //  - bad system files, missing data and a wrong world size fail before init_start, clearly.
 // Faults during a run (killed, stalled ranks, unreadable data, a full disk) are fault_test.cc's.
 #include <catch2/catch.hpp>
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +44,27 @@ std::pair<double, double> compare(const std::vector<float>& a, const std::vector
     max_abs = std::max(max_abs, std::abs(d));
   }
   return {norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff), max_abs};
+}
+
+// The samples one rank trained in one step (<dump>/step_<k>.rank_<r>.samples), line by line.
+std::vector<std::string> trained_samples(const fs::path& dump, int step, int rank) {
+  const fs::path file =
+      dump / ("step_" + std::to_string(step) + ".rank_" + std::to_string(rank) + ".samples");
+  std::ifstream in(file);
+  INFO(file);
+  REQUIRE(in);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The fingerprints of every sample a step trained, over all ranks and micro-batches.
+std::multiset<std::string> step_multiset(const fs::path& dump, int step, int ranks) {
+  std::multiset<std::string> samples;
+  for (int r = 0; r < ranks; ++r)
+    for (const std::string& line : trained_samples(dump, step, r))
+      samples.insert(line.substr(line.find(' ') + 1));  // length and fingerprint
+  return samples;
 }
 
 }  // namespace
@@ -227,4 +252,92 @@ TEST_CASE(
   CHECK(tty.find("step 12/12 | 192 samples |") != std::string::npos);
   CHECK(record_keys(log) == keys_lines);
   CHECK(read_file(log).find("step ") == std::string::npos);
+}
+
+TEST_CASE("global-deal: 1, 2 and 4 ranks deal and train exactly as global-exchange, every step",
+          "[mpi][deal]") {
+  const TestData data = test_data();
+  const int steps = 3;
+  // The reference: no balancing, one rank; a step's samples are the same for every world size.
+  const fs::path plain = work_root() / "deal_none";
+  {
+    fs::remove_all(plain);
+    const fs::path system = write_system("deal_none", 1, 4, 4, "after-allreduce", "none");
+    const auto [status, output] = run_command(train_command(
+        1, system, data, plain / "results",
+        "--seed 42 --max-steps 3 --dump-steps 3 --dump-dir " + (plain / "dump").string()));
+    INFO(output);
+    REQUIRE(status == 3);
+  }
+  for (int ranks : {1, 2, 4}) {
+    std::map<std::string, fs::path> dumps;
+    for (const std::string mode : {"global-exchange", "global-deal"}) {
+      const std::string name = "deal_" + mode + "_" + std::to_string(ranks);
+      const fs::path system = write_system(name, ranks, 4, 4 / ranks, "after-allreduce", mode);
+      const fs::path out = work_root() / name;
+      fs::remove_all(out);
+      dumps[mode] = out / "dump";
+      const auto [status, output] = run_command(train_command(
+          ranks, system, data, out / "results",
+          "--seed 42 --max-steps 3 --dump-steps 3 --dump-dir " + dumps[mode].string()));
+      INFO(output);
+      REQUIRE(status == 3);
+    }
+    for (int k = 1; k <= steps; ++k) {
+      INFO(ranks << " ranks, step " << k);
+      for (int r = 0; r < ranks; ++r) {
+        const auto exchanged = trained_samples(dumps["global-exchange"], k, r);
+        CHECK(exchanged.size() == 4u * static_cast<std::size_t>(4 / ranks));
+        CHECK(trained_samples(dumps["global-deal"], k, r) == exchanged);
+      }
+      CHECK(step_multiset(dumps["global-deal"], k, ranks) == step_multiset(plain / "dump", k, 1));
+      const std::string step = "step_" + std::to_string(k);
+      const auto [grad_rel, grad_abs] =
+          compare(read_floats(dumps["global-deal"] / (step + ".grad")),
+                  read_floats(dumps["global-exchange"] / (step + ".grad")));
+      const auto [master_rel, master_abs] =
+          compare(read_floats(dumps["global-deal"] / (step + ".master")),
+                  read_floats(dumps["global-exchange"] / (step + ".master")));
+      CHECK(grad_rel < 1e-5);
+      CHECK(master_abs < 1e-5);
+      CHECK(master_rel < 1e-5);
+    }
+    if (ranks > 1) {  // the deal is not the sampler's own split: samples did move between ranks
+      CHECK(trained_samples(dumps["global-deal"], 1, 0) != trained_samples(plain / "dump", 1, 0));
+    }
+  }
+}
+
+TEST_CASE("global-deal with a missing, stale or foreign length index fails before init_start",
+          "[mpi][deal][errors]") {
+  const TestData data = test_data();
+  const fs::path out = work_root() / "deal_preflight";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const fs::path system = write_system("deal_check", 2, 4, 1, "after-allreduce", "global-deal");
+  auto fails_clearly = [&](const TestData& broken, const std::string& message) {
+    const auto [status, output] =
+        run_command(train_command(2, system, broken, out / "results", "--run-index 0"));
+    INFO(output);
+    CHECK(status != 0);
+    CHECK_THAT(output, Catch::Contains(message));
+    CHECK_FALSE(fs::exists(out / "results/deal_check/bert/result_0.txt"));  // nothing logged
+  };
+  TestData copy = data;
+  copy.train = out / "train";
+  fs::copy(data.train, copy.train, fs::copy_options::recursive);
+  fs::remove(copy.train / "lengths.index");
+  fails_clearly(copy, "lengths.index: missing; load_balancing global-deal plans every step");
+
+  fs::copy_file(data.train / "lengths.index", copy.train / "lengths.index");
+  const fs::path shard = copy.train / "part-00000-of-00002.txt.hdf5";
+  REQUIRE(fs::exists(shard));
+  std::ofstream(shard, std::ios::binary | std::ios::app) << "appended";  // HDF5 still reads it
+  fails_clearly(copy,
+                shard.filename().string() + ": " + std::to_string(fs::file_size(shard)) + " bytes");
+
+  // The index of another data set: the eval source's shards, none of them training shards.
+  fs::copy_file(data.train.parent_path() / "eval_source" / "lengths.index",
+                copy.train / "lengths.index", fs::copy_options::overwrite_existing);
+  fails_clearly(copy, "it is the length index of another data set");
 }

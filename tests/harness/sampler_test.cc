@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <random>
 #include <set>
+#include <stdexcept>
 
 #include "harness/sampler.h"
 
@@ -136,4 +138,37 @@ TEST_CASE("a stream too small for one micro-step is an error naming it", "[sampl
   CHECK_THROWS_WITH(Sampler(bins, {4, 2}, 8, 0),
                     Catch::Contains("stream 1 has 10 samples but one micro-step needs 16"));
   CHECK_THROWS_WITH(Sampler(bins, {4}, 8, 0), Catch::Contains("1 quotas for 2 sample streams"));
+}
+
+TEST_CASE("map evaluates the permutation several indices at a time, exactly as one by one",
+          "[sampler]") {
+  for (std::uint64_t n : {1ULL, 5ULL, 1000ULL, 65537ULL, 156726829ULL}) {
+    const RandomPermutation p(n, 0x5eed + n);
+    for (std::uint64_t count : {1ULL, 7ULL, 8ULL, 9ULL, 1000ULL}) {
+      if (count > n) continue;
+      const std::uint64_t first = n - count - (n - count) / 3;
+      std::vector<std::uint64_t> out(count, ~0ULL);
+      p.map(first, count, out.data());
+      INFO("n " << n << ", [" << first << ", " << first + count << ")");
+      for (std::uint64_t i = 0; i < count; ++i) REQUIRE(out[i] == p(first + i));
+    }
+  }
+  const RandomPermutation p(10, 1);
+  std::vector<std::uint64_t> out(4);
+  CHECK_THROWS_AS(p.map(7, 4, out.data()), std::out_of_range);
+}
+
+TEST_CASE("a stream's bucket table finds the same rows as a search over every range", "[sampler]") {
+  std::mt19937_64 rng(6);
+  SampleStream stream;
+  for (int s = 0; s < 500; ++s) {  // ranges of 1 to 3,000 rows, some adjacent (they merge)
+    const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % (s % 7 == 0 ? 3000 : 40));
+    stream.add(s / 3, (s % 3) * 5000, rows);
+  }
+  SampleStream indexed = stream;
+  indexed.build_lookup();
+  for (std::int64_t i = 0; i < stream.size(); ++i) REQUIRE(indexed.at(i) == stream.at(i));
+  CHECK_THROWS_AS(indexed.at(stream.size()), std::out_of_range);
+  indexed.add(999, 0, 5);  // adding drops the table; lookups stay right
+  CHECK(indexed.at(stream.size() + 4) == SampleRef{999, 4});
 }

@@ -571,3 +571,32 @@ TEST_CASE("lengths read from data shards feed the run's own sampler and deal", "
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("global-deal predicts no exchange time and global-exchange's straggler factor",
+          "[simulate]") {
+  // Global-deal trains global-exchange's deal without the all-gather: the same slowest rank in
+  // every micro-step, nothing on the wire before it.
+  ClusterRun exchange = samsung();
+  exchange.run.load_balancing = LoadBalancing::global_exchange;
+  ClusterRun deal = samsung();
+  SimulationOptions options = small_options();
+  apply_result_settings({parse_setting("load_balancing=global-deal")}, deal, options);
+  REQUIRE(deal.run.load_balancing == LoadBalancing::global_deal);
+  const AcceleratorProfile profile = test_profile();
+  const Prediction with_exchange = predict(exchange, profile, small_options());
+  const Prediction dealt = predict(deal, profile, options);
+
+  CHECK(with_exchange.mean_step.exchange > 0);
+  CHECK(dealt.mean_step.exchange == 0);
+  CHECK(dealt.straggler_ratio == Approx(with_exchange.straggler_ratio));
+  CHECK(dealt.straggler_ratio > 1);
+  CHECK(dealt.mean_step.compute == Approx(with_exchange.mean_step.compute));
+  CHECK(dealt.mean_step.imbalance == Approx(with_exchange.mean_step.imbalance));
+  REQUIRE(dealt.step_seconds.size() == with_exchange.step_seconds.size());
+  for (std::size_t i = 0; i < dealt.step_seconds.size(); ++i)
+    CHECK(dealt.step_seconds[i] < with_exchange.step_seconds[i]);
+  const std::string said =
+      std::accumulate(dealt.assumptions.begin(), dealt.assumptions.end(), std::string(),
+                      [](std::string a, const std::string& b) { return std::move(a) + b + "\n"; });
+  CHECK_THAT(said, Catch::Contains("global-deal: every rank computes global-exchange's deal"));
+}

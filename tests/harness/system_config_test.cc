@@ -178,8 +178,17 @@ TEST_CASE("closed division forbids the open techniques", "[system][errors]") {
 TEST_CASE("an unknown enum value lists the accepted ones", "[system][errors]") {
   json root = read_json(systems_dir() / "dgxa100_1x8.json");
   root["run"]["load_balancing"] = "node-swap";
-  CHECK_THAT(error_of(root), Catch::Contains("run.load_balancing: \"node-swap\" is not one of "
-                                             "\"none\", \"global-exchange\", \"node-exchange\""));
+  CHECK_THAT(error_of(root),
+             Catch::Contains("run.load_balancing: \"node-swap\" is not one of \"none\", "
+                             "\"global-exchange\", \"node-exchange\", \"global-deal\""));
+}
+
+TEST_CASE("load_balancing global-deal is read, and kept in the closed division", "[system]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");  // closed, random sampler
+  root["run"]["load_balancing"] = "global-deal";
+  const auto config = mlbert::harness::parse_system(root, "deal.json");
+  CHECK(config.run.load_balancing == mlbert::harness::LoadBalancing::global_deal);
+  CHECK(std::string(to_string(config.run.load_balancing)) == "global-deal");
 }
 
 TEST_CASE("status values follow the ruleset", "[system][errors]") {

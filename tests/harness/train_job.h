@@ -66,7 +66,7 @@ struct TestData {
 inline TestData test_data() {
   const fs::path root = work_root() / "data";
   TestData data{root / "train", root / "eval.hdf5"};
-  if (fs::exists(root / "READY")) return data;
+  if (fs::exists(root / "READY") && fs::exists(data.train / "lengths.index")) return data;
   const fs::path tmp = work_root() / ("data.tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
@@ -93,6 +93,7 @@ inline TestData test_data() {
   fs::copy_file(tmp / "corpus/vocab.txt", tmp / "train/vocab.txt");
   std::ofstream(tmp / "READY") << "ok\n";
   std::error_code ec;
+  if (!fs::exists(data.train / "lengths.index")) fs::remove_all(root);  // from before the index
   fs::rename(tmp, root, ec);  // another process may have won the race: use its copy
   if (ec) fs::remove_all(tmp);
   return data;

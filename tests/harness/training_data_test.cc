@@ -1,15 +1,21 @@
 // The trainer's data path: shard discovery and streams, the prefetching loader, the sample
-// exchange (multiset kept, batch sizes kept), the eval split (every sample once over the ranks),
-// and the parameter names the MLPerf weights_initialization rule expects.
+// exchange (multiset kept, batch sizes kept, the deal exact), global-deal's loader and its length
+// index checks, the eval split (every sample once over the ranks), and the parameter names the
+// MLPerf weights_initialization rule expects.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "bert/parameters.h"
 #include "data_prep/hdf5_io.h"
@@ -140,7 +146,7 @@ TEST_CASE("missing or empty data is named in the error", "[data][errors]") {
       Catch::Contains("no HDF5 shards"));
   CHECK_THROWS_WITH(
       harness::open_training_data(dir.path / "nope", run_with(harness::SamplerKind::random, 2)),
-      Catch::Contains("nope: does not exist"));
+      Catch::Contains("nope: no such file or directory"));
   data::write_shard(dir.path / "short.hdf5", data::Layout::kVarlen,
                     std::vector<data::Sample>{make_sample(0, 40)});
   auto run = run_with(harness::SamplerKind::stratified, 4);
@@ -207,19 +213,21 @@ TEST_CASE("the exchange keeps the group's samples and balances tokens", "[exchan
   std::mt19937 rng(3);
   for (int r = 0; r < group_size; ++r)
     for (int i = 0; i < batch; ++i)
-      before[r].push_back(make_sample(r * 100 + i, 8 + static_cast<int>(rng() % 120)));
+      before[r].push_back(make_sample(r * 100 + i, 8 + 30 * r + static_cast<int>(rng() % 20)));
   group.run([&](int rank) {
     test::ThreadGroupCommunicator comm(group, rank);
     after[rank] = harness::exchange_samples(comm, before[rank]);
   });
   std::multiset<int> in, out;
   std::vector<std::int64_t> tokens_before, tokens_after;
+  std::vector<std::vector<int>> lengths(group_size);
   for (int r = 0; r < group_size; ++r) {
     CHECK(after[r].size() == static_cast<std::size_t>(batch));
     std::int64_t tb = 0, ta = 0;
     for (const auto& s : before[r]) {
       in.insert(id_of(s));
       tb += s.length();
+      lengths[r].push_back(s.length());
     }
     for (const auto& s : after[r]) {
       out.insert(id_of(s));
@@ -229,7 +237,223 @@ TEST_CASE("the exchange keeps the group's samples and balances tokens", "[exchan
     tokens_after.push_back(ta);
   }
   CHECK(in == out);
-  CHECK(harness::straggler_ratio(tokens_after) <= harness::straggler_ratio(tokens_before));
+  // Each rank holds exactly its share of the snake deal of the pooled lengths, in deal order...
+  const auto plan = harness::plan_group_exchange(lengths);
+  for (int r = 0; r < group_size; ++r) {
+    REQUIRE(plan[r].size() == after[r].size());
+    for (std::size_t i = 0; i < plan[r].size(); ++i)
+      CHECK(id_of(after[r][i]) == id_of(before[plan[r][i].rank][plan[r][i].index]));
+  }
+  // ...which evens out a draw that is far from even (a no-op exchange would keep 1.2 here).
+  const double ratio_before = harness::straggler_ratio(tokens_before);
+  const double ratio_after = harness::straggler_ratio(tokens_after);
+  INFO("max/mean tokens before " << ratio_before << ", after " << ratio_after);
+  REQUIRE(ratio_before > 1.15);
+  CHECK(ratio_after < 1.05);
+}
+
+namespace {
+
+// Shards with lengths that tell samples apart, their length index, and a global-deal run spec.
+struct IndexedSet {
+  TempDir dir;
+  std::vector<data::Sample> samples;  // id i is samples[i]; shard a holds 0..29, b 30..49
+  explicit IndexedSet(const std::string& name) : dir(name) {
+    std::mt19937 rng(8);
+    for (int i = 0; i < 50; ++i)
+      samples.push_back(make_sample(i, 4 + static_cast<int>(rng() % 120)));
+    fs::create_directories(dir.path / "sub");
+    data::write_shard(dir.path / "a.hdf5", data::Layout::kVarlen,
+                      std::span<const data::Sample>(samples.data(), 30));
+    data::write_shard(dir.path / "sub" / "b.hdf5", data::Layout::kVarlen,
+                      std::span<const data::Sample>(samples.data() + 30, 20));
+    data::index_shards(dir.path);
+  }
+  static harness::RunSpec run(harness::SamplerKind sampler = harness::SamplerKind::random) {
+    auto spec = run_with(sampler, 4);
+    spec.load_balancing = harness::LoadBalancing::global_deal;
+    return spec;
+  }
+  int id(const harness::SampleRef& ref) const {
+    return ref.shard == 0 ? static_cast<int>(ref.row) : 30 + static_cast<int>(ref.row);
+  }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+}  // namespace
+
+TEST_CASE("global-deal: each rank's loader reads its share of the global-exchange deal",
+          "[data][deal]") {
+  IndexedSet set("deal");
+  const int world = 3;
+  const auto dataset = harness::open_training_data(set.dir.path, IndexedSet::run());
+  REQUIRE(dataset.row_lengths.size() == 50);
+  harness::check_length_index(dataset, 0, 1);
+  const harness::Sampler sampler(dataset.streams, dataset.quotas, world, 5);
+  std::vector<std::unique_ptr<harness::BatchLoader>> loaders;
+  for (int r = 0; r < world; ++r)
+    loaders.push_back(std::make_unique<harness::BatchLoader>(
+        dataset, harness::dealt_batches(sampler, dataset, r), read_options(), 0));
+  for (std::int64_t m = 0; m < 8; ++m) {  // two epochs of 4 micro-steps
+    INFO("micro-step " << m);
+    std::vector<std::vector<int>> lengths(world);
+    std::vector<std::vector<harness::SampleRef>> sampled(world);
+    for (int r = 0; r < world; ++r) {
+      sampled[r] = sampler.batch(r, m);
+      for (const auto& ref : sampled[r])
+        lengths[r].push_back(set.samples[static_cast<std::size_t>(set.id(ref))].length());
+    }
+    const auto plan = harness::plan_group_exchange(lengths);
+    std::multiset<int> trained, drawn;
+    for (int r = 0; r < world; ++r) {
+      const auto got = loaders[r]->next();
+      REQUIRE(got.size() == plan[r].size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const int expected = set.id(sampled[plan[r][i].rank][plan[r][i].index]);
+        CHECK(id_of(got[i]) == expected);
+        CHECK(got[i] == set.samples[static_cast<std::size_t>(expected)]);
+        trained.insert(id_of(got[i]));
+      }
+      for (const auto& ref : sampled[r]) drawn.insert(set.id(ref));
+    }
+    CHECK(trained == drawn);
+  }
+}
+
+TEST_CASE("global-deal refuses a missing, stale or foreign length index, naming the shard",
+          "[data][deal][errors]") {
+  const auto run = IndexedSet::run();
+  {
+    IndexedSet set("deal_missing");
+    fs::remove(set.dir.path / "lengths.index");
+    CHECK_THAT(error_of([&] { harness::open_training_data(set.dir.path, run); }),
+               Catch::Contains("lengths.index: missing; load_balancing global-deal"));
+    // Other modes do not need it.
+    CHECK_NOTHROW(
+        harness::open_training_data(set.dir.path, run_with(harness::SamplerKind::random, 4)));
+  }
+  {
+    IndexedSet set("deal_rows");  // a shard rewritten with one row more
+    auto grown = std::vector<data::Sample>(set.samples.begin() + 30, set.samples.end());
+    grown.push_back(make_sample(99, 10));
+    data::write_shard(set.dir.path / "sub" / "b.hdf5", data::Layout::kVarlen, grown);
+    CHECK_THAT(error_of([&] { harness::open_training_data(set.dir.path, run); }),
+               Catch::Contains("sub/b.hdf5: ") &&
+                   Catch::Contains("21 rows, but the length index") &&
+                   Catch::Contains("recorded") && Catch::Contains("the shard changed"));
+  }
+  {
+    IndexedSet set("deal_content");  // the same lengths and size, other tokens
+    std::vector<data::Sample> other(set.samples.begin(), set.samples.begin() + 30);
+    for (auto& s : other) s.input_ids[2] = 4242;
+    data::write_shard(set.dir.path / "a.hdf5", data::Layout::kVarlen, other);
+    const auto dataset = harness::open_training_data(set.dir.path, run);  // size and rows agree
+    CHECK_THAT(error_of([&] { harness::check_length_index(dataset, 0, 1); }),
+               Catch::Contains("a.hdf5: its content differs from when the length index"));
+    // The hashing is shared out: rank 1 of 2 checks only sub/b.hdf5, which did not change.
+    CHECK_NOTHROW(harness::check_length_index(dataset, 1, 2));
+    CHECK_THAT(error_of([&] { harness::check_length_index(dataset, 0, 2); }),
+               Catch::Contains("a.hdf5: its content differs"));
+  }
+  {
+    IndexedSet set("deal_foreign");
+    IndexedSet other("deal_other");
+    fs::rename(other.dir.path / "a.hdf5", other.dir.path / "c.hdf5");
+    fs::remove_all(other.dir.path / "sub");
+    data::index_shards(other.dir.path);
+    fs::copy_file(other.dir.path / "lengths.index", set.dir.path / "lengths.index",
+                  fs::copy_options::overwrite_existing);
+    CHECK_THAT(error_of([&] { harness::open_training_data(set.dir.path, run); }),
+               Catch::Contains("none of its 1 shards is among the 2") &&
+                   Catch::Contains("the length index of another data set"));
+  }
+  {
+    IndexedSet set("deal_added");
+    data::write_shard(set.dir.path / "c.hdf5", data::Layout::kVarlen,
+                      std::vector<data::Sample>{make_sample(7, 9)});
+    CHECK_THAT(error_of([&] { harness::open_training_data(set.dir.path, run); }),
+               Catch::Contains("c.hdf5: not in the length index"));
+    fs::remove(set.dir.path / "c.hdf5");
+    fs::remove(set.dir.path / "sub" / "b.hdf5");
+    CHECK_THAT(error_of([&] { harness::open_training_data(set.dir.path, run); }),
+               Catch::Contains("lists shard sub/b.hdf5, which is not among the shards"));
+  }
+  {
+    IndexedSet set("deal_corrupt");
+    std::ofstream(set.dir.path / "lengths.index", std::ios::binary | std::ios::in) << "XX";
+    CHECK_THAT(error_of([&] { harness::open_training_data(set.dir.path, run); }),
+               Catch::Contains("lengths.index: not an mlbert length index"));
+  }
+}
+
+TEST_CASE("global-deal: a row whose length differs from the index stops the loader, named",
+          "[data][deal][errors]") {
+  IndexedSet set("deal_late");
+  const auto dataset = harness::open_training_data(set.dir.path, IndexedSet::run());
+  // The shard changes after the preflight: row 0 of a.hdf5 is one token longer.
+  auto changed = std::vector<data::Sample>(set.samples.begin(), set.samples.begin() + 30);
+  changed[0] = make_sample(0, set.samples[0].length() + 1);
+  data::write_shard(set.dir.path / "a.hdf5", data::Layout::kVarlen, changed);
+  const harness::Sampler sampler(dataset.streams, dataset.quotas, 1, 5);
+  harness::BatchLoader loader(dataset, harness::dealt_batches(sampler, dataset, 0), read_options(),
+                              0);
+  std::string error = "<no error>";
+  for (int m = 0; m < 48 && error == "<no error>"; ++m) error = error_of([&] { loader.next(); });
+  CHECK_THAT(error,
+             Catch::Contains("a.hdf5: row 0 has " + std::to_string(set.samples[0].length() + 1) +
+                             " tokens but the length index"));
+}
+
+TEST_CASE("the loader keeps shards open and still reads the sampler's rows past its limit",
+          "[data]") {
+  // More shards than the loader may keep open at once (the limit follows RLIMIT_NOFILE): with
+  // 300 one-row shards and a soft limit of 256 descriptors it keeps 64 open and reopens the rest.
+  TempDir dir("many_shards");
+  std::vector<data::Sample> samples;
+  for (int i = 0; i < 300; ++i) {
+    samples.push_back(make_sample(i, 6 + i % 50));
+    char name[32];
+    std::snprintf(name, sizeof name, "s%03d.hdf5", i);
+    data::write_shard(dir.path / name, data::Layout::kVarlen,
+                      std::span<const data::Sample>(&samples.back(), 1));
+  }
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit low = saved;
+  low.rlim_cur = std::min<rlim_t>(256, saved.rlim_max);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  {
+    const auto dataset =
+        harness::open_training_data(dir.path, run_with(harness::SamplerKind::random, 10));
+    const harness::Sampler sampler(dataset.streams, dataset.quotas, 1, 2);
+    harness::BatchLoader loader(dataset, sampler, 0, read_options(), 0);
+    std::set<int> seen;
+    for (std::int64_t m = 0; m < 30; ++m) {
+      const auto got = loader.next();
+      const auto refs = sampler.batch(0, m);
+      for (std::size_t i = 0; i < refs.size(); ++i) {
+        CHECK(id_of(got[i]) == refs[i].shard);
+        seen.insert(id_of(got[i]));
+      }
+    }
+    CHECK(seen.size() == 300);  // a whole epoch: every shard opened, most of them reopened
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the thread's read-ahead ends
+    int open_shards = 0;
+    for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
+      std::error_code ec;
+      if (fs::read_symlink(fd.path(), ec).extension() == ".hdf5") ++open_shards;
+    }
+    CHECK(open_shards == 64);  // kept open, up to (256 - 128) / 2
+  }
+  ::setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 TEST_CASE("the eval set is split so every sample is evaluated once over the ranks", "[eval]") {
