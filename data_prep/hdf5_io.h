@@ -13,6 +13,10 @@
 //            packed_input_len vlen<i16>, packed_masked_lm_len vlen<i16>; all [N].
 // Readers accept any integer dtype (the eval picker of the reference writes int16 fixed files) and
 // convert to int32; the layout is detected from the datasets present.
+//
+// The readers hand the file to the HDF5 library in a separate process (shard_reader.h), because
+// the library can crash or loop forever on a corrupt file: such a file then gives an error naming
+// it, like any other bad shard, instead of taking the calling process (a training rank) down.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -45,6 +49,7 @@ struct ShardInfo {
   int32_t row_width = 0;  // fixed: S of [N,S]; 0 otherwise
 };
 
+// Readers (in the shard reader process; errors name the file, dataset and row).
 ShardInfo inspect_shard(const std::filesystem::path& path);
 
 // Every sequence of the shard; packed rows are split back into their sequences.

@@ -4,7 +4,8 @@
 // Design choice: every rank knows the whole data set layout (shard row counts only, cheap) and
 // computes which rows it reads from the pure Sampler, so no rank ever waits on another to know its
 // samples; the only communication is the optional exchange of the already-loaded samples inside a
-// group (the node for node-exchange), which serializes them and all-gathers the bytes.
+// group (the node for node-exchange), which serializes them (data_prep/sample_codec.h) and
+// all-gathers the bytes.
 #pragma once
 
 #include <condition_variable>
@@ -53,11 +54,6 @@ TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSp
 
 // Every shard file of a path: the file itself, or the .hdf5/.h5 files under a directory.
 std::vector<std::filesystem::path> find_shards(const std::filesystem::path& path);
-
-// Sample <-> bytes for the exchange (little-endian, length-prefixed; decoding validates sizes).
-std::vector<std::byte> serialize_samples(std::span<const data::Sample> samples);
-std::vector<data::Sample> deserialize_samples(std::span<const std::byte> bytes,
-                                              const std::string& origin);
 
 // Load balancing of one micro-batch inside `group`: all-gather the group's samples, sort by
 // length, snake-deal (load_balance.h), keep this rank's share.

@@ -13,6 +13,7 @@
 
 #include "bert/parameters.h"
 #include "data_prep/hdf5_io.h"
+#include "data_prep/sample_codec.h"
 #include "harness/load_balance.h"
 #include "harness/training_data.h"
 #include "mlperf_logging/bert_tensors.h"
@@ -189,15 +190,15 @@ TEST_CASE("the loader reports a read error of its thread", "[data][errors]") {
 
 TEST_CASE("samples survive serialization, corrupt blocks are errors", "[exchange]") {
   std::vector<data::Sample> samples = {make_sample(1, 9), make_sample(2, 33)};
-  const auto bytes = harness::serialize_samples(samples);
-  CHECK(harness::deserialize_samples(bytes, "test") == samples);
+  const auto bytes = data::serialize_samples(samples);
+  CHECK(data::deserialize_samples(bytes, "test") == samples);
   auto truncated = bytes;
   truncated.resize(truncated.size() - 3);
-  CHECK_THROWS_WITH(harness::deserialize_samples(truncated, "block from rank 1"),
+  CHECK_THROWS_WITH(data::deserialize_samples(truncated, "block from rank 1"),
                     Catch::Contains("block from rank 1: truncated"));
   auto trailing = bytes;
   trailing.push_back(std::byte{0});
-  CHECK_THROWS_WITH(harness::deserialize_samples(trailing, "x"), Catch::Contains("trailing bytes"));
+  CHECK_THROWS_WITH(data::deserialize_samples(trailing, "x"), Catch::Contains("trailing bytes"));
 }
 
 TEST_CASE("the exchange keeps the group's samples and balances tokens", "[exchange]") {
