@@ -2,8 +2,9 @@
 # Builds every libFuzzer target (fuzz_*, clang -fsanitize=fuzzer,address,undefined) in build-fuzz
 # and runs the targets one after another:
 #   scripts/fuzz.sh [SECONDS]       each target for SECONDS (default 20; what CI runs)
-#   scripts/fuzz.sh --campaign N    each target until N executions, then a table of executions,
-#                                   exec/s, corpus size, coverage (libFuzzer's cov and ft) and crashes
+#   scripts/fuzz.sh --campaign N [SECONDS]
+#                                   each target until N executions (or SECONDS, when given, if that
+#                                   comes first); the table then shows how many it reached
 # FUZZ_TARGETS (an extended regex) picks targets, e.g. FUZZ_TARGETS='shard|vocab'.
 # Seeds: tests/fuzz/seeds/<target>/ (committed: small inputs and regression reproducers) and
 # build-fuzz/fuzz-seeds/<target>/ (written by make_fuzz_seeds from the project's own writers and
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=time seconds=20 runs=0
 if [[ ${1:-} == --campaign ]]; then
-  mode=campaign runs=${2:?usage: scripts/fuzz.sh --campaign EXECUTIONS}
+  mode=campaign runs=${2:?usage: scripts/fuzz.sh --campaign EXECUTIONS [SECONDS]} seconds=${3:-0}
 elif [[ -n ${1:-} ]]; then
   seconds=$1
 fi
@@ -46,10 +47,15 @@ for t in "${targets[@]}"; do
   seeds=()
   for d in "tests/fuzz/seeds/$t" "$build/fuzz-seeds/$t"; do [[ -d $d ]] && seeds+=("$d"); done
   flags=(-timeout=60 -print_final_stats=1 -artifact_prefix="$artifacts/")
-  if [[ $mode == campaign ]]; then flags+=(-runs="$runs"); else flags+=(-max_total_time="$seconds"); fi
+  [[ $mode == campaign ]] && flags+=(-runs="$runs")
+  [[ $seconds -gt 0 ]] && flags+=(-max_total_time="$seconds")
   # shellcheck disable=SC2207
   flags+=($(extra_flags "$t"))
-  if [[ $mode == campaign ]]; then echo "fuzz: $t for $runs executions"; else echo "fuzz: $t for ${seconds}s"; fi
+  if [[ $mode == campaign ]]; then
+    echo "fuzz: $t for $runs executions$([[ $seconds -gt 0 ]] && echo " or ${seconds}s")"
+  else
+    echo "fuzz: $t for ${seconds}s"
+  fi
   log="$build/fuzz-$t.log"
   start=$(date +%s)
   status=0
