@@ -107,8 +107,8 @@ void print_report(const ImportReport& r, const std::string& source) {
 
 void register_cli(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("checkpoint",
-                                     "Inspect and convert BERT checkpoints (mlbert "
-                                     "safetensors, TF tensor bundles, Hugging Face)");
+                                     "inspect, import and export BERT checkpoints (TF, HF, mlbert)")
+                      ->group("model");
   cmd->require_subcommand(1);
 
   auto* inspect_cmd = cmd->add_subcommand("inspect", "List the tensors of a checkpoint");
@@ -124,6 +124,7 @@ void register_cli(CLI::App& app, int& exit_code) {
     inspect(*inspect_path, *inspect_json);
     exit_code = 0;
   });
+  inspect_cmd->footer("Example:\n  mlbert checkpoint inspect phase1/model.ckpt-28252");
 
   struct ConvertArgs {
     std::string source, out, config, hf_config, format = "mlbert";
@@ -156,6 +157,9 @@ void register_cli(CLI::App& app, int& exit_code) {
     std::printf("wrote %s (%zu parameters)\n", a.out.c_str(), params.parameter_count());
     exit_code = 0;
   });
+  import_cmd->footer(
+      "Example:\n  mlbert checkpoint import phase1/model.ckpt-28252 --config "
+      "phase1/bert_config.json --out phase1/model.safetensors");
 
   auto export_args = std::make_shared<ConvertArgs>();
   auto* export_cmd = cmd->add_subcommand(
@@ -186,6 +190,10 @@ void register_cli(CLI::App& app, int& exit_code) {
     }
     exit_code = 0;
   });
+  export_cmd->footer(
+      "Example:\n  mlbert checkpoint export phase1/model.safetensors --out hf/model.safetensors");
+  // After the subcommands: CLI11 copies a parent's footer into subcommands added later.
+  cmd->footer("Example:\n  mlbert checkpoint inspect phase1/model.ckpt-28252");
 }
 
 }  // namespace mlbert::bert

@@ -120,13 +120,17 @@ std::vector<ParameterInfo> bert_parameter_layout(const BertConfig& config) {
   return build_layout(config, nullptr);
 }
 
+size_t flat_size_of(std::span<const ParameterInfo> layout) {
+  return layout.empty() ? 0 : align_up(layout.back().offset + layout.back().numel);
+}
+
 ParameterStore::ParameterStore(const BertConfig& config, Ops& ops) : config_(config), ops_(&ops) {
   infos_ = build_layout(config_, &index_);
   for (size_t i = 0; i < infos_.size(); ++i) {
     by_name_.emplace(infos_[i].name, i);
     segments_.push_back(TensorSegment{infos_[i].offset, infos_[i].numel, infos_[i].weight_decay});
   }
-  flat_size_ = infos_.empty() ? 0 : align_up(infos_.back().offset + infos_.back().numel);
+  flat_size_ = flat_size_of(infos_);
   master_ = Buffer(ops, DType::f32, flat_size_);
   grad_ = Buffer(ops, DType::f32, flat_size_);
   if (ops.compute_dtype() != DType::f32) compute_ = Buffer(ops, ops.compute_dtype(), flat_size_);

@@ -35,6 +35,8 @@ struct ParameterInfo {
 // The TF names and shapes in flat (backward-finish) order, without allocating anything.
 // For bert-large: 398 tensors, 336,232,258 elements (vocab padded to 30528).
 std::vector<ParameterInfo> bert_parameter_layout(const BertConfig& config);
+// Elements of the flat buffers that hold `layout` (its last tensor's end, aligned).
+size_t flat_size_of(std::span<const ParameterInfo> layout);
 
 // Per-layer index of the tensors, for the model's own use.
 struct LayerParameters {

@@ -111,6 +111,8 @@ void add_tokenize(CLI::App& data, int& exit_code) {
     check_stdout("tokenize");
     exit_code = 0;
   });
+  cmd->footer(
+      "Example:\n  echo 'The quick brown fox.' | mlbert data tokenize --vocab vocab.txt --tokens");
 }
 
 void add_prep(CLI::App& data, int& exit_code) {
@@ -170,6 +172,7 @@ void add_prep(CLI::App& data, int& exit_code) {
     check_stdout("prep");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data prep --vocab vocab.txt --input text/ --output shards/");
 }
 
 void add_format_options(CLI::App* cmd, ReadOptions& r) {
@@ -199,6 +202,7 @@ void add_eval_set(CLI::App& data, int& exit_code) {
     check_stdout("eval-set");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data eval-set --input eval_shards/*.hdf5 --output eval.hdf5");
 }
 
 void add_stratify(CLI::App& data, int& exit_code) {
@@ -239,6 +243,7 @@ void add_stratify(CLI::App& data, int& exit_code) {
     check_stdout("stratify");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data stratify --input shards/*.hdf5 --output bins/ --shards 8");
 }
 
 void add_pack(CLI::App& data, int& exit_code) {
@@ -265,6 +270,7 @@ void add_pack(CLI::App& data, int& exit_code) {
     check_stdout("pack");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data pack --input shards/*.hdf5 --output packed/ --shards 4");
 }
 
 void add_demo_corpus(CLI::App& data, int& exit_code) {
@@ -285,6 +291,7 @@ void add_demo_corpus(CLI::App& data, int& exit_code) {
     check_stdout("demo-corpus");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data demo-corpus --output demo/");
 }
 
 void add_inspect(CLI::App& data, int& exit_code) {
@@ -338,13 +345,15 @@ void add_inspect(CLI::App& data, int& exit_code) {
     check_stdout("inspect");
     exit_code = 0;
   });
+  cmd->footer("Example:\n  mlbert data inspect shards/part_00000.hdf5");
 }
 
 }  // namespace
 
 void register_cli(CLI::App& app, int& exit_code) {
-  auto* data = app.add_subcommand(
-      "data", "data pipeline: tokenize, prep, eval-set, stratify, pack, demo-corpus");
+  auto* data =
+      app.add_subcommand("data", "tokenize, prep, eval-set, stratify, pack, inspect training data")
+          ->group("data");
   data->require_subcommand(1);
   add_tokenize(*data, exit_code);
   add_prep(*data, exit_code);
@@ -353,6 +362,8 @@ void register_cli(CLI::App& app, int& exit_code) {
   add_pack(*data, exit_code);
   add_demo_corpus(*data, exit_code);
   add_inspect(*data, exit_code);
+  // After the subcommands: CLI11 copies a parent's footer into subcommands added later.
+  data->footer("Example:\n  mlbert data prep --vocab vocab.txt --input text/ --output shards/");
 }
 
 }  // namespace mlbert::data

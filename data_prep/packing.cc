@@ -188,6 +188,7 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
       w->commit();
       report.outputs.push_back(w->path());
     }
+    ++report.groups;
     first = last;
   }
   return report;

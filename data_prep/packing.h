@@ -31,6 +31,7 @@ struct PackingReport {
   int32_t max_seq_length = 512;
   std::string to_text() const;
   std::vector<std::filesystem::path> outputs;
+  int64_t groups = 0;  // groups of output shards built at once (each reads the inputs once)
 };
 
 // Groups of sequence indexes, one group per row; every index appears exactly once.

@@ -115,6 +115,7 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
       w->commit();
       result.outputs.push_back(w->path());
     }
+    ++result.groups;
     first = last;
   }
   return result;

@@ -25,6 +25,7 @@ struct StratifyResult {
   std::vector<int64_t> samples_per_bin;
   std::vector<std::vector<int64_t>> samples_per_shard;  // [bin][shard]
   std::vector<std::filesystem::path> outputs;
+  int64_t groups = 0;  // groups of output shards built at once (each reads every input once)
 };
 
 // Bin index of a real length, or -1 when it exceeds the last bound.

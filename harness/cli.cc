@@ -1,4 +1,5 @@
-// `mlbert train`, `mlbert launch`, `mlbert bind` and `mlbert demo`.
+// `mlbert train`, `mlbert launch`, `mlbert bind`, `mlbert demo` and `mlbert simulate`: the "train"
+// group of the help.
 #include "harness/cli.h"
 
 #include <sched.h>
@@ -16,8 +17,10 @@
 #include "harness/launcher.h"
 #include "harness/mpi_communicator.h"
 #include "harness/run_guard.h"
+#include "harness/simulate/cli.h"
 #include "harness/system_config.h"
 #include "harness/trainer.h"
+#include "mlperf_logging/cli.h"
 
 namespace mlbert::harness {
 namespace {
@@ -32,26 +35,37 @@ void register_train(CLI::App& app, int& exit_code) {
   auto backend = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
   auto no_progress_thread = std::make_shared<bool>(false);
-  CLI::App* train = app.add_subcommand(
-      "train", "train BERT on this rank of an MPI job (start it with `mlbert launch`)");
+  auto progress_display = std::make_shared<std::string>("auto");
+  CLI::App* train =
+      app.add_subcommand("train", "one rank of BERT training in an MPI job (see `mlbert launch`)")
+          ->group("train");
   train->add_option("--system", options->system, "system name (systems/<name>.json) or file")
       ->required();
   train->add_option("--data", options->data, "training shards: a directory of HDF5 files")
-      ->required();
+      ->required()
+      ->check(logging::existing_directory());
   train->add_option("--eval-data", options->eval_data, "the eval set: an HDF5 file or directory")
-      ->required();
+      ->required()
+      ->check(logging::existing_path());
   train->add_option("--init-checkpoint", options->init_checkpoint,
                     "initial weights (mlbert/HF safetensors or the TF bundle model.ckpt-28252)");
   train->add_option("--seed", *seed, "random seed (default: the system's, else random)");
-  train->add_option("--vocab", options->vocab, "vocab.txt (default <data>/vocab.txt when needed)");
+  train->add_option("--vocab", options->vocab, "vocab.txt (default <data>/vocab.txt when needed)")
+      ->check(logging::existing_file());
   train->add_option("--results", options->results_dir, "result root (default results)");
   train->add_option("--run-index", *run_index, "write result_<N>.txt (default: first free N)");
   train->add_option("--backend", *backend, "cpu or cuda (default: the system's run.backend)");
   train->add_option("--max-steps", *max_steps, "override run.max_steps");
-  train->add_option("--systems-dir", options->systems_dir, "where system names are looked up");
+  train->add_option("--systems-dir", options->systems_dir, "where system names are looked up")
+      ->check(logging::existing_directory());
   train->add_flag("--quiet", *quiet, "rank 0 writes the MLLOG lines to the result file only");
   train->add_flag("--no-progress-thread", *no_progress_thread,
                   "no MPI progress thread (communication does not overlap backward)");
+  train
+      ->add_option("--progress", *progress_display,
+                   "rank 0's live progress on stderr: tty (one rewriting line), lines (one per "
+                   "eval), off; default auto: tty on a terminal, else lines")
+      ->check(CLI::IsMember({"auto", "tty", "lines", "off"}));
   train->add_option("--dump-dir", options->dump_dir, "tests: dump averaged gradients and weights");
   train->add_option("--dump-steps", options->dump_steps, "tests: how many steps to dump");
   train->callback([=, &exit_code] {
@@ -62,11 +76,15 @@ void register_train(CLI::App& app, int& exit_code) {
     if (!backend->empty()) o.backend = *backend;
     o.log_stdout = !*quiet;
     o.progress = *no_progress_thread ? MpiProgress::none : MpiProgress::thread;
+    o.progress_display = parse_progress_display(*progress_display);
     // Before MPI starts its threads: only the run guard's thread may take termination signals.
     RunGuard::block_termination_signals();
     MpiRuntime runtime(nullptr, nullptr);
     exit_code = run_training(o, runtime);
   });
+  logging::set_example(*train,
+                       "mpirun -np 2 mlbert train --system cpu_demo --data prep/train "
+                       "--eval-data prep/eval.hdf5");
 }
 
 // ---- mlbert launch
@@ -87,10 +105,13 @@ void register_launch(CLI::App& app, int& exit_code) {
   auto scheduler = std::make_shared<std::string>("mpirun");
   auto dry_run = std::make_shared<bool>(false);
   auto script = std::make_shared<std::filesystem::path>();
-  CLI::App* launch = app.add_subcommand(
-      "launch", "start `mlbert train` on every GPU of a system (an mpirun line or a Slurm script)");
+  CLI::App* launch =
+      app.add_subcommand("launch",
+                         "start `mlbert train` on every GPU of a system (mpirun or Slurm)")
+          ->group("train");
   launch->add_option("--system", *system, "system name (systems/<name>.json) or file")->required();
-  launch->add_option("--systems-dir", *systems_dir, "where system names are looked up");
+  launch->add_option("--systems-dir", *systems_dir, "where system names are looked up")
+      ->check(logging::existing_directory());
   launch->add_option("--scheduler", *scheduler, "mpirun (default) or slurm")
       ->check(CLI::IsMember({"mpirun", "slurm"}));
   launch->add_flag("--dry-run", *dry_run, "print the command or script, start nothing");
@@ -157,6 +178,9 @@ void register_launch(CLI::App& app, int& exit_code) {
     std::cerr << "mlbert launch: wrote " << path.string() << "; submitting with sbatch\n";
     exec_or_throw({"sbatch", path.string()});
   });
+  logging::set_example(*launch,
+                       "mlbert launch --system dgxa100_128x8 --scheduler slurm --dry-run -- "
+                       "--data /data/train --eval-data /data/eval.hdf5");
 }
 
 // ---- mlbert bind
@@ -202,10 +226,12 @@ void register_bind(CLI::App& app, int& exit_code) {
   auto dry_run = std::make_shared<bool>(false);
   auto best_effort = std::make_shared<bool>(false);
   auto command = std::make_shared<std::vector<std::string>>();
-  CLI::App* bind = app.add_subcommand(
-      "bind", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run a command");
+  CLI::App* bind =
+      app.add_subcommand("bind", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run")
+          ->group("train");
   bind->add_option("--system", *system, "system name or file")->required();
-  bind->add_option("--systems-dir", *systems_dir, "where system names are looked up");
+  bind->add_option("--systems-dir", *systems_dir, "where system names are looked up")
+      ->check(logging::existing_directory());
   bind->add_option("--local-rank", *local_rank, "default: from the launcher's environment");
   bind->add_flag("--dry-run", *dry_run, "print the binding and the command, run nothing");
   bind->add_flag("--best-effort", *best_effort,
@@ -252,21 +278,26 @@ void register_bind(CLI::App& app, int& exit_code) {
     }
     exec_or_throw(*command);
   });
+  logging::set_example(*bind,
+                       "mlbert bind --system dgxa100_128x8 --local-rank 5 --dry-run -- nvidia-smi");
 }
 
 // ---- mlbert demo
 
 void register_demo(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<DemoOptions>();
-  CLI::App* demo = app.add_subcommand(
-      "demo", "the whole job on this CPU: demo corpus, prep, 2-rank training, check, score");
+  CLI::App* demo =
+      app.add_subcommand("demo", "the whole job on this CPU: corpus, prep, 2-rank training, audit")
+          ->group("train");
   demo->add_option("--runs", options->runs, "training runs (10 gives a scorable result directory)")
       ->check(CLI::Range(1, 100));
   demo->add_option("--results", options->results_dir, "result root (default results)");
-  demo->add_option("--systems-dir", options->systems_dir, "where the demo system is found");
+  demo->add_option("--systems-dir", options->systems_dir, "where the demo system is found")
+      ->check(logging::existing_directory());
   demo->add_option("--system", options->system, "the demo system (default cpu_demo)");
   demo->add_option("--seed", options->seed, "first run's seed (default: random)");
   demo->callback([=, &exit_code] { exit_code = run_demo(*options); });
+  logging::set_example(*demo, "mlbert demo --runs 10");
 }
 
 }  // namespace
@@ -276,6 +307,7 @@ void register_cli(CLI::App& app, int& exit_code) {
   register_launch(app, exit_code);
   register_bind(app, exit_code);
   register_demo(app, exit_code);
+  simulate::register_cli(app, exit_code);
 }
 
 }  // namespace mlbert::harness

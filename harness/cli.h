@@ -1,4 +1,4 @@
-// Registers train, launch, bind and demo on the mlbert CLI.
+// Registers train, launch, bind, demo and simulate on the mlbert CLI.
 #pragma once
 #include <CLI/CLI.hpp>
 

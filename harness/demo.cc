@@ -23,6 +23,7 @@
 #include "mlperf_logging/checker.h"
 #include "mlperf_logging/package.h"
 #include "mlperf_logging/parser.h"
+#include "mlperf_logging/report.h"
 #include "mlperf_logging/score.h"
 
 extern char** environ;
@@ -120,21 +121,56 @@ DemoData prepare_data(const SystemConfig& system, const fs::path& results_dir) {
   return d;
 }
 
-// Runs argv with stdout and stderr to `output`; returns the exit status (128 + signal if killed).
+// Runs argv with stdout and stderr to `output`; stderr (where rank 0's live progress and every
+// rank's errors arrive through mpirun) also to this process's stderr as it comes, so the person
+// watching sees the run move. Returns the exit status (128 + signal if killed).
 int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
+  // Both writers append: the child's stdout and this process's copy of its stderr interleave in
+  // the order they were written instead of overwriting each other.
+  const int file = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  if (file < 0)
+    throw std::runtime_error(output.string() + ": cannot write: " + std::strerror(errno));
+  int err_pipe[2];
+  if (::pipe(err_pipe) != 0) {
+    ::close(file);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_adddup2(&actions, file, 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+  posix_spawn_file_actions_addclose(&actions, err_pipe[1]);
+  posix_spawn_file_actions_addclose(&actions, file);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
   const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (error != 0)
+  ::close(err_pipe[1]);
+  if (error != 0) {
+    ::close(err_pipe[0]);
+    ::close(file);
     throw std::runtime_error(argv[0] + ": cannot start: " + std::strerror(error) +
                              " (Open MPI's mpirun is needed: scripts/deps.sh install)");
+  }
+  char buffer[4096];
+  for (;;) {  // until every process holding the pipe (mpirun and the ranks) has closed it
+    const ssize_t n = ::read(err_pipe[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::fwrite(buffer, 1, static_cast<std::size_t>(n), stderr);
+    std::fflush(stderr);
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(file, buffer + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += w;
+    }
+  }
+  ::close(err_pipe[0]);
+  ::close(file);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -243,6 +279,9 @@ int run_demo(const DemoOptions& o) {
         "--data",    data.train.string(),    "--eval-data", data.eval_file.string(),
         "--results", o.results_dir.string(), "--run-index", std::to_string(k),
         "--seed",    std::to_string(seed),   "--quiet"};
+    // Rank 0's stderr is a pipe under mpirun: tell it what the person at the other end has.
+    launch.train_args.insert(launch.train_args.end(),
+                             {"--progress", ::isatty(STDERR_FILENO) == 1 ? "tty" : "lines"});
     const auto argv = mpirun_argv(system, launch);
     const fs::path output = result_dir / ("train_" + std::to_string(k) + ".out");
     const fs::path log = result_dir / ("result_" + std::to_string(k) + ".txt");
@@ -281,7 +320,7 @@ int run_demo(const DemoOptions& o) {
       std::printf("      SUCCESS %s\n", log.c_str());
     }
   }
-  std::printf("[4/4] score:\n");
+  std::printf("[4/4] score and report:\n");
   if (!logs.empty()) {
     logging::ScoreOptions score_options;
     score_options.ruleset = run.ruleset;
@@ -312,6 +351,21 @@ int run_demo(const DemoOptions& o) {
         std::printf("        %s: %s\n", finding.where.c_str(), finding.text.c_str());
       }
     package_failures = package.passed ? 0 : 1;
+  }
+  if (!logs.empty()) {
+    // The runs as an auditor sees them: the same page `mlbert report` writes.
+    logging::ReportInput input;
+    input.dir = result_dir;
+    input.ruleset = run.ruleset;
+    input.target = run.target_accuracy;
+    input.system_json = system.path;
+    logging::ReportOptions report_options;
+    report_options.title = "mlbert demo: " + system.name;
+    report_options.generated_by = "Written by `mlbert demo` from its result logs.";
+    const fs::path page = o.results_dir / system.name / "report.html";
+    logging::write_report_file(
+        page, logging::render_report_html({logging::read_system_report(input)}, report_options));
+    std::printf("      report: %s\n", page.c_str());
   }
   std::printf(
       "mlbert demo: %zu run(s), %d reached the target, %d log(s) failed the check; result "

@@ -1,14 +1,14 @@
 // mlbert: the one CLI.
 //
-// The log toolkit's subcommands (check, score, rcp, system-check, package) run in this process,
-// which links the toolkit and nothing else: an audit starts in about a millisecond, also on an
+// The log toolkit's subcommands (check, score, rcp, system-check, package, report) run in this
+// process, which links the toolkit and nothing else: an audit starts in about a millisecond, on an
 // auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
-// launch, bind, demo) is carried out by `mlbert-core`, built and installed next to this binary
-// (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer than
-// checking a log): this process replaces itself with it, same arguments, same exit status.
+// launch, bind, demo, simulate) is carried out by `mlbert-core`, built and installed next to this
+// binary (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer
+// than checking a log): this process replaces itself with it, same arguments, same exit status.
 // tests/harness checks that both list the same subcommands with the same descriptions.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <array>
 #include <cerrno>
@@ -20,25 +20,26 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/version.h"
 #include "mlperf_logging/cli.h"
 
 namespace {
 
 struct Forwarded {
   const char* name;
+  const char* group;        // its group in `mlbert --help` (mlperf_logging/cli.h command_groups)
   const char* description;  // as mlbert-core registers it
 };
 
 // The subcommands mlbert-core carries out, in its registration order.
-constexpr std::array<Forwarded, 6> kForwarded{{
-    {"data", "data pipeline: tokenize, prep, eval-set, stratify, pack, demo-corpus"},
-    {"checkpoint",
-     "Inspect and convert BERT checkpoints (mlbert safetensors, TF tensor bundles, Hugging Face)"},
-    {"train", "train BERT on this rank of an MPI job (start it with `mlbert launch`)"},
-    {"launch",
-     "start `mlbert train` on every GPU of a system (an mpirun line or a Slurm script)"},
-    {"bind", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run a command"},
-    {"demo", "the whole job on this CPU: demo corpus, prep, 2-rank training, check, score"},
+constexpr std::array<Forwarded, 7> kForwarded{{
+    {"data", "data", "tokenize, prep, eval-set, stratify, pack, inspect training data"},
+    {"checkpoint", "model", "inspect, import and export BERT checkpoints (TF, HF, mlbert)"},
+    {"train", "train", "one rank of BERT training in an MPI job (see `mlbert launch`)"},
+    {"launch", "train", "start `mlbert train` on every GPU of a system (mpirun or Slurm)"},
+    {"bind", "train", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run"},
+    {"demo", "train", "the whole job on this CPU: corpus, prep, 2-rank training, audit"},
+    {"simulate", "train", "predict time to train from a system or a published result"},
 }};
 
 std::filesystem::path self_path() {
@@ -79,11 +80,11 @@ int main(int argc, char** argv) {
     for (const auto& f : kForwarded)
       if (std::string_view(argv[1]) == f.name) return exec_core(argc, argv);
   }
-  CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions"};
+  CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions", "mlbert"};
   app.require_subcommand(1);
   int exit_code = 0;
   mlbert::logging::register_cli(app, exit_code);
-  // Listed for --help only: a forwarded name never reaches the parser.
-  for (const auto& f : kForwarded) app.add_subcommand(f.name, f.description);
-  return mlbert::logging::run_cli(app, argc, argv, exit_code);
+  // Listed for --help and suggestions only: a forwarded name never reaches the parser.
+  for (const auto& f : kForwarded) app.add_subcommand(f.name, f.description)->group(f.group);
+  return mlbert::logging::run_cli(app, argc, argv, exit_code, mlbert::version_text);
 }

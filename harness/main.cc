@@ -6,15 +6,16 @@
 #include "bert/cli.h"
 #include "data_prep/cli.h"
 #include "harness/cli.h"
+#include "harness/version.h"
 #include "mlperf_logging/cli.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions"};
+  CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions", "mlbert"};
   app.require_subcommand(1);
   int exit_code = 0;
   mlbert::logging::register_cli(app, exit_code);
   mlbert::data::register_cli(app, exit_code);
   mlbert::bert::register_cli(app, exit_code);
   mlbert::harness::register_cli(app, exit_code);
-  return mlbert::logging::run_cli(app, argc, argv, exit_code);
+  return mlbert::logging::run_cli(app, argc, argv, exit_code, mlbert::version_text);
 }

@@ -129,12 +129,17 @@ void* NcclCommunicator::stream() const {
   return state_->stream;
 }
 
-std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data, std::size_t count,
-                                                                     DataType type, ReduceOp op) {
-  // The communication stream starts only once the compute stream has produced the bucket.
+// Every collective reads data the compute stream may still be writing (a gradient bucket, weights
+// just uploaded): the communication stream first waits for what was issued there so far.
+void NcclCommunicator::order_after_compute() {
   check_cuda(cudaEventRecord(state_->ready, static_cast<cudaStream_t>(compute_stream_)),
              "cudaEventRecord");
   check_cuda(cudaStreamWaitEvent(state_->stream, state_->ready, 0), "cudaStreamWaitEvent");
+}
+
+std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data, std::size_t count,
+                                                                     DataType type, ReduceOp op) {
+  order_after_compute();
   check_nccl(
       ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), state_->comm, state_->stream),
       "ncclAllReduce");
@@ -142,9 +147,7 @@ std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data,
 }
 
 void NcclCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
-  check_cuda(cudaEventRecord(state_->ready, static_cast<cudaStream_t>(compute_stream_)),
-             "cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(state_->stream, state_->ready, 0), "cudaStreamWaitEvent");
+  order_after_compute();
   check_nccl(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm, state_->stream),
              "ncclAllGather");
   check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
@@ -156,6 +159,7 @@ std::vector<std::vector<std::byte>> NcclCommunicator::allgatherv(std::span<const
 }
 
 void NcclCommunicator::broadcast(void* data, std::size_t bytes, int root) {
+  order_after_compute();
   check_nccl(ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream),
              "ncclBroadcast");
   check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");

@@ -38,6 +38,8 @@ class NcclCommunicator final : public Communicator {
   struct State;  // NCCL and CUDA handles (nccl_communicator.cc)
 
  private:
+  void order_after_compute();
+
   std::shared_ptr<Communicator> bootstrap_;
   int device_;
   void* compute_stream_;

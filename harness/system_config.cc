@@ -499,6 +499,8 @@ void read_run(const FieldReader& r, RunSpec& run, std::vector<std::string>& prob
   }
   assign(run.warmup_iterations, r.integer("warmup_iterations", false));
   if (run.warmup_iterations < 0) r.problem("warmup_iterations", "must be >= 0");
+  assign(run.samples_to_converge, r.integer("samples_to_converge", false));
+  if (run.samples_to_converge < 0) r.problem("samples_to_converge", "must be >= 0");
   (void)problems;
 }
 

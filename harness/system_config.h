@@ -152,6 +152,9 @@ struct RunSpec {
   int max_seq_length = 512;
   int max_predictions_per_seq = 76;
   std::int64_t warmup_iterations = 0;  // untimed steps in the init phase (on a copy of the state)
+  // Samples this configuration is known to converge in (a published result, e.g. the paper's Adam
+  // at GBS 16384); 0 = unknown. Planning only (`mlbert simulate`): training never reads it.
+  std::int64_t samples_to_converge = 0;
 };
 
 struct SystemConfig {

@@ -568,7 +568,9 @@ class TimedRun {
         log_(log),
         guard_(guard),
         seed_(seed),
-        interval_(eval_interval(run_)) {
+        interval_(eval_interval(run_)),
+        progress_(Progress::for_stderr(o.progress_display, world.rank() == 0,
+                                       p.system.run.target_accuracy, p.max_steps)) {
     next_eval_ = run_.eval.start_samples > 0 ? run_.eval.start_samples : interval_;
   }
 
@@ -576,6 +578,7 @@ class TimedRun {
   int run() {
     world_.barrier();
     log_.start(key::run_start);
+    progress_.run_started();
     guard_.arm(false);
     bool converged = false;
     {
@@ -663,10 +666,12 @@ class TimedRun {
     t.sequences = run_.global_batch_size;
     window_.add(t);
     whole_.add(t);
+    progress_.step(step_, samples_seen_);
   }
 
   // The eval set over all ranks; true when the target is reached.
   bool evaluate() {
+    progress_.eval_started();
     Json epoch = Json::object();
     epoch["epoch_num"] = samples_seen_;
     log_.start(key::eval_start, samples_seen_, epoch);
@@ -685,6 +690,7 @@ class TimedRun {
     step_meta["step"] = step_;
     log_.event(key::tracked_stats, window_.as_json(learning_rate_, s_.scaler->scale()), step_meta);
     window_ = StepTimes{};
+    progress_.eval(step_, samples_seen_, last_accuracy_);
     return last_accuracy_ >= run_.target_accuracy;
   }
 
@@ -704,6 +710,7 @@ class TimedRun {
     log_.event(key::tracked_stats, whole_.as_json(learning_rate_, s_.scaler->scale()),
                summary_meta);
     log_.stop(converged ? mllog::constants::success : mllog::constants::aborted);
+    progress_.stopped(converged, step_, samples_seen_);
   }
 
   const TrainOptions& o_;
@@ -721,6 +728,7 @@ class TimedRun {
   double last_accuracy_ = 0;
   double learning_rate_ = 0;
   StepTimes window_, whole_;
+  Progress progress_;
 };
 
 int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
@@ -739,7 +747,14 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world,
   world.barrier();
   log.end(key::init_stop);
 
-  return TimedRun(o, p, state, world, log, guard, seed).run();
+  const int status = TimedRun(o, p, state, world, log, guard, seed).run();
+#ifdef MLBERT_HAVE_CUDA
+  // Which GEMMs ran with cuBLASLt's fused epilogues (a refused plan was named when it happened).
+  if (p.backend == "cuda" && world.rank() == 0)
+    std::fprintf(stderr, "mlbert train: %s\n",
+                 static_cast<cuda::CudaOps*>(state.ops.get())->gemm().fusion_report().c_str());
+#endif
+  return status;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "harness/mpi_communicator.h"
+#include "harness/progress.h"
 
 namespace mlbert::harness {
 
@@ -31,6 +32,7 @@ struct TrainOptions {
   std::optional<std::int64_t> max_steps;  // overrides run.max_steps
   bool log_stdout = true;                 // rank 0 also prints the MLLOG lines
   MpiProgress progress = MpiProgress::thread;
+  ProgressDisplay progress_display = ProgressDisplay::automatic;  // rank 0's live progress, stderr
   // Tests: rank 0 writes the averaged gradient and the weights after each of the first
   // dump_steps steps to <dump_dir>/step_<k>.grad / .master (raw little-endian f32).
   std::filesystem::path dump_dir;

@@ -1,13 +1,60 @@
-// Registers the log-audit subcommands (check, score, rcp, system-check, package) on the mlbert CLI.
+// The mlbert command line: the log-audit subcommands (check, score, rcp, system-check, package,
+// report),
+// and what both mlbert binaries share around CLI11 (help grouped by job, unknown-command
+// suggestions, usage errors as one line and exit status 2, path checks), kept here because the
+// front end links only the log toolkit.
 #pragma once
 #include <CLI/CLI.hpp>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace mlbert::logging {
 // `exit_code` receives the status the chosen subcommand wants `main` to return.
 void register_cli(CLI::App& app, int& exit_code);
 
-// What both mlbert binaries' main does with their registered subcommands: parse and run; a parse
-// error prints CLI11's message, any other exception one line "mlbert: error: ..." and status 2.
-// Otherwise returns `exit_code` as the subcommand set it.
-int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code);
+// The toolkit's rulesets (checker.h's supported_rulesets()) oldest first, and the newest of them
+// whose closed division has BERT: what `mlbert check` uses when neither --ruleset nor a round in
+// the path names one.
+std::vector<std::string> rulesets_by_version();
+std::string newest_bert_ruleset();
+
+// What `mlbert --help` groups the commands by. A subcommand joins one with CLI::App::group(); the
+// help lists these groups in this order, any other group after them in registration order.
+struct CommandGroup {
+  std::string_view name;   // what registration passes to group()
+  std::string_view title;  // the heading in `mlbert --help`
+};
+const std::vector<CommandGroup>& command_groups();
+
+// What both mlbert binaries' main does with their registered subcommands, in order:
+//  - an unknown command word is an error naming it and the closest known command (exit 2);
+//  - --version prints what `version` returns (called only then);
+//  - parse and run; a CLI11 usage error is one line "mlbert: error: <command>: ..." plus a hint
+//    (exit 2), any other exception one line "mlbert: error: ..." (exit 2);
+//  - otherwise returns `exit_code` as the subcommand set it.
+// The top-level help lists the commands by group, one line each.
+int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
+            const std::function<std::string()>& version);
+
+// The known command closest to `word` by edit distance, or "" when none is close enough to suggest.
+std::string closest_command(std::string_view word, const std::vector<std::string>& known);
+
+// Validators for path arguments, checked while the command line is parsed, so that a missing path
+// is the first thing reported (before a missing option or anything the command would infer).
+// They throw PathError, which run_cli prints as "mlbert: error: <path>: no such ...".
+struct PathError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Anything that exists and is not a directory (a file, /dev/null, a pipe).
+const CLI::Validator& existing_file();
+const CLI::Validator& existing_directory();
+const CLI::Validator& existing_path();
+
+// "Example:\n  <command>": every command's help ends with one (set it after adding subcommands:
+// CLI11 copies a parent's footer into subcommands added later).
+void set_example(CLI::App& command, const std::string& example);
 }  // namespace mlbert::logging

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "mlperf_logging/cli.h"
 #include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package.h"
 #include "mlperf_logging/package_layout.h"
@@ -45,23 +47,48 @@ struct ScoreArgs {
   bool verbose = false;
 };
 
+// Each folder's ruleset: --ruleset, else the round in its path. What was inferred is said once on
+// stderr (per folder with --verbose).
+std::vector<std::string> score_rulesets(const ScoreArgs& args) {
+  std::vector<std::string> rulesets;
+  std::map<std::string, std::size_t> inferred_counts;
+  for (const auto& dir : args.dirs) {
+    if (!args.ruleset.empty()) {
+      rulesets.push_back(args.ruleset);
+      continue;
+    }
+    const auto inferred = ruleset_from_path(dir);
+    if (!inferred)
+      throw AuditError(
+          dir + ": no --ruleset given and no round (e.g. v4.0) in the path to infer it from");
+    rulesets.push_back(*inferred);
+    ++inferred_counts[*inferred];
+    if (args.verbose && !args.json)
+      std::cerr << "mlbert score: " << dir << ": ruleset " << *inferred
+                << " (from the round in its path)\n";
+  }
+  if (inferred_counts.empty() || args.json) return rulesets;
+  std::string note;
+  for (const auto& [ruleset, count] : inferred_counts) {
+    note += (note.empty() ? "" : ", ") + ruleset;
+    if (inferred_counts.size() > 1)
+      note += " (" + std::to_string(count) + (count == 1 ? " folder)" : " folders)");
+  }
+  std::cerr << "mlbert score: ruleset" << (inferred_counts.size() > 1 ? "s " : " ") << note
+            << " from the round in the path (--ruleset overrides"
+            << (args.verbose || args.dirs.size() == 1 ? "" : "; -v lists each folder") << ")\n";
+  return rulesets;
+}
+
 int run_score(const ScoreArgs& args) {
   bool all_scored = true;
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& dir : args.dirs) {
+  const std::vector<std::string> rulesets = score_rulesets(args);
+  for (std::size_t i = 0; i < args.dirs.size(); ++i) {
+    const std::string& dir = args.dirs[i];
     ScoreOptions options;
     options.apply_scaling = !args.no_scaling;
-    if (!args.ruleset.empty()) {
-      options.ruleset = args.ruleset;
-    } else if (auto inferred = ruleset_from_path(dir)) {
-      options.ruleset = *inferred;
-      if (!args.json)
-        std::cerr << "mlbert score: " << dir << ": ruleset " << *inferred
-                  << " (from the round in its path; --ruleset overrides)\n";
-    } else {
-      throw AuditError(
-          dir + ": no --ruleset given and no round (e.g. v4.0) in the path to infer it from");
-    }
+    options.ruleset = rulesets[i];
     const SystemScore score = score_system(dir, options);
     all_scored = all_scored && score.score.has_value();
     if (args.json) {
@@ -98,16 +125,20 @@ int run_score(const ScoreArgs& args) {
 
 void register_score(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ScoreArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "score", "BERT score of result directories as the official result summarizer computes it");
+  CLI::App* cmd =
+      app.add_subcommand("score", "olympic-mean minutes of result folders (official summarizer)")
+          ->group("audit");
   cmd->add_option("dirs", args->dirs, "system directories holding result_*.txt (or bert/)")
-      ->required();
+      ->required()
+      ->check(existing_directory());
   cmd->add_option("--ruleset", args->ruleset,
                   "training ruleset, e.g. 4.0.0; default: the round in the path (v4.0 -> 4.0.0)");
   cmd->add_flag("--no-scaling", args->no_scaling, "ignore scaling.json (RCP score normalization)");
   cmd->add_flag("--json", args->json, "machine-readable output");
-  cmd->add_flag("-v,--verbose", args->verbose, "per-run minutes and the reasons for dropped runs");
+  cmd->add_flag("-v,--verbose", args->verbose,
+                "per-run minutes, the reasons for dropped runs, each folder's inferred ruleset");
   cmd->callback([args, &exit_code] { exit_code = run_score(*args); });
+  set_example(*cmd, "mlbert score -v training_results_v4.0/Org/results/*/bert");
 }
 
 // ---- mlbert rcp ---------------------------------------------------------------------------------
@@ -265,9 +296,10 @@ int run_rcp(const RcpArgs& args) {
 
 void register_rcp(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RcpArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "rcp", "BERT reference convergence point check of result directories (official semantics)");
-  cmd->add_option("dirs", args->dirs, "directories holding result_*.txt");
+  CLI::App* cmd = app.add_subcommand("rcp", "reference convergence point check of result folders")
+                      ->group("audit");
+  cmd->add_option("dirs", args->dirs, "directories holding result_*.txt")
+      ->check(existing_directory());
   cmd->add_option("--ruleset", args->ruleset, "training ruleset, e.g. 4.1.0")->required();
   cmd->add_option("--custom-rcps", args->custom_rcps,
                   "RCP JSON file (official layout) to use instead of the ruleset's table")
@@ -285,6 +317,7 @@ void register_rcp(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("-v,--verbose", args->verbose, "per-run samples to converge");
   cmd->callback([args, &exit_code] { exit_code = run_rcp(*args); });
+  set_example(*cmd, "mlbert rcp --ruleset 4.1.0 --batch-size 4096");
 }
 
 // ---- mlbert system-check ------------------------------------------------------------------------
@@ -330,14 +363,17 @@ int run_system_check(const SystemCheckArgs& args) {
 
 void register_system_check(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SystemCheckArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "system-check",
-      "check system description JSON files as the official system_desc_checker does");
-  cmd->add_option("files", args->files, "systems/<system>.json files")->required();
+  CLI::App* cmd =
+      app.add_subcommand("system-check", "system description files, as the official checker")
+          ->group("audit");
+  cmd->add_option("files", args->files, "systems/<system>.json files")
+      ->required()
+      ->check(existing_file());
   cmd->add_option("--ruleset", args->ruleset, "training ruleset, e.g. 4.1.0")->required();
   cmd->add_flag("--werror", args->werror, "warnings (types, integer counts, division) are errors");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args, &exit_code] { exit_code = run_system_check(*args); });
+  set_example(*cmd, "mlbert system-check --ruleset 4.1.0 systems/dgxa100_128x8.json");
 }
 
 // ---- mlbert package -----------------------------------------------------------------------------
@@ -411,11 +447,12 @@ int run_package(const PackageArgs& args) {
 
 void register_package(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PackageArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "package",
-      "check a BERT submission package (systems/, results/, benchmarks/) as the official "
-      "package_checker does");
-  cmd->add_option("dir", args->dir, "the organization folder of the package")->required();
+  CLI::App* cmd =
+      app.add_subcommand("package", "a whole submission package, as the official package_checker")
+          ->group("audit");
+  cmd->add_option("dir", args->dir, "the organization folder of the package")
+      ->required()
+      ->check(existing_directory());
   cmd->add_option("--ruleset", args->options.ruleset, "training ruleset, e.g. 4.1.0")->required();
   cmd->add_flag("--quiet", args->options.quiet, "do not report compliance warnings");
   cmd->add_flag("--werror", args->options.werror,
@@ -431,6 +468,7 @@ void register_package(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("-v,--verbose", args->verbose, "also print informational findings");
   cmd->callback([args, &exit_code] { exit_code = run_package(*args); });
+  set_example(*cmd, "mlbert package --ruleset 4.1.0 results/package/mlbert");
 }
 
 }  // namespace

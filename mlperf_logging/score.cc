@@ -136,15 +136,25 @@ void score_run(RunScore& run, const std::string& ruleset) {
 
 }  // namespace
 
-std::optional<double> olympic_average(std::vector<double> minutes, int already_dropped,
+std::vector<std::size_t> olympic_kept(const std::vector<double>& minutes, int already_dropped,
                                       int max_dropped) {
-  std::sort(minutes.begin(), minutes.end());
+  std::vector<std::size_t> order(minutes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return minutes[a] < minutes[b]; });
   const long begin = max_dropped;
   const long end = static_cast<long>(minutes.size()) - (max_dropped - already_dropped);
-  if (end <= begin) return std::nullopt;
-  double sum = 0;  // Python's sum(): left to right from 0
-  for (long i = begin; i < end; ++i) sum += minutes[static_cast<std::size_t>(i)];
-  return sum * 1.0 / static_cast<double>(end - begin);
+  if (end <= begin) return {};
+  return {order.begin() + begin, order.begin() + end};
+}
+
+std::optional<double> olympic_average(std::vector<double> minutes, int already_dropped,
+                                      int max_dropped) {
+  const std::vector<std::size_t> kept = olympic_kept(minutes, already_dropped, max_dropped);
+  if (kept.empty()) return std::nullopt;
+  double sum = 0;  // Python's sum(): left to right from 0, in sorted order
+  for (std::size_t i : kept) sum += minutes[i];
+  return sum * 1.0 / static_cast<double>(kept.size());
 }
 
 SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& options) {

@@ -5,6 +5,7 @@
 // "success" still counts when the log is compliant (possible in the open division), and this module
 // does the same, flagging such runs.
 #pragma once
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -17,6 +18,10 @@ namespace mlbert::logging {
 // `max_dropped - already_dropped` from the slow end, and averages the rest in sorted order as the
 // summarizer does. Empty when nothing remains.
 std::optional<double> olympic_average(std::vector<double> minutes, int already_dropped,
+                                      int max_dropped);
+// The runs that olympic_average averages: indices into `minutes`, fastest first (ties keep their
+// order). The others are the dropped fastest and slowest runs.
+std::vector<std::size_t> olympic_kept(const std::vector<double>& minutes, int already_dropped,
                                       int max_dropped);
 
 struct ScoreOptions {

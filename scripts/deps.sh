@@ -8,8 +8,9 @@ MLBERT_BUILD_PACKAGES=(
   nlohmann-json3-dev libcli11-dev catch2
   libhdf5-dev libopenmpi-dev openmpi-bin libopenblas-dev libutf8proc-dev
 )
-# Test: the extra tools `make test` and .ci/run use (libFuzzer via clang, Python venvs for oracles).
-MLBERT_TEST_PACKAGES=(clang libclang-rt-14-dev python3 python3-venv)
+# Test: the extra tools `make test` and .ci/run use (libFuzzer via clang, Python venvs for oracles,
+# headless Chromium for the `mlbert report` page tests: ~115 MB download).
+MLBERT_TEST_PACKAGES=(clang libclang-rt-14-dev python3 python3-venv chromium)
 MLBERT_DEBIAN_PACKAGES=("${MLBERT_BUILD_PACKAGES[@]}" "${MLBERT_TEST_PACKAGES[@]}")
 
 mlbert_missing_packages() {

@@ -4,10 +4,14 @@
 // process it measures two baselines of the device: a large bf16 GEMM through cuBLASLt and a
 // device-to-device copy, and prints the step's FLOP rate as a ratio of the GEMM ceiling.
 // PyTorch on the same GPU is timed by torch_bert_step.py (scripts/device_check.sh runs both).
-// Exit 77 when there is no CUDA device.
+// fp16 steps use the device loss scaler; each step's loss is scaled by the scale the device holds
+// for it (read back before the step), and the table reports the steps the scaler skipped and the
+// final scale, so an overflow can neither go unnoticed nor inflate the figure. With --check the
+// exit status is 1 unless every configuration has a finite loss, seq/s > 0, no skipped timed step
+// and no device allocation in the timed steps. Exit 77 when there is no CUDA device.
 //
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
-//                   [--batch N] [--seed N] [--peak-tflops X]
+//                   [--batch N] [--seed N] [--peak-tflops X] [--check]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -44,6 +48,7 @@ struct Options {
   int steps = 10, warmup = 3, batch = 16;
   uint64_t seed = 1234;
   double peak_tflops = 0;  // 0: from the device name
+  bool check = false;
 };
 
 // REFERENCE.md section 7: 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
@@ -191,6 +196,9 @@ struct StepTiming {
   double wall_ms = 0, fwd_bwd_ms = 0, optimizer_ms = 0;
   double loss = 0;
   size_t allocations_during_steps = 0;
+  int skipped_warmup = 0, skipped_timed = 0;  // steps the fp16 scaler skipped (overflow)
+  double final_loss_scale = 1;                // fp16: the device scaler's scale after the run
+  std::string fusion;                         // which cuBLASLt epilogues ran fused
 };
 
 StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::Batch& batch,
@@ -210,8 +218,6 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   const bool fp16 = dtype == DType::f16;
   if (fp16) ops.enable_device_loss_scaling(cuda::LossScaleConfig{});
   bert::ForwardBackwardOptions fb;
-  // fp16: gradients of loss * 2^17 (the MLPerf starting scale); the device scaler unscales them.
-  fb.loss_scale = fp16 ? cuda::LossScaleConfig{}.initial_scale : 1.0f;
 
   cudaEvent_t e0, e1, e2;
   CUDA_CHECK(cudaEventCreate(&e0));
@@ -220,9 +226,17 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   std::vector<double> wall, fwd_bwd, optimizer;
   size_t allocations = 0;
   StepTiming timing;
+  int skipped_before_timing = 0;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     if (step == o.warmup) allocations = ops.device_allocations();
     ops.synchronize();
+    if (fp16) {
+      // The loss is scaled by what the device scaler holds for this step (2^17 at first, halved
+      // after each overflow); its step_unscale undoes exactly that scale.
+      const cuda::LossScaleState state = ops.loss_scale_state();
+      fb.loss_scale = state.scale;
+      if (step == o.warmup) skipped_before_timing = state.skipped_steps;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(e0, ops.stream()));
     const bert::StepResult r = model.forward_backward(
@@ -267,6 +281,13 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   timing.fwd_bwd_ms = median(fwd_bwd);
   timing.optimizer_ms = median(optimizer);
   timing.allocations_during_steps = ops.device_allocations() - allocations;
+  if (fp16) {
+    const cuda::LossScaleState state = ops.loss_scale_state();
+    timing.skipped_warmup = skipped_before_timing;
+    timing.skipped_timed = state.skipped_steps - skipped_before_timing;
+    timing.final_loss_scale = state.scale;
+  }
+  timing.fusion = ops.gemm().fusion_report();
   if (!std::isfinite(timing.loss)) throw std::runtime_error("the loss is not finite");
   return timing;
 }
@@ -304,11 +325,13 @@ int main(int argc, char** argv) {
       o.seed = std::strtoull(next().c_str(), nullptr, 10);
     else if (arg == "--peak-tflops")
       o.peak_tflops = std::atof(next().c_str());
+    else if (arg == "--check")
+      o.check = true;
     else {
       std::fprintf(
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
-          "[--batch N] [--seed N] [--peak-tflops X]\n",
+          "[--batch N] [--seed N] [--peak-tflops X] [--check]\n",
           argv[0]);
       return 2;
     }
@@ -335,8 +358,10 @@ int main(int argc, char** argv) {
     std::printf("peak used for MFU: %.1f TFLOP/s (%s)\n", peak,
                 o.peak_tflops > 0 ? "--peak-tflops" : "datasheet, dense");
     const bert::BertConfig config = bert::BertConfig::preset("bert-large");
-    std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s\n", "dtype", "mix", "tokens",
-                "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs");
+    std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s %8s %9s\n", "dtype", "mix", "tokens",
+                "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs",
+                "skipped", "scale");
+    std::vector<std::string> failures;
     for (const std::string& mix : o.mixes) {
       std::mt19937_64 rng(o.seed);
       const bert::Batch batch = make_batch(config, mix, o.batch, rng);
@@ -344,18 +369,40 @@ int main(int argc, char** argv) {
       for (DType dtype : o.dtypes) {
         const StepTiming t = time_steps(dtype, config, batch, o);
         const double rate = flops / (t.wall_ms * 1e-3) / 1e12;
-        std::printf("%-6s %-7s %7zu %7.2f %9.2f %9.2f %9.2f %9.1f %6.1f%% %7.1f%% %7zu\n",
+        const double seq_per_s = o.batch / (t.wall_ms * 1e-3);
+        const bool fp16 = dtype == DType::f16;
+        const std::string skipped =
+            fp16 ? std::to_string(t.skipped_timed) + "+" + std::to_string(t.skipped_warmup) + "w"
+                 : "-";
+        std::printf("%-6s %-7s %7zu %7.2f %9.2f %9.2f %9.2f %9.1f %6.1f%% %7.1f%% %7zu %8s %9.0f\n",
                     bert::dtype_name(dtype), mix.c_str(), batch.num_tokens(), flops / 1e12,
-                    t.wall_ms, t.fwd_bwd_ms, t.optimizer_ms, o.batch / (t.wall_ms * 1e-3),
+                    t.wall_ms, t.fwd_bwd_ms, t.optimizer_ms, seq_per_s,
                     peak > 0 ? 100.0 * rate / peak : 0.0, 100.0 * rate / gemm,
-                    t.allocations_during_steps);
+                    t.allocations_during_steps, skipped.c_str(), t.final_loss_scale);
+        std::printf("  %s %s: %s\n", bert::dtype_name(dtype), mix.c_str(), t.fusion.c_str());
         std::printf(
             "RESULT mlbert %s %s seq_per_s=%.2f mfu=%.4f step_ms=%.3f tflops=%.2f "
-            "gemm_ratio=%.4f\n",
-            bert::dtype_name(dtype), mix.c_str(), o.batch / (t.wall_ms * 1e-3),
-            peak > 0 ? rate / peak : 0.0, t.wall_ms, rate, rate / gemm);
+            "gemm_ratio=%.4f skipped=%d loss_scale=%.0f\n",
+            bert::dtype_name(dtype), mix.c_str(), seq_per_s, peak > 0 ? rate / peak : 0.0,
+            t.wall_ms, rate, rate / gemm, t.skipped_timed, t.final_loss_scale);
         std::fflush(stdout);
+        const std::string where = std::string(bert::dtype_name(dtype)) + " " + mix + ": ";
+        if (!(seq_per_s > 0) || !std::isfinite(seq_per_s))
+          failures.push_back(where + "seq/s is not positive");
+        if (t.skipped_timed > 0)
+          failures.push_back(where + std::to_string(t.skipped_timed) +
+                             " timed steps skipped by the loss scaler (overflow)");
+        if (t.allocations_during_steps > 0)
+          failures.push_back(where + std::to_string(t.allocations_during_steps) +
+                             " device allocations in the timed steps");
       }
+    }
+    if (o.check) {
+      for (const auto& f : failures) std::printf("bert_cuda_bench: check FAILED: %s\n", f.c_str());
+      if (!failures.empty()) return 1;
+      std::printf(
+          "bert_cuda_bench: check passed (finite loss, seq/s > 0, no skipped timed step, "
+          "no allocation in the timed steps)\n");
     }
   } catch (const std::exception& e) {
     std::printf("bert_cuda_bench: error: %s\n", e.what());

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/length_distribution.h"
 #include "harness/load_balance.h"
 
 using namespace mlbert::harness;
@@ -25,25 +26,6 @@ namespace {
 
 constexpr int kRanks = 1024, kRanksPerNode = 8, kBatch = 16, kSteps = 200;
 const int kQuotas[4] = {6, 3, 2, 5};  // the paper's stratified batch of 16
-
-int length_in_bin(int bin, std::mt19937_64& rng) {
-  auto in = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  switch (bin) {
-    case 0:
-      return in(20, 128);  // [CLS] A [SEP] B [SEP] is never shorter than a few tokens
-    case 1:
-      return in(129, 256);
-    case 2:
-      return in(257, 384);
-    default:
-      return std::uniform_real_distribution<double>(0, 1)(rng) < 0.8 ? 512 : in(385, 511);
-  }
-}
-
-int random_length(std::mt19937_64& rng) {
-  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-  return length_in_bin(u < 0.375 ? 0 : u < 0.5625 ? 1 : u < 0.6875 ? 2 : 3, rng);
-}
 
 // FLOPs of a sequence of length s, without the masked-LM head (REFERENCE.md section 7).
 double flops(int s) {
@@ -69,9 +51,9 @@ Outcome measure(const Method& method) {
     for (auto& rank : lengths) {
       if (method.stratified) {
         for (int b = 0; b < 4; ++b)
-          for (int i = 0; i < kQuotas[b]; ++i) rank.push_back(length_in_bin(b, rng));
+          for (int i = 0; i < kQuotas[b]; ++i) rank.push_back(mlperf_length_in_bin(b, rng));
       } else {
-        for (int i = 0; i < kBatch; ++i) rank.push_back(random_length(rng));
+        for (int i = 0; i < kBatch; ++i) rank.push_back(mlperf_random_length(rng));
       }
     }
     const auto start = std::chrono::steady_clock::now();

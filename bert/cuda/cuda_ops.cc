@@ -75,6 +75,18 @@ ElementType element_type_of(DType dtype, const char* op) {
   }
 }
 
+ElementType element_type_of(MatrixType type) {
+  switch (type) {
+    case MatrixType::f32:
+      return ElementType::f32;
+    case MatrixType::f16:
+      return ElementType::f16;
+    case MatrixType::bf16:
+      return ElementType::bf16;
+  }
+  return ElementType::f32;
+}
+
 ActivationKind activation_kind(bert::Activation act) {
   switch (act) {
     case bert::Activation::gelu:
@@ -308,8 +320,10 @@ void CudaOps::linear_forward(const bert::LinearForwardParams& p) {
       g.bias = bias;
       g.aux = pre;
       g.aux_ld = shape.ldd;
+      g.fallback = "GEMM with BIAS, then the GELU kernel";
       if (gemm_->run(g, stream_)) continue;
     }
+    g.fallback = "the tiled fallback GEMM";
     // Plain product (+ bias) into the pre-activation (or the output), then the activation.
     g.d = (has_act && pre != nullptr) ? pre : out;
     g.epilogue = bias != nullptr ? GemmEpilogue::bias : GemmEpilogue::none;
@@ -325,22 +339,27 @@ void CudaOps::linear_forward(const bert::LinearForwardParams& p) {
 
 // d_input = (d_pre . W^T) * act'(input_pre_activation), d_input_bias += its column sums: one GEMM
 // with the DGELU_BGRAD epilogue for the tanh GELU when cuBLASLt offers one, else the plain GEMM,
-// the activation gradient and a column sum.
+// the activation gradient and a column sum. The epilogue writes the bias gradient in d_input's
+// type (cuBLASLt's rule, see epilogue_vector_type) into scratch, summed over the tokens in f32
+// inside the GEMM and rounded once; a small kernel adds it into the f32 d_input_bias.
 void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
                                         char* scratch_base, size_t bias_scratch,
                                         size_t column_scratch) {
   const int64_t M = p.m, K = p.k;
   float* d_input_bias = p.d_input_bias.defined() ? p.d_input_bias.as<float>() : nullptr;
-  if (p.input_activation == bert::Activation::gelu && d_input_bias != nullptr &&
-      options_.bias_grad_epilogue) {
+  const EpilogueChoice choice = data_gradient_epilogue(
+      p.input_activation == bert::Activation::gelu,
+      d_input_bias != nullptr && options_.bias_grad_epilogue, g.shape.ldd, g.d_type);
+  if (choice.epilogue != GemmEpilogue::none) {
     GemmArgs fused = g;
-    fused.epilogue = GemmEpilogue::dgelu_bgrad;
+    fused.epilogue = choice.epilogue;
     fused.aux = p.input_pre_activation.data;
     fused.aux_ld = g.shape.ldd;
     fused.bias_grad = scratch_base;
-    fused.bias_type = MatrixType::f32;
-    if (fused.aux_ld % kGemmAuxLdMultiple == 0 && gemm_->run(fused, stream_)) {
-      add_f32(d_input_bias, reinterpret_cast<const float*>(scratch_base), K, stream_);
+    fused.bias_type = choice.vector_type;
+    fused.fallback = "the plain GEMM, the GELU-gradient kernel and an f32 column sum";
+    if (gemm_->run(fused, stream_)) {
+      add_to_f32(d_input_bias, element_type_of(fused.bias_type), scratch_base, K, stream_);
       return;
     }
   }
@@ -429,14 +448,17 @@ void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
     float* d_bias = p.d_bias.defined()
                         ? reinterpret_cast<float*>(byte_ptr<void>(p.d_bias, b * bias_stride))
                         : nullptr;
-    if (d_bias != nullptr && options_.bias_grad_epilogue) {
+    const EpilogueChoice choice = weight_gradient_epilogue(
+        weight_shape, d_bias != nullptr && options_.bias_grad_epilogue, g.d_type);
+    if (choice.epilogue != GemmEpilogue::none) {
       GemmArgs with_bias = g;
-      with_bias.epilogue = weight_shape.bias_epilogue;
+      with_bias.epilogue = choice.epilogue;
       with_bias.bias_grad = scratch_base;
-      with_bias.bias_type = MatrixType::f32;
+      with_bias.bias_type = choice.vector_type;
+      with_bias.fallback = "the plain GEMM and an f32 column sum";
       if (gemm_->run(with_bias, stream_)) {
-        add_f32(d_bias, reinterpret_cast<const float*>(scratch_base), static_cast<int64_t>(N),
-                stream_);
+        add_to_f32(d_bias, element_type_of(with_bias.bias_type), scratch_base,
+                   static_cast<int64_t>(N), stream_);
         continue;
       }
     }

@@ -147,10 +147,11 @@ __global__ void scale_kernel(float* __restrict__ x, float factor, int64_t n) {
     x[i] *= factor;
 }
 
-__global__ void add_kernel(float* __restrict__ dst, const float* __restrict__ src, int64_t n) {
+template <typename S>
+__global__ void add_kernel(float* __restrict__ dst, const S* __restrict__ src, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    dst[i] += src[i];
+    dst[i] += to_float(src[i]);
 }
 
 // One block per gathered row; bytes copied in 16-byte units when the rows allow, else bytewise.
@@ -270,9 +271,20 @@ void scale_f32(float* x, float factor, int64_t n, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-void add_f32(float* dst, const float* src, int64_t n, cudaStream_t stream) {
+void add_to_f32(float* dst, ElementType src_type, const void* src, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, src, n);
+  switch (src_type) {
+    case ElementType::f32:
+      add_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, static_cast<const float*>(src), n);
+      break;
+    case ElementType::f16:
+      add_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, static_cast<const __half*>(src), n);
+      break;
+    case ElementType::bf16:
+      add_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, static_cast<const __nv_bfloat16*>(src),
+                                                       n);
+      break;
+  }
   CUDA_CHECK_LAUNCH();
 }
 

@@ -27,8 +27,9 @@ void convert(ElementType dst_type, void* dst, ElementType src_type, const void* 
              cudaStream_t stream);
 // x *= factor over n floats.
 void scale_f32(float* x, float factor, int64_t n, cudaStream_t stream);
-// dst += src over n floats.
-void add_f32(float* dst, const float* src, int64_t n, cudaStream_t stream);
+// dst += src over n elements, src f32, f16 or bf16 (a cuBLASLt bias gradient into the f32
+// gradient buffer), the sum in f32.
+void add_to_f32(float* dst, ElementType src_type, const void* src, int64_t n, cudaStream_t stream);
 
 // out[i] = src[indices[i]] (rows of `width` elements of `element_bytes` each). An index outside
 // [0, src_rows) leaves the row zero and raises `error_bit` in error_flags.

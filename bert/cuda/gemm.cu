@@ -1,6 +1,7 @@
 // cuBLASLt GEMM runner with a per-problem algorithm cache, and the tiled fallback GEMM.
 #include "bert/cuda/gemm.h"
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -40,13 +41,19 @@ cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue) {
 }
 
 bool uses_aux(GemmEpilogue e) {
-  return e == GemmEpilogue::gelu_aux_bias || e == GemmEpilogue::dgelu_bgrad;
+  return epilogue_uses_aux(e);
 }
 bool uses_bias_grad(GemmEpilogue e) {
-  return e == GemmEpilogue::dgelu_bgrad || e == GemmEpilogue::bgrad_a || e == GemmEpilogue::bgrad_b;
+  return epilogue_writes_bias_grad(e);
 }
 bool uses_bias(GemmEpilogue e) {
-  return e == GemmEpilogue::bias || e == GemmEpilogue::gelu_aux_bias;
+  return epilogue_reads_bias(e);
+}
+
+// A cuBLASLt status a first cublasLtMatmul may answer for a combination the heuristic offered but
+// the kernel does not take (the documentation names INVALID_VALUE for unsupported vector types).
+bool is_refusal(cublasStatus_t status) {
+  return status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE;
 }
 
 template <typename V>
@@ -133,6 +140,10 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
   if (found != cache_.end()) return found->second;
 
   Plan plan;
+  plan.use = uses_.size();
+  for (size_t i = 0; i < uses_.size(); ++i)
+    if (uses_[i].epilogue == args.epilogue && uses_[i].vector_type == args.bias_type) plan.use = i;
+  if (plan.use == uses_.size()) uses_.push_back(EpilogueUse{args.epilogue, args.bias_type, 0, 0});
   const cudaDataType_t ab = cuda_type(args.ab_type), dt = cuda_type(args.d_type);
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -178,10 +189,27 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
   if (status == CUBLAS_STATUS_SUCCESS && found_count > 0) {
     plan.algo = result.algo;
     plan.supported = true;
-  } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+  } else if (status != CUBLAS_STATUS_SUCCESS && !is_refusal(status)) {
     CUBLAS_CHECK(status);
   }
-  return cache_.emplace(key, plan).first->second;
+  Plan& cached = cache_.emplace(key, plan).first->second;
+  if (!cached.supported)
+    refuse(cached, args,
+           status == CUBLAS_STATUS_SUCCESS
+               ? std::string("the heuristic found no algorithm")
+               : std::string("the heuristic answered ") + cublas_status_name(status));
+  return cached;
+}
+
+void GemmRunner::refuse(Plan& plan, const GemmArgs& args, const std::string& reason) {
+  plan.supported = false;
+  ++uses_[plan.use].refused_plans;
+  std::fprintf(
+      stderr, "mlbert cuda: cuBLASLt refused %s: %s; running %s instead\n",
+      describe_problem(args.epilogue, args.ab_type, args.d_type, args.bias_type, args.shape)
+          .c_str(),
+      reason.c_str(), args.fallback ? args.fallback : "a fallback");
+  std::fflush(stderr);
 }
 
 bool GemmRunner::run(const GemmArgs& args, cudaStream_t stream) {
@@ -189,9 +217,17 @@ bool GemmRunner::run(const GemmArgs& args, cudaStream_t stream) {
   Plan& plan = plan_for(args);
   if (!plan.supported) return false;
   set_epilogue_pointers(plan.desc, args);
-  CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &args.alpha, args.a, plan.a, args.b, plan.b,
-                              &args.beta, args.d, plan.d, args.d, plan.d, &plan.algo, workspace_,
-                              workspace_bytes_, stream));
+  const cublasStatus_t status = cublasLtMatmul(
+      handle_, plan.desc, &args.alpha, args.a, plan.a, args.b, plan.b, &args.beta, args.d, plan.d,
+      args.d, plan.d, &plan.algo, workspace_, workspace_bytes_, stream);
+  if (!plan.ran && is_refusal(status)) {
+    refuse(plan, args,
+           std::string("its first cublasLtMatmul answered ") + cublas_status_name(status));
+    return false;
+  }
+  CUBLAS_CHECK(status);
+  plan.ran = true;
+  ++uses_[plan.use].fused_runs;
   return true;
 }
 

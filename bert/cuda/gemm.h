@@ -3,7 +3,10 @@
 //
 // Design choice: a GemmRunner owns one cuBLASLt handle and one preallocated workspace, and caches
 // per problem (shapes, types, epilogue, pointer alignments) the descriptors and the heuristic's
-// best algorithm, so steady-state steps make no heuristic queries and no allocations.
+// best algorithm, so steady-state steps make no heuristic queries and no allocations. A problem
+// cuBLASLt refuses (no algorithm, or its first cublasLtMatmul answers "not supported") is cached
+// as refused and named on stderr once, with the caller's fallback; fusion_report() says how often
+// each epilogue ran fused.
 #pragma once
 
 #include <cublasLt.h>
@@ -12,13 +15,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "bert/cuda/gemm_plan.h"
 
 namespace mlbert::cuda {
-
-enum class MatrixType : uint8_t { f16, bf16, f32 };
 
 struct GemmArgs {
   ColumnMajorGemm shape;
@@ -31,9 +34,11 @@ struct GemmArgs {
   GemmEpilogue epilogue = GemmEpilogue::none;
   const void* bias = nullptr;  // bias, gelu_aux_bias: [rows of D]
   void* bias_grad = nullptr;   // dgelu_bgrad, bgrad_a, bgrad_b: written (=), never accumulated
-  MatrixType bias_type = MatrixType::bf16;
+  MatrixType bias_type = MatrixType::bf16;  // of bias / bias_grad: epilogue_vector_type(d_type)
   void* aux = nullptr;  // gelu_aux_bias (written) / dgelu_bgrad (read): pre-activation, type d_type
   int64_t aux_ld = 0;
+  // What the caller does when cuBLASLt refuses this problem (named in the refusal's stderr line).
+  const char* fallback = "the tiled fallback GEMM";
 };
 
 // 32 MiB: what cuBLASLt's documentation recommends for Hopper (more than enough for Ampere).
@@ -52,6 +57,9 @@ class GemmRunner {
 
   size_t cached_problems() const { return cache_.size(); }
   size_t heuristic_queries() const { return heuristic_queries_; }
+  // Fused runs and refused plans per (epilogue, vector type), in first-use order.
+  const std::vector<EpilogueUse>& epilogue_uses() const { return uses_; }
+  std::string fusion_report() const { return mlbert::cuda::fusion_report(uses_); }
 
  private:
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int,
@@ -61,14 +69,18 @@ class GemmRunner {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
     bool supported = false;
+    bool ran = false;  // cublasLtMatmul accepted it once
+    size_t use = 0;    // index into uses_
   };
   Plan& plan_for(const GemmArgs& args);
+  void refuse(Plan& plan, const GemmArgs& args, const std::string& reason);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::map<Key, Plan> cache_;
   size_t heuristic_queries_ = 0;
+  std::vector<EpilogueUse> uses_;
 };
 
 // Plain tiled GEMM (fp32 accumulate) with the same column-major conventions, alpha/beta and an

@@ -23,6 +23,32 @@ const char* gemm_epilogue_name(GemmEpilogue epilogue) {
   return "?";
 }
 
+bool epilogue_reads_bias(GemmEpilogue e) {
+  return e == GemmEpilogue::bias || e == GemmEpilogue::gelu_aux_bias;
+}
+bool epilogue_writes_bias_grad(GemmEpilogue e) {
+  return e == GemmEpilogue::dgelu_bgrad || e == GemmEpilogue::bgrad_a || e == GemmEpilogue::bgrad_b;
+}
+bool epilogue_uses_aux(GemmEpilogue e) {
+  return e == GemmEpilogue::gelu_aux_bias || e == GemmEpilogue::dgelu_bgrad;
+}
+
+const char* matrix_type_name(MatrixType type) {
+  switch (type) {
+    case MatrixType::f16:
+      return "fp16";
+    case MatrixType::bf16:
+      return "bf16";
+    case MatrixType::f32:
+      return "f32";
+  }
+  return "?";
+}
+
+MatrixType epilogue_vector_type(MatrixType d_type) {
+  return d_type;
+}
+
 namespace {
 void require_positive(int64_t M, int64_t N, int64_t K) {
   if (M <= 0 || N <= 0 || K <= 0)
@@ -112,6 +138,18 @@ GemmEpilogue forward_epilogue(bool has_bias, bool tanh_gelu, bool has_pre_activa
   return GemmEpilogue::bias;
 }
 
+EpilogueChoice data_gradient_epilogue(bool tanh_gelu_input, bool wants_bias_grad, int64_t ldd,
+                                      MatrixType d_type) {
+  if (!tanh_gelu_input || !wants_bias_grad || ldd % kGemmAuxLdMultiple != 0) return {};
+  return {GemmEpilogue::dgelu_bgrad, epilogue_vector_type(d_type)};
+}
+
+EpilogueChoice weight_gradient_epilogue(const ColumnMajorGemm& weight_plan, bool wants_bias_grad,
+                                        MatrixType d_type) {
+  if (!wants_bias_grad) return {};
+  return {weight_plan.bias_epilogue, epilogue_vector_type(d_type)};
+}
+
 uint32_t pointer_alignment(uintptr_t address) {
   uint32_t alignment = 256;
   while (alignment > 1 && address % alignment != 0) alignment /= 2;
@@ -123,6 +161,32 @@ std::string describe(const ColumnMajorGemm& g) {
          (g.trans_a ? " A^T" : " A") + " lda=" + std::to_string(g.lda) +
          (g.trans_b ? " B^T" : " B") + " ldb=" + std::to_string(g.ldb) +
          " ldd=" + std::to_string(g.ldd);
+}
+
+std::string describe_problem(GemmEpilogue epilogue, MatrixType ab_type, MatrixType d_type,
+                             MatrixType vector_type, const ColumnMajorGemm& gemm) {
+  std::string text = std::string(gemm_epilogue_name(epilogue)) + " A/B " +
+                     matrix_type_name(ab_type) + " C/D " + matrix_type_name(d_type);
+  if (epilogue_reads_bias(epilogue)) text += std::string(" bias ") + matrix_type_name(vector_type);
+  if (epilogue_writes_bias_grad(epilogue))
+    text += std::string(" bias-grad ") + matrix_type_name(vector_type);
+  return text + " " + describe(gemm);
+}
+
+std::string fusion_report(const std::vector<EpilogueUse>& uses) {
+  std::string text = "cuBLASLt epilogues:";
+  bool any = false;
+  for (const EpilogueUse& u : uses) {
+    if (u.epilogue == GemmEpilogue::none) continue;
+    text += std::string(any ? "; " : " ") + gemm_epilogue_name(u.epilogue) + "(" +
+            matrix_type_name(u.vector_type) + ") fused " + std::to_string(u.fused_runs);
+    if (u.refused_plans > 0)
+      text += ", refused " + std::to_string(u.refused_plans) + " plan" +
+              (u.refused_plans == 1 ? "" : "s") + " (ran unfused)";
+    any = true;
+  }
+  if (!any) text += " none used";
+  return text;
 }
 
 }  // namespace mlbert::cuda

@@ -1,8 +1,12 @@
 // Device check entry points (bert_cuda_check): per-op comparisons and the whole-model comparison
-// of CudaOps against the CPU reference backend.
+// of CudaOps against the CPU reference backend, as named cases so the driver can print every row
+// as it is produced, survive a failing case and rerun one case alone.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bert/cpu/cpu_ops.h"
@@ -11,12 +15,22 @@
 
 namespace mlbert::cuda::check {
 
-// Every op of the contract, on fresh random inputs drawn from `rng`; one row per output tensor.
-std::vector<CheckRow> check_ops(bert::CpuOps& cpu, CudaOps& gpu, std::mt19937_64& rng, bool quick);
+// One op's comparison: fresh random inputs drawn from case_seed(seed, name), one row per output.
+struct CheckCase {
+  std::string name;
+  std::function<std::vector<CheckRow>(bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed)> run;
+};
+
+// The inputs of a case depend on the run's seed and the case's name only (not on which other
+// cases ran before it).
+uint64_t case_seed(uint64_t seed, const std::string& name);
+
+// Every op of the contract, each at the shapes of BERT-large (and its edge cases).
+std::vector<CheckCase> op_cases();
 
 // BERT-large forward + backward on a small variable-length batch with dropout, CPU (f32, on the
 // GPU's rounded weights) against CUDA in `dtype`: losses, accuracy counts, per-tensor gradient
 // norms, the whole gradient's direction, and no device allocation in a second step.
-std::vector<CheckRow> check_model(bert::DType dtype, std::mt19937_64& rng, bool quick);
+std::vector<CheckRow> check_model(bert::DType dtype, uint64_t seed);
 
 }  // namespace mlbert::cuda::check

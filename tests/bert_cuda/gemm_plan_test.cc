@@ -146,3 +146,55 @@ TEST_CASE("linear plans reject empty problems with the sizes in the message") {
   CHECK_THROWS_WITH(cuda::plan_linear_forward(0, 4, 4, false), Catch::Contains("0, 4, 4"));
   CHECK_THROWS_AS(cuda::plan_linear_backward_weight(4, -1, 4, true), std::invalid_argument);
 }
+
+TEST_CASE("bias-gradient epilogues write the output's type: DGELU_BGRAD bf16/fp16, BGRAD f32") {
+  using cuda::MatrixType;
+  // The fused FFN backward writes d_input in the compute type, so cuBLASLt (which documents the
+  // bias-gradient vector as Ctype) gets a compute-type vector, never f32 with a 16-bit output.
+  for (MatrixType t : {MatrixType::bf16, MatrixType::f16}) {
+    const auto fused = cuda::data_gradient_epilogue(true, true, 4096, t);
+    CHECK(fused.epilogue == GemmEpilogue::dgelu_bgrad);
+    CHECK(fused.vector_type == t);
+  }
+  // The weight product accumulates into the f32 d_weight: its bias gradient is f32.
+  for (bool transposed : {false, true}) {
+    const ColumnMajorGemm w = cuda::plan_linear_backward_weight(64, 1024, 4096, transposed);
+    const auto choice = cuda::weight_gradient_epilogue(w, true, MatrixType::f32);
+    CHECK(choice.epilogue == (transposed ? GemmEpilogue::bgrad_b : GemmEpilogue::bgrad_a));
+    CHECK(choice.vector_type == MatrixType::f32);
+    CHECK(cuda::weight_gradient_epilogue(w, false, MatrixType::f32).epilogue == GemmEpilogue::none);
+  }
+  // No fusion for the erf GELU, without a bias gradient, or with an aux ld cuBLASLt rejects.
+  CHECK(cuda::data_gradient_epilogue(false, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::none);
+  CHECK(cuda::data_gradient_epilogue(true, false, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::none);
+  CHECK(cuda::data_gradient_epilogue(true, true, 4092, MatrixType::bf16).epilogue ==
+        GemmEpilogue::none);
+  CHECK(cuda::epilogue_writes_bias_grad(GemmEpilogue::bgrad_a));
+  CHECK_FALSE(cuda::epilogue_writes_bias_grad(GemmEpilogue::gelu_aux_bias));
+  CHECK(cuda::epilogue_reads_bias(GemmEpilogue::gelu_aux_bias));
+  CHECK(cuda::epilogue_uses_aux(GemmEpilogue::dgelu_bgrad));
+}
+
+TEST_CASE(
+    "a refused plan is named with its epilogue, types and shape, and the report counts uses") {
+  using cuda::MatrixType;
+  const ColumnMajorGemm g = cuda::plan_linear_backward_data(1006, 1024, 4096, false);
+  const std::string text = cuda::describe_problem(GemmEpilogue::dgelu_bgrad, MatrixType::bf16,
+                                                  MatrixType::bf16, MatrixType::bf16, g);
+  CHECK(text ==
+        "DGELU_BGRAD A/B bf16 C/D bf16 bias-grad bf16 m=4096 n=1006 k=1024 A^T lda=1024 B "
+        "ldb=1024 ldd=4096");
+  CHECK(cuda::describe_problem(GemmEpilogue::bias, MatrixType::f16, MatrixType::f16,
+                               MatrixType::f16, g)
+            .find("BIAS A/B fp16 C/D fp16 bias fp16 m=4096") == 0);
+  CHECK(cuda::fusion_report({}) == "cuBLASLt epilogues: none used");
+  const std::vector<cuda::EpilogueUse> uses = {{GemmEpilogue::none, MatrixType::bf16, 500, 0},
+                                               {GemmEpilogue::bias, MatrixType::bf16, 96, 0},
+                                               {GemmEpilogue::dgelu_bgrad, MatrixType::bf16, 0, 1},
+                                               {GemmEpilogue::bgrad_a, MatrixType::f32, 24, 2}};
+  CHECK(cuda::fusion_report(uses) ==
+        "cuBLASLt epilogues: BIAS(bf16) fused 96; DGELU_BGRAD(bf16) fused 0, refused 1 plan (ran "
+        "unfused); BGRADA(f32) fused 24, refused 2 plans (ran unfused)");
+}

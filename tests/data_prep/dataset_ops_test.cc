@@ -111,6 +111,9 @@ TEST_CASE("stratify under a tiny memory budget writes the same shards, one group
   const auto a = stratify({dir / "a.hdf5", dir / "b.hdf5"}, dir / "roomy", roomy);
   const auto b = stratify({dir / "a.hdf5", dir / "b.hdf5"}, dir / "tight", tight);
   REQUIRE(a.outputs.size() == b.outputs.size());
+  REQUIRE(a.outputs.size() == 8);  // 4 bins x 2 shards, none empty
+  CHECK(a.groups == 1);            // everything fits: every input read once
+  CHECK(b.groups == 8);            // one output shard at a time
   CHECK(a.samples_per_shard == b.samples_per_shard);
   for (size_t i = 0; i < a.outputs.size(); ++i) {
     CHECK(read_shard(a.outputs[i], {}) == read_shard(b.outputs[i], {}));
@@ -181,6 +184,8 @@ TEST_CASE("pack under a tiny memory budget writes the same shards, one group at 
   const auto b = pack({dir / "a.hdf5", dir / "b.hdf5"}, dir / "tight", tight);
   REQUIRE(a.outputs.size() == 3);
   REQUIRE(b.outputs.size() == 3);
+  CHECK(a.groups == 1);  // everything fits: every input read once
+  CHECK(b.groups == 3);  // one output shard at a time
   CHECK(a.rows == b.rows);
   int64_t sequences = 0;
   for (size_t i = 0; i < a.outputs.size(); ++i) {

@@ -112,7 +112,8 @@ TEST_CASE("packed rows keep per-sequence lengths and row-relative masked positio
   CHECK(read_shard(path, {}) == samples);
   const auto lengths = read_lengths(path);
   CHECK(lengths[0] == rows[0].length());
-  // On disk, the second sequence's positions are offset by the first one's length.
+  // The positions on disk, offset by the preceding sequences' lengths, are checked with h5py, an
+  // independent reader, by tests/parity/data_packed_parity.py; here only their HDF5 type.
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t d = H5Dopen2(f, "masked_lm_positions", H5P_DEFAULT);
   hid_t t = H5Dget_type(d);

@@ -115,12 +115,27 @@ TEST_CASE("read_documents: blank and whitespace-only lines separate documents, e
   const Vocab v = mlbert::test::tiny_vocab();
   const Tokenizer t(v, TokenizerFlavor::kReference);
   auto docs = read_text(dir, "\n\nthe cat\n \t\nthe dog\n\x01\x02\nthe mat\n\n\n", t);
-  // Leading implicit document, then: [the cat], [the dog, the mat] ("\x01\x02" tokenizes to
-  // nothing and is dropped without ending the document), then empty documents.
-  std::erase_if(docs, [](const Document& d) { return d.empty(); });
-  REQUIRE(docs.size() == 2);
-  CHECK(docs[0].size() == 1);
-  CHECK(docs[1].size() == 2);
+  // The reference's all_documents: the implicit leading document, then one new document per blank
+  // or whitespace-only line; "\x01\x02" tokenizes to nothing and is dropped without ending one.
+  REQUIRE(docs.size() == 6);
+  CHECK(docs[0].empty());
+  CHECK(docs[1].empty());
+  CHECK(docs[2].size() == 1);
+  CHECK(docs[3].size() == 2);
+  CHECK(docs[4].empty());
+  CHECK(docs[5].empty());
+  // create_samples drops the empty ones before it shuffles (all_documents = [x for x in
+  // all_documents if x]): the same samples as from the two real documents alone.
+  PretrainingOptions o;
+  o.max_seq_length = 16;
+  o.max_predictions_per_seq = 3;
+  auto real_only = docs;
+  std::erase_if(real_only, [](const Document& d) { return d.empty(); });
+  const auto from_real = create_samples(real_only, v, o);
+  const auto from_all = create_samples(docs, v, o);
+  CHECK(docs.size() == 2);
+  REQUIRE(!from_real.empty());
+  CHECK(from_all == from_real);
 }
 
 TEST_CASE("invalid UTF-8 in a corpus is an error naming file and line, or replaced on request") {

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -381,7 +382,7 @@ TEST_CASE("a wrong world size, missing data or a bad system fail before init_sta
     const auto [status, output] = run_command(train_command(2, two, missing, out / "results", ""));
     INFO(output);
     CHECK(status != 0);
-    CHECK_THAT(output, Catch::Contains("no_such_dir: does not exist"));
+    CHECK_THAT(output, Catch::Contains("no_such_dir: no such directory"));
     CHECK_FALSE(fs::exists(out / "results/two_ranks/bert/result_0.txt"));
   }
   {
@@ -406,4 +407,100 @@ TEST_CASE("a wrong world size, missing data or a bad system fail before init_sta
     CHECK(status != 0);
     CHECK_THAT(output, Catch::Contains("not_json.json: not valid JSON"));
   }
+}
+
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The result log's structure: every record's event type and key, in order.
+std::vector<std::string> record_keys(const fs::path& log) {
+  std::vector<std::string> keys;
+  for (const std::string& line : lines_of(read_file(log))) {
+    const json record = json::parse(line.substr(line.find(":::MLLOG ") + 9));
+    keys.push_back(record["event_type"].get<std::string>() + " " +
+                   record["key"].get<std::string>());
+  }
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "rank 0's progress goes to stderr with one line per eval on a pipe while stdout and the "
+    "result log stay MLLOG only",
+    "[mpi][progress]") {
+  const TestData data = test_data();
+  fs::path system = write_system("progress2", 2, 8, 1, "after-allreduce", "none", 60, 12);
+  {
+    json s = json::parse(read_file(system));
+    s["run"]["eval"]["cadence"] = 64;  // every 4 steps of 16: evals at steps 4, 8, 12
+    s["run"]["target_accuracy"] = 0.99;
+    std::ofstream(system) << s.dump(2);
+  }
+  const fs::path out = work_root() / "progress";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const fs::path log = out / "results" / "progress2" / "bert" / "result_0.txt";
+
+  // Without --quiet: rank 0 prints the MLLOG lines to stdout as well. stderr is a file: "auto"
+  // chooses plain lines.
+  std::string command = train_command(2, system, data, out / "results", "--run-index 0 --seed 7");
+  command.replace(command.find(" train --quiet "), std::string(" train --quiet ").size(),
+                  " train ");
+  command = "(" + command + " > " + (out / "stdout.txt").string() + " 2> " +
+            (out / "stderr.txt").string() + ")";
+  auto [status, output] = run_command(command);
+  INFO(command << "\n" << output << read_file(out / "stderr.txt"));
+  REQUIRE(status == 3);  // max_steps before the (unreachable) target
+
+  const std::string log_text = read_file(log);
+  for (const std::string& line : lines_of(log_text)) CHECK(line.rfind(":::MLLOG {", 0) == 0);
+  CHECK(log_text.find("mlbert train") == std::string::npos);
+  // stdout is the result log, line for line: nothing else is printed there.
+  CHECK(read_file(out / "stdout.txt") == log_text);
+
+  const std::string err = read_file(out / "stderr.txt");
+  CHECK(err.find('\r') == std::string::npos);
+  CHECK(err.find('\033') == std::string::npos);
+  CHECK(err.find(":::MLLOG") == std::string::npos);
+  std::vector<std::string> progress;
+  for (const std::string& line : lines_of(err))
+    if (line.rfind("mlbert train: ", 0) == 0) progress.push_back(line);
+  REQUIRE(progress.size() == 4);  // three evals and the stop
+  const std::regex eval_line(
+      R"(mlbert train: eval [1-3] at step (4|8|12), (64|128|192) samples: accuracy 0\.[0-9]{4} )"
+      R"(\(target 0\.990\), [0-9.]+ seq/s, [0-9.]+ s since run_start, (ETA .+|target beyond max_steps))");
+  for (int i = 0; i < 3; ++i) {
+    INFO(progress[i]);
+    CHECK(std::regex_match(progress[i], eval_line));
+  }
+  CHECK(progress[3].rfind("mlbert train: stopped before the target at step 12, 192 samples", 0) ==
+        0);
+  const auto keys_lines = record_keys(log);
+
+  // --progress tty through the same pipe: the rewriting line, and the same result log structure.
+  fs::remove(log);
+  command =
+      "(" +
+      train_command(2, system, data, out / "results", "--run-index 0 --seed 7 --progress tty") +
+      " 2> " + (out / "stderr_tty.txt").string() + ")";
+  std::tie(status, output) = run_command(command);
+  INFO(command << "\n" << output);
+  REQUIRE(status == 3);
+  const std::string tty = read_file(out / "stderr_tty.txt");
+  CHECK(tty.find("\r\033[Kstep ") != std::string::npos);
+  CHECK(tty.find("step 12/12 | 192 samples |") != std::string::npos);
+  CHECK(record_keys(log) == keys_lines);
+  CHECK(read_file(log).find("step ") == std::string::npos);
 }

@@ -129,4 +129,41 @@ TEST_CASE("no decay and no trust ratio for biases and LayerNorm", "[optimizer]")
     INFO(info.name);
     CHECK(info.weight_decay == !excluded);
   }
+  // One LAMB step from weights scaled so that every tensor's trust ratio ||p|| / ||u|| is far
+  // from 1: an update of exactly lr * u shows that none was applied, lr * ratio * u that it was.
+  auto master = f.params.download_master();
+  for (float& w : master) w = 100.0f * w + (w >= 0 ? 10.0f : -10.0f);
+  f.params.upload_master(master);
+  auto spec = spec_of(harness::OptimizerKind::lamb);
+  spec.learning_rate = 0.05;  // updates well above the float spacing of weights near 10
+  spec.weight_decay = 0.01;   // small against |mhat / sqrt(vhat)| = 1, so ||u|| stays near 1
+  harness::Optimizer optimizer(f.params, spec, linear_decay(10));
+  const double lr = optimizer.step(1.0f);
+  const auto after = f.params.download_master();
+  int excluded_tensors = 0;
+  for (const auto& info : f.params.infos()) {
+    INFO(info.name);
+    // Step 1 from zero moments: mhat = g, vhat = g^2.
+    std::vector<double> u(info.numel);
+    double p_norm = 0, u_norm = 0;
+    for (std::size_t i = 0; i < info.numel; ++i) {
+      const double g = f.grad[info.offset + i], p = master[info.offset + i];
+      u[i] = g / (std::fabs(g) + spec.epsilon) + (info.weight_decay ? spec.weight_decay * p : 0.0);
+      p_norm += p * p;
+      u_norm += u[i] * u[i];
+    }
+    const double trust_ratio = std::sqrt(p_norm) / std::sqrt(u_norm);
+    REQUIRE((trust_ratio > 5 || trust_ratio < 0.2));  // applying it or not is visible
+    const double ratio = info.weight_decay ? trust_ratio : 1.0;
+    double error = 0, change = 0;
+    for (std::size_t i = 0; i < info.numel; ++i) {
+      const double want = lr * ratio * u[i];
+      const double got = master[info.offset + i] - after[info.offset + i];
+      error = std::max(error, std::fabs(got - want));
+      change = std::max(change, std::fabs(want));
+    }
+    CHECK(error < 1e-3 * change);
+    excluded_tensors += !info.weight_decay;
+  }
+  CHECK(excluded_tensors > 10);
 }

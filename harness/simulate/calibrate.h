@@ -1,0 +1,41 @@
+// `mlbert simulate calibrate --results DIR`: an accelerator profile fitted to ONE published
+// result, from the run's samples, evaluations and times.
+//
+// Design choice: one result fixes one operating point, so the calibration fits only what such a
+// point determines and derives the rest from stated physics: the ratio of per-token to
+// per-squared-token cost is the ratio of their training FLOPs (REFERENCE.md section 7); the
+// evaluation forward costs a third of the training FLOPs at the same rate; the optimizer and the
+// norm passes are memory-bound (bytes per parameter over the datasheet HBM bandwidth times a
+// stated fraction). Fitted are the effective training FLOP rate (so that the simulated runs,
+// through the same simulator that predicts, last as long as the published ones) and the run-start
+// time (the first evaluation interval's excess over the next).
+#pragma once
+
+#include <string>
+
+#include "harness/simulate/profile.h"
+#include "harness/simulate/results.h"
+#include "harness/simulate/simulator.h"
+
+namespace mlbert::harness::simulate {
+
+struct CalibrationOptions {
+  std::string command;  // the command line, recorded in the provenance
+  std::string name;     // profile file stem (e.g. "a100-sxm4-80gb")
+  SimulationOptions simulation;
+};
+
+// The fitted profile; its provenance records the source, the fit and every derived constant.
+// Throws std::invalid_argument when the folder cannot calibrate (no datasheet for the accelerator,
+// a non-GPU accelerator, fewer than 2 evaluations in every run).
+AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options);
+
+// Bytes the optimizer moves per parameter in mlbert's kernels (bert/ops.h): Adam/AdamW read the
+// f32 master, gradient and both moments and write master, moments and the compute copy (30);
+// LAMB adds the update written as scratch and the per-tensor norm pass (50).
+inline constexpr double kAdamBytesPerParameter = 30;
+inline constexpr double kLambBytesPerParameter = 50;
+// Fraction of HBM peak a bandwidth-bound pass reaches (assumption, typical of STREAM-like kernels).
+inline constexpr double kMemoryBandwidthFraction = 0.85;
+
+}  // namespace mlbert::harness::simulate

@@ -1,0 +1,238 @@
+// `mlbert simulate --system S | --results DIR` and `mlbert simulate calibrate --results DIR`.
+#include "harness/simulate/cli.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "harness/simulate/calibrate.h"
+#include "harness/simulate/report.h"
+#include "harness/simulate/results.h"
+#include "harness/simulate/settings.h"
+#include "harness/simulate/simulator.h"
+#include "mlperf_logging/cli.h"
+
+namespace mlbert::harness::simulate {
+namespace {
+
+struct Options {
+  std::string system;
+  std::filesystem::path systems_dir = "systems";
+  std::filesystem::path results;
+  std::string ruleset;
+  std::filesystem::path profile;
+  std::filesystem::path profiles_dir;  // default <systems_dir>/profiles
+  std::vector<std::string> sets;
+  std::string sweep;
+  bool json = false;
+  std::filesystem::path plot;
+  std::filesystem::path data;
+  std::filesystem::path output;  // calibrate
+};
+
+std::filesystem::path profiles_dir_of(const Options& o) {
+  return o.profiles_dir.empty() ? o.systems_dir / "profiles" : o.profiles_dir;
+}
+
+SimulationOptions simulation_options(const Options& o) {
+  SimulationOptions s;
+  if (!o.data.empty()) {
+    s.lengths = SimulationOptions::Lengths::shards;
+    s.data_dir = o.data;
+  }
+  return s;
+}
+
+// The profile named by --profile, or the one in the profiles directory for the accelerator; a
+// clear error otherwise (never a guess).
+AcceleratorProfile profile_for(const Options& o, const std::string& accelerator,
+                               ClusterRun& cluster) {
+  if (!looks_like_gpu(accelerator))
+    throw std::runtime_error("accelerator \"" + accelerator +
+                             "\" is not a GPU: mlbert simulate models GPU clusters only");
+  if (!o.profile.empty()) {
+    AcceleratorProfile p = load_profile(o.profile);
+    if (!p.matches_accelerator(accelerator))
+      cluster.notes.push_back("--profile " + o.profile.string() + " (for " + p.accelerator +
+                              ") stands in for " + accelerator);
+    return p;
+  }
+  const auto dir = profiles_dir_of(o);
+  if (auto p = find_profile(dir, accelerator)) return *p;
+  throw std::runtime_error("no accelerator profile for \"" + accelerator + "\" (" +
+                           describe_profiles(dir) +
+                           "): measure one with a device check, or calibrate one from a "
+                           "single-node result with `mlbert simulate calibrate --results DIR`");
+}
+
+std::filesystem::path system_path(const Options& o) {
+  std::filesystem::path path = o.system;
+  if (o.system.find('/') == std::string::npos && path.extension() != ".json")
+    path = o.systems_dir / (o.system + ".json");
+  return path;
+}
+
+// The system file with the settings applied, validated by the harness's loader.
+SystemConfig configured_system(const Options& o, const std::vector<Setting>& settings,
+                               SimulatorSettings& sim) {
+  if (settings.empty()) return load_system(o.system, o.systems_dir);
+  const auto path = system_path(o);
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path.string() + ": cannot open system file");
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
+  }
+  SystemConfig config = parse_system(apply_settings(root, settings, sim, path.string()), path);
+  if (!config.run.model.config_path.empty() && config.run.model.config_path.is_relative())
+    config.run.model.config_path = path.parent_path() / config.run.model.config_path;
+  return config;
+}
+
+void write_plot(const Options& o, const std::string& field, const std::vector<SweepPoint>& points) {
+  if (o.plot.empty()) return;
+  std::ofstream out(o.plot);
+  out << sweep_svg(field, points);
+  if (!out) throw std::runtime_error(o.plot.string() + ": cannot write the plot");
+  std::cerr << "mlbert simulate: wrote " << o.plot.string() << "\n";
+}
+
+int run_system(const Options& o) {
+  std::vector<Setting> base;
+  for (const auto& s : o.sets) base.push_back(parse_setting(s));
+  std::vector<std::vector<Setting>> variants;
+  std::string field;
+  if (o.sweep.empty()) {
+    variants.push_back(base);
+  } else {
+    for (const Setting& v : parse_sweep(o.sweep)) {
+      auto settings = base;
+      settings.push_back(v);
+      variants.push_back(settings);
+      field = v.field;
+    }
+  }
+  std::vector<SweepPoint> points;
+  std::optional<AcceleratorProfile> first_profile;
+  for (const auto& settings : variants) {
+    SimulatorSettings sim;
+    const SystemConfig system = configured_system(o, settings, sim);
+    if (system.topology.accelerator.kind != "gpu")
+      throw std::runtime_error(system.path.string() + ": topology.accelerator.kind is \"" +
+                               system.topology.accelerator.kind +
+                               "\": mlbert simulate models GPU clusters only");
+    ClusterRun cluster = cluster_from_system(system);
+    SimulationOptions options = simulation_options(o);
+    apply_simulator_settings(sim, cluster, options);
+    const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
+    if (!first_profile) first_profile = profile;
+    points.push_back({settings.empty() || o.sweep.empty() ? system.name : settings.back().value,
+                      predict(cluster, profile, options)});
+  }
+  if (o.sweep.empty()) {
+    if (o.json)
+      std::cout << prediction_to_json(points.front().prediction).dump(2) << "\n";
+    else
+      std::cout << format_prediction(points.front().prediction, *first_profile);
+    write_plot(o, "system", points);
+  } else {
+    if (o.json)
+      std::cout << sweep_to_json(field, points).dump(2) << "\n";
+    else
+      std::cout << format_sweep(field, points);
+    write_plot(o, field, points);
+  }
+  return 0;
+}
+
+int run_results(const Options& o) {
+  const PublishedResult result = read_published_result(o.results, o.ruleset);
+  ClusterRun cluster = cluster_from_result(result);
+  SimulationOptions options = simulation_options_for(result, simulation_options(o));
+  std::vector<Setting> settings;
+  for (const auto& s : o.sets) settings.push_back(parse_setting(s));
+  apply_result_settings(settings, cluster, options);
+  const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
+  std::int64_t steps = 0, evals = 0;
+  for (const PublishedRun& run : result.runs) {
+    steps = std::max(steps, run.samples / cluster.run.global_batch_size);
+    evals = std::max(evals, run.evals);
+  }
+  options.steps = steps;
+  options.evals = evals;
+  const ResultComparison c = compare_with_result(result, predict(cluster, profile, options));
+  if (o.json)
+    std::cout << comparison_to_json(c).dump(2) << "\n";
+  else
+    std::cout << format_comparison(c, profile);
+  return 0;
+}
+
+int run_calibrate(const Options& o) {
+  const PublishedResult result = read_published_result(o.results, o.ruleset);
+  CalibrationOptions options;
+  options.command = "mlbert simulate calibrate --results " + o.results.string() +
+                    (o.ruleset.empty() ? "" : " --ruleset " + o.ruleset);
+  options.simulation = simulation_options(o);
+  const AcceleratorProfile profile = calibrate(result, options);
+  std::filesystem::path out = o.output;
+  if (out.empty()) out = profiles_dir_of(o) / (profile.matches.front() + ".json");
+  save_profile(profile, out);
+  const auto& fit = profile.provenance["fit"];
+  std::cout << "calibrated " << profile.accelerator << " from " << result.runs.size() << " runs of "
+            << result.dir.string() << "\n"
+            << "  effective training rate " << fit["effective_train_tflops"].get<double>()
+            << " TFLOP/s (" << fit["fraction_of_fp16_peak"].get<double>() * 100
+            << "% of the fp16 peak), run start " << profile.run_start_seconds << " s\n"
+            << "  simulated step " << fit["simulated_step_ms"].get<double>() << " ms, evaluation "
+            << fit["simulated_eval_ms"].get<double>() << " ms\n"
+            << "wrote " << out.string() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void register_cli(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<Options>();
+  CLI::App* simulate =
+      app.add_subcommand("simulate", "predict time to train from a system or a published result")
+          ->group("train");
+  simulate->add_option("--system", o->system, "system name (systems/<name>.json) or file");
+  simulate->add_option("--systems-dir", o->systems_dir, "where system names are looked up");
+  simulate->add_option("--results", o->results,
+                       "a published result folder (result_*.txt and system.json)");
+  simulate->add_option("--ruleset", o->ruleset, "ruleset of --results (default: from the path)");
+  simulate->add_option("--profile", o->profile, "accelerator profile (default: by accelerator)");
+  simulate->add_option("--profiles-dir", o->profiles_dir,
+                       "where profiles are looked up (default <systems-dir>/profiles)");
+  simulate->add_option("--set", o->sets, "FIELD=VALUE on the system (repeatable)");
+  simulate->add_option("--sweep", o->sweep, "FIELD=V1,V2,...: one prediction per value");
+  simulate->add_flag("--json", o->json, "print JSON");
+  simulate->add_option("--plot", o->plot, "write an SVG of time to train, stacked by component");
+  simulate->add_option("--data", o->data, "take sample lengths from the HDF5 shards here");
+  CLI::App* calibrate_cmd =
+      simulate->add_subcommand("calibrate", "fit an accelerator profile to ONE published result");
+  calibrate_cmd->add_option("--results", o->results, "the result folder")->required();
+  calibrate_cmd->add_option("--ruleset", o->ruleset, "its ruleset (default: from the path)");
+  calibrate_cmd->add_option("--output", o->output,
+                            "profile file (default <profiles-dir>/<accelerator>.json)");
+  calibrate_cmd->add_option("--profiles-dir", o->profiles_dir, "where the profile goes");
+  calibrate_cmd->add_option("--systems-dir", o->systems_dir, "(default profiles dir parent)");
+  calibrate_cmd->callback([o, &exit_code] { exit_code = run_calibrate(*o); });
+  logging::set_example(*simulate,
+                       "mlbert simulate --system dgxa100_128x8 --sweep nodes=16,32,64,128 "
+                       "--plot scaling.svg");
+  logging::set_example(*calibrate_cmd,
+                       "mlbert simulate calibrate --results results/v1.0/NVIDIA/dgxa100_ngc21.05");
+  simulate->callback([o, simulate, calibrate_cmd, &exit_code] {
+    if (simulate->got_subcommand(calibrate_cmd)) return;
+    if (o->system.empty() == o->results.empty())
+      throw std::runtime_error("simulate: give --system or --results (one of them)");
+    if (!o->results.empty() && !o->sweep.empty())
+      throw std::runtime_error("simulate: --sweep applies to --system only");
+    exit_code = o->results.empty() ? run_system(*o) : run_results(*o);
+  });
+}
+
+}  // namespace mlbert::harness::simulate

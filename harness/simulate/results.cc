@@ -1,0 +1,320 @@
+// Reading a published result folder for `mlbert simulate --results` (see results.h).
+#include "harness/simulate/results.h"
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "mlperf_logging/package_layout.h"
+#include "mlperf_logging/parser.h"
+#include "mlperf_logging/score.h"
+
+namespace mlbert::harness::simulate {
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string, std::less<>> kKeys = {
+    "run_start",         "run_stop",
+    "eval_accuracy",     "train_samples",
+    "global_batch_size", "gradient_accumulation_steps",
+    "opt_name",          "submission_division",
+    "eval_samples"};
+
+std::int64_t integer_value(const mllog::LogRecord& r, const std::filesystem::path& file) {
+  if (!r.value.is_number())
+    throw std::runtime_error(file.string() + ":" + std::to_string(r.line) + ": " + r.key +
+                             ": value " + r.value.dump() + " is not a number");
+  return static_cast<std::int64_t>(r.value.get<double>());
+}
+
+PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result) {
+  PublishedRun run;
+  run.file = file;
+  std::optional<double> start, stop;
+  std::int64_t last_epoch = 0;
+  mllog::ParseOptions options;
+  options.wanted = [](std::string_view key, bool is_string) {
+    return is_string && kKeys.count(key) ? mllog::ParseOptions::Want::all
+                                         : mllog::ParseOptions::Want::skip;
+  };
+  mllog::for_each_record(
+      file,
+      [&](const mllog::LogRecord& r) {
+        if (r.key == "run_start" && !start) {
+          start = r.timestamp;
+        } else if (r.key == "run_stop" && start && !stop) {
+          stop = r.timestamp;
+          if (r.metadata.is_object() && r.metadata.contains("status") &&
+              r.metadata["status"].is_string())
+            run.status = r.metadata["status"].get<std::string>();
+        } else if (r.key == "eval_accuracy" && start && !stop) {
+          ++run.evals;
+          run.eval_times.push_back((r.timestamp - *start) / 1000.0);
+          if (r.metadata.is_object() && r.metadata.contains("epoch_num") &&
+              r.metadata["epoch_num"].is_number())
+            last_epoch = static_cast<std::int64_t>(r.metadata["epoch_num"].get<double>());
+        } else if (r.key == "train_samples") {
+          run.samples = integer_value(r, file);
+        } else if (r.key == "global_batch_size") {
+          result.global_batch_size = integer_value(r, file);
+        } else if (r.key == "gradient_accumulation_steps") {
+          result.gradient_accumulation = static_cast<int>(integer_value(r, file));
+        } else if (r.key == "eval_samples") {
+          result.eval_samples = integer_value(r, file);
+        } else if (r.key == "opt_name" && r.value.is_string()) {
+          result.opt_name = r.value.get<std::string>();
+        } else if (r.key == "submission_division" && r.value.is_string()) {
+          result.division = r.value.get<std::string>();
+        }
+      },
+      [](const mllog::ParseError&) {});  // lines the official parser rejects carry no timing
+  if (!start || !stop)
+    throw std::runtime_error(file.string() + ": no run_start and run_stop records");
+  run.seconds = (*stop - *start) / 1000.0;
+  // Early rounds log epoch_num 1 on every eval; later ones the samples seen.
+  if (run.samples == 0 && last_epoch > 1000) run.samples = last_epoch;
+  if (run.samples == 0)
+    throw std::runtime_error(file.string() +
+                             ": neither train_samples nor an eval epoch_num says how many samples "
+                             "the run trained");
+  return run;
+}
+
+// NVIDIA-style launch-line flags, read from the text around the MLLOG records.
+void read_launch_flags(const std::filesystem::path& file, PublishedResult& result) {
+  // Only the lines that look like a command line: the launch is echoed before the first records.
+  std::ifstream in(file, std::ios::binary);
+  std::string text, line;
+  while (std::getline(in, line))
+    if (line.find(":::MLLOG") == std::string::npos && line.find(" --") != std::string::npos &&
+        text.size() < (1u << 20))
+      text += line + "\n";
+  const auto flag = [&](const std::string& name) {
+    const std::regex re("(^|[\\s'\"])" + name + "(?=[\\s'\"=]|$)");
+    if (std::regex_search(text, re)) {
+      result.launch_flags.push_back(name);
+      return true;
+    }
+    return false;
+  };
+  result.global_exchange = flag("--exchange_padding");
+  result.group_exchange = flag("--group_exchange_padding");
+  result.bucket_clipping = flag("--local_gradient_clip");
+  flag("--distributed_lamb");
+  result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
+  result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("--optimizer=(\\w+)"))) {
+    result.launch_flags.push_back(m.str(0));
+    std::string name = m.str(1);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    result.adam = name.find("adam") != std::string::npos;
+  }
+  if (std::regex_search(text, m, std::regex("--eval_batch_size=(\\d+)"))) {
+    result.launch_flags.push_back(m.str(0));
+    result.eval_batch_size = std::stoi(m.str(1));
+  }
+  if (std::regex_search(text, m, std::regex("--split_batch_cnt((?:\\s+\\d+)+)"))) {
+    result.launch_flags.push_back("--split_batch_cnt" + m.str(1));
+    std::istringstream counts(m.str(1));
+    std::vector<int> quotas;
+    for (int q; counts >> q;) quotas.push_back(q);
+    result.stratified_quotas = quotas;
+  }
+}
+
+int positive_count(const json& system, const char* field, const std::filesystem::path& file) {
+  const std::string text = system.contains(field) && system[field].is_string()
+                               ? system[field].get<std::string>()
+                           : system.contains(field) ? system[field].dump()
+                                                    : "";
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(text, &used);
+    if (n > 0 && used == text.size()) return n;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(file.string() + ": " + field + ": \"" + text +
+                              "\" is not a positive whole number");
+}
+
+std::string string_field(const json& system, const char* field) {
+  return system.contains(field) && system[field].is_string() ? system[field].get<std::string>()
+                                                             : "";
+}
+
+}  // namespace
+
+double PublishedResult::olympic_seconds() const {
+  std::vector<double> seconds;
+  for (const auto& r : runs) seconds.push_back(r.seconds);
+  return logging::olympic_average(seconds, 0, 1).value_or(0);
+}
+
+PublishedResult read_published_result(const std::filesystem::path& dir,
+                                      const std::string& ruleset) {
+  PublishedResult result;
+  result.dir = dir;
+  const auto files = logging::find_result_files(dir);
+  if (files.empty()) throw std::runtime_error(dir.string() + ": no result_*.txt files");
+  const auto system_file = dir / "system.json";
+  if (!std::filesystem::exists(system_file))
+    throw std::runtime_error(dir.string() +
+                             ": no system.json (the submission's system description) next to "
+                             "the result files");
+  result.system = logging::read_json_file(system_file);
+  if (!result.system.is_object())
+    throw std::runtime_error(system_file.string() + ": must be a JSON object");
+  if (!ruleset.empty()) {
+    result.ruleset = ruleset;
+  } else if (auto from_path = logging::ruleset_from_path(dir)) {
+    result.ruleset = *from_path;
+  }
+  for (const auto& file : files) result.runs.push_back(read_run(file, result));
+  read_launch_flags(files.front(), result);
+  if (result.global_batch_size < 1)
+    throw std::runtime_error(dir.string() + ": no global_batch_size record in the logs");
+  if (result.division.empty()) result.division = string_field(result.system, "division");
+  return result;
+}
+
+OfficialScore official_score(const PublishedResult& result) {
+  OfficialScore out;
+  if (result.ruleset.empty()) {
+    out.note = "no official score: the ruleset is unknown (pass --ruleset)";
+    return out;
+  }
+  try {
+    logging::ScoreOptions options;
+    options.ruleset = result.ruleset;
+    const logging::SystemScore score = logging::score_system(result.dir, options);
+    out.minutes = score.score;
+    if (!score.score)
+      out.note = "no official score: too few runs pass the " + result.ruleset + " compliance check";
+  } catch (const std::exception& e) {
+    out.note = std::string("no official score: ") + e.what();
+  }
+  return out;
+}
+
+ClusterRun cluster_from_result(const PublishedResult& r) {
+  const auto system_file = r.dir / "system.json";
+  ClusterRun c;
+  c.name = r.dir.filename().string();
+  c.accelerator = string_field(r.system, "accelerator_model_name");
+  if (!looks_like_gpu(c.accelerator))
+    throw std::invalid_argument(system_file.string() + ": accelerator \"" + c.accelerator +
+                                "\" is not a GPU: mlbert simulate models GPU clusters only");
+  auto& notes = c.notes;
+  NetworkSpec& n = c.network;
+  n.nodes = positive_count(r.system, "number_of_nodes", system_file);
+  n.gpus_per_node = positive_count(r.system, "accelerators_per_node", system_file);
+  const auto sheet = datasheet_for(c.accelerator);
+  std::smatch m;
+  const std::string interconnect = string_field(r.system, "accelerator_interconnect");
+  if (std::regex_search(interconnect, m,
+                        std::regex("(\\d+(?:\\.\\d+)?)\\s*GB/s", std::regex::icase))) {
+    n.nvlink_gbs = std::stod(m.str(1)) / 2;
+  } else if (sheet) {
+    n.nvlink_gbs = sheet->nvlink_gbs / 2;
+    notes.push_back("accelerator_interconnect states no GB/s: the datasheet's " +
+                    std::to_string(static_cast<int>(sheet->nvlink_gbs)) + " GB/s NVLink");
+  } else {
+    throw std::invalid_argument(system_file.string() +
+                                ": accelerator_interconnect states no bandwidth (e.g. 600GB/s)");
+  }
+  const std::string networking = string_field(r.system, "host_networking");
+  if (std::regex_search(
+          networking, m,
+          std::regex("compute:\\s*(\\d+)\\s*x[^,]*?(\\d+)\\s*gb", std::regex::icase))) {
+    n.nics_per_node = std::stoi(m.str(1));
+    n.nic_gbs_per_node = n.nics_per_node * std::stod(m.str(2)) / 8;
+  } else if (n.nodes > 1) {
+    n.nics_per_node = n.gpus_per_node;
+    n.nic_gbs_per_node = n.gpus_per_node * 200.0 / 8;
+    notes.push_back("host_networking states no compute NICs: default one 200 Gb/s NIC per GPU");
+  }
+
+  RunSpec& run = c.run;
+  run.ruleset = r.ruleset;
+  run.division = r.division;
+  run.global_batch_size = r.global_batch_size;
+  run.gradient_accumulation = std::max(1, r.gradient_accumulation);
+  const std::int64_t world = static_cast<std::int64_t>(n.nodes) * n.gpus_per_node;
+  if (run.global_batch_size % (world * run.gradient_accumulation) != 0)
+    throw std::invalid_argument(r.dir.string() + ": global_batch_size " +
+                                std::to_string(run.global_batch_size) + " does not split over " +
+                                std::to_string(world) + " GPUs x accumulation " +
+                                std::to_string(run.gradient_accumulation));
+  run.per_rank_batch =
+      static_cast<int>(run.global_batch_size / (world * run.gradient_accumulation));
+  if (r.opt_name) {
+    std::string name = *r.opt_name;
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    run.optimizer.kind =
+        name.find("adam") != std::string::npos ? OptimizerKind::adamw : OptimizerKind::lamb;
+  } else if (r.adam) {
+    run.optimizer.kind = OptimizerKind::adamw;
+  } else {
+    run.optimizer.kind = OptimizerKind::lamb;
+    notes.push_back("the logs name no optimizer (no opt_name): LAMB assumed");
+  }
+  if (r.bucket_clipping)
+    run.clipping = ClippingMode::bucket_before_allreduce;
+  else
+    run.clipping = ClippingMode::after_allreduce;
+  if (r.stratified_quotas && std::accumulate(r.stratified_quotas->begin(),
+                                             r.stratified_quotas->end(), 0) == run.per_rank_batch) {
+    run.sampler = SamplerKind::stratified;
+    run.stratified_quotas = *r.stratified_quotas;
+  }
+  if (r.group_exchange) {
+    run.load_balancing = LoadBalancing::node_exchange;
+  } else if (r.global_exchange) {
+    run.load_balancing = LoadBalancing::global_exchange;
+  } else {
+    run.load_balancing = LoadBalancing::global_exchange;
+    notes.push_back(
+        "the logs state no load balancing: global-exchange assumed (NVIDIA's "
+        "exchange padding, the GPU submissions' practice); --set "
+        "run.load_balancing=none to change");
+  }
+  if (!r.launch_flags.empty()) {
+    std::string flags;
+    for (const auto& f : r.launch_flags) flags += (flags.empty() ? "" : " ") + f;
+    notes.push_back("read from the launch line in the logs: " + flags);
+  }
+  run.eval.eval_samples = r.eval_samples;
+  run.eval.batch_size = r.eval_batch_size.value_or(16);
+  if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
+  run.max_steps = 0;
+  if (r.post_accumulation_allreduce) {
+    // NVIDIA's --allreduce_post_accumulation: the whole gradient in one allreduce after backward.
+    run.bucket_mb = 1e9;
+    notes.push_back(
+        "--allreduce_post_accumulation: one allreduce of the whole gradient after "
+        "backward, not overlapped" +
+        std::string(r.fp16_allreduce ? ", in fp16" : ""));
+  } else {
+    run.bucket_mb = 25;
+    notes.push_back("no gradient reduction stated: mlbert's overlapped 25 MiB f32 buckets");
+  }
+  if (std::find(r.launch_flags.begin(), r.launch_flags.end(), "--distributed_lamb") !=
+      r.launch_flags.end())
+    notes.push_back("--distributed_lamb shards the optimizer; simulated unsharded (mlbert's)");
+  c.model = bert::BertConfig::preset("bert-large");
+  return c;
+}
+
+SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base) {
+  if (result.post_accumulation_allreduce) base.overlap = false;
+  if (result.fp16_allreduce) base.gradient_wire_bytes = 2;
+  return base;
+}
+
+}  // namespace mlbert::harness::simulate

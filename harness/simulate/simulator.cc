@@ -1,0 +1,463 @@
+// The run model: convergence point, per-step timeline with overlapped bucket allreduces,
+// evaluations (see simulator.h).
+#include "harness/simulate/simulator.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "bert/parameters.h"
+#include "harness/grad_sync.h"
+#include "mlperf_logging/rcp.h"
+
+namespace mlbert::harness::simulate {
+namespace {
+
+// Reading a norm back to the host and launching what depends on it (after-allreduce clipping).
+constexpr double kHostRoundTripSeconds = 20e-6;
+// The two int64 counts the evaluation sums over ranks.
+constexpr double kEvalCountBytes = 16;
+
+std::string format_count(double x) {
+  std::string digits = std::to_string(static_cast<long long>(std::llround(x)));
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
+std::string format_number(double x, int precision) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << x;
+  return s.str();
+}
+
+bert::BertConfig model_of(const ModelSpec& spec, const std::filesystem::path& origin) {
+  bert::BertConfig config = spec.preset == "file" ? bert::BertConfig::from_file(spec.config_path)
+                                                  : bert::BertConfig::preset(spec.preset);
+  if (spec.overrides.is_object() && !spec.overrides.empty()) {
+    nlohmann::json merged = config.to_json();
+    for (const auto& [k, v] : spec.overrides.items()) merged[k] = v;
+    config = bert::BertConfig::from_json(merged, origin.string() + " run.model.overrides");
+  }
+  return config;
+}
+
+// Backward FLOPs each tensor's gradient needs before it is final, as coefficients of the
+// micro-batch's tokens T, squared tokens Q and masked predictions P (REFERENCE.md section 7:
+// backward = 2 x forward).
+struct BackwardWork {
+  double tokens = 0, squares = 0, predictions = 0;
+};
+
+BackwardWork backward_work(const bert::ParameterInfo& info, const bert::BertConfig& c) {
+  const auto ends_with = [&](const char* suffix) {
+    const std::string s(suffix);
+    return info.name.size() >= s.size() &&
+           info.name.compare(info.name.size() - s.size(), s.size(), s) == 0;
+  };
+  const double numel = static_cast<double>(info.numel);
+  BackwardWork w;
+  if (info.name == "cls/predictions/output_bias") {
+    // The decoder (tied word embeddings) runs backward first; its bias is final right after.
+    w.predictions = 4.0 * c.hidden_size * c.padded_vocab_size();
+  } else if (info.name == "cls/predictions/transform/dense/kernel") {
+    w.predictions = 4.0 * numel;
+  } else if (info.name.rfind("bert/encoder/", 0) == 0 && ends_with("/kernel")) {
+    w.tokens = 4.0 * numel;
+    // Attention's QK^T and PV backward (8 H s^2 per layer) come just before the QKV projection.
+    if (ends_with("attention/self/query/kernel")) w.squares = 8.0 * c.hidden_size;
+  }
+  return w;
+}
+
+// The bucket layout on the wire and where in backward each bucket becomes final.
+struct BucketPlan {
+  std::vector<double> bytes;         // per bucket, on the wire
+  std::vector<double> norm_seconds;  // per bucket: one read of its f32 gradients
+  std::vector<BackwardWork> done;    // backward work finished when the bucket is final
+  BackwardWork total;
+  double parameters = 0;     // elements of all tensors
+  double flat_elements = 0;  // of the gradient buffer
+};
+
+BucketPlan plan_buckets(const bert::BertConfig& model, const RunSpec& run, double wire_bytes,
+                        double memory_bytes_per_second) {
+  const auto layout = bert::bert_parameter_layout(model);
+  const std::size_t flat = bert::flat_size_of(layout);
+  const auto buckets = make_buckets(layout, flat, bucket_elements_for(run.bucket_mb));
+  BucketPlan plan;
+  plan.flat_elements = static_cast<double>(flat);
+  std::size_t t = 0;
+  for (const Bucket& b : buckets) {
+    while (t < layout.size() && layout[t].offset + layout[t].numel <= b.end) {
+      const BackwardWork w = backward_work(layout[t], model);
+      plan.total.tokens += w.tokens;
+      plan.total.squares += w.squares;
+      plan.total.predictions += w.predictions;
+      plan.parameters += static_cast<double>(layout[t].numel);
+      ++t;
+    }
+    plan.done.push_back(plan.total);
+    plan.bytes.push_back(static_cast<double>(b.size()) * wire_bytes);
+    plan.norm_seconds.push_back(static_cast<double>(b.size()) * sizeof(float) /
+                                memory_bytes_per_second);
+  }
+  return plan;
+}
+
+double exchange_seconds(const NetworkSpec& network, LoadBalancing balancing,
+                        double bytes_per_rank) {
+  switch (balancing) {
+    case LoadBalancing::none:
+      return 0;
+    case LoadBalancing::node_exchange:
+      return allgather_cost(network, bytes_per_rank, true).seconds;
+    case LoadBalancing::global_exchange:
+      return allgather_cost(network, bytes_per_rank, false).seconds;
+  }
+  throw std::logic_error("simulate: unknown load balancing mode");
+}
+
+const char* exchange_description(LoadBalancing balancing) {
+  switch (balancing) {
+    case LoadBalancing::none:
+      return "load balancing none: each rank trains what it sampled, nothing exchanged";
+    case LoadBalancing::node_exchange:
+      return "node-exchange: each micro-step all-gathers the node's serialized samples over "
+             "NVLink before the deal (ring all-gather)";
+    case LoadBalancing::global_exchange:
+      return "global-exchange: each micro-step all-gathers every rank's serialized samples over "
+             "the world before the deal (ring all-gather)";
+  }
+  return "?";
+}
+
+// One evaluation: rank r evaluates samples [r N / W, (r+1) N / W) in batches, as load_eval_share
+// splits them; the slowest rank plus the allreduce of the counts.
+double evaluation_seconds(const LengthSource& lengths, const RunSpec& run, int world,
+                          const AcceleratorProfile& profile, const NetworkSpec& network) {
+  const auto n = static_cast<std::int64_t>(lengths.eval_lengths.size());
+  double slowest = 0;
+  for (int r = 0; r < world; ++r) {
+    const std::int64_t begin = r * n / world, end = (r + 1) * n / world;
+    double seconds = 0;
+    for (std::int64_t first = begin; first < end; first += run.eval.batch_size) {
+      double tokens = 0, squares = 0;
+      for (std::int64_t i = first; i < std::min(end, first + run.eval.batch_size); ++i) {
+        const double s = lengths.eval_lengths[static_cast<std::size_t>(i)];
+        tokens += s;
+        squares += s * s;
+      }
+      seconds += profile.eval.seconds(tokens, squares);
+    }
+    slowest = std::max(slowest, seconds);
+  }
+  return slowest + allreduce_cost(network, kEvalCountBytes).seconds;
+}
+
+}  // namespace
+
+StepBreakdown& StepBreakdown::operator+=(const StepBreakdown& o) {
+  exchange += o.exchange;
+  compute += o.compute;
+  imbalance += o.imbalance;
+  exposed_comm += o.exposed_comm;
+  clip += o.clip;
+  optimizer += o.optimizer;
+  return *this;
+}
+
+ClusterRun cluster_from_system(const SystemConfig& system) {
+  const Topology& t = system.topology;
+  ClusterRun c;
+  c.name = system.name;
+  c.accelerator = t.accelerator.model;
+  c.network.nodes = t.nodes;
+  c.network.gpus_per_node = t.ranks_per_node;
+  // System files state NVLink as both directions together (600 GB/s for A100).
+  c.network.nvlink_gbs = t.intra_node_bandwidth_gbs / 2;
+  c.network.nics_per_node = static_cast<int>(t.nics.size());
+  for (const NicSpec& nic : t.nics) c.network.nic_gbs_per_node += nic.bandwidth_gbps / 8;
+  c.run = system.run;
+  c.model = model_of(system.run.model, system.path);
+  if (system.run.model.vocab_from_data)
+    c.notes.push_back("run.model.vocab_from_data: the preset's vocabulary is used");
+  return c;
+}
+
+Convergence convergence_for(const RunSpec& run) {
+  Convergence c;
+  c.eval_interval = eval_interval(run);
+  const double gbs = static_cast<double>(run.global_batch_size);
+  if (run.samples_to_converge > 0) {
+    c.target_samples = static_cast<double>(run.samples_to_converge);
+    c.source = "stated: run.samples_to_converge " + format_count(c.target_samples) +
+               " samples at GBS " + format_count(gbs);
+  } else if (run.optimizer.kind == OptimizerKind::lamb) {
+    const logging::RcpCatalog catalog(run.ruleset);
+    const auto pass = logging::RcpPass::pruned;
+    const auto below = catalog.nearest_below(gbs, pass);
+    const auto above = catalog.nearest_above(gbs, pass);
+    if (const auto exact = catalog.find(gbs, pass)) {
+      c.target_samples = exact->mean;
+      c.source = "RCP mean of ruleset " + run.ruleset + " at GBS " + format_count(gbs) + " (" +
+                 exact->name + ", " + std::to_string(exact->runs) + " reference runs)";
+    } else if (below && above) {
+      const logging::RcpPoint p = catalog.interpolate(gbs, *below, *above);
+      c.target_samples = p.mean;
+      c.source = "RCP mean of ruleset " + run.ruleset + " interpolated at GBS " +
+                 format_count(gbs) + " between " + below->name + " and " + above->name +
+                 " as the RCP checker does";
+    } else if (const auto unpruned = catalog.find(gbs, logging::RcpPass::full)) {
+      c.target_samples = unpruned->mean;
+      c.source = "RCP mean of ruleset " + run.ruleset + " at GBS " + format_count(gbs) + " (" +
+                 unpruned->name + ", a point the RCP checker prunes)";
+    } else {
+      const auto& points = catalog.points(logging::RcpPass::full);
+      throw std::invalid_argument(
+          "no RCP of ruleset " + run.ruleset + " covers GBS " + format_count(gbs) +
+          " (its RCPs span GBS " + format_count(points.front().batch_size) + " to " +
+          format_count(points.back().batch_size) +
+          "): state run.samples_to_converge (e.g. --set run.samples_to_converge=N)");
+    }
+  } else {
+    throw std::invalid_argument(
+        std::string("run.optimizer.name is \"") + to_string(run.optimizer.kind) +
+        "\": RCPs cover LAMB only; state the samples this configuration converges in as "
+        "run.samples_to_converge (e.g. --set run.samples_to_converge=N)");
+  }
+  std::int64_t samples = 0;
+  std::int64_t next_eval = run.eval.start_samples > 0 ? run.eval.start_samples : c.eval_interval;
+  while (true) {
+    ++c.steps;
+    samples += run.global_batch_size;
+    if (samples >= next_eval) {
+      ++c.evals;
+      while (next_eval <= samples) next_eval += c.eval_interval;
+      if (static_cast<double>(samples) >= c.target_samples) break;
+    }
+    if (run.max_steps > 0 && c.steps >= run.max_steps) {
+      c.reached = false;
+      break;
+    }
+  }
+  c.samples = samples;
+  return c;
+}
+
+void check_profile_fits(const ClusterRun& cluster, const AcceleratorProfile& profile) {
+  const bert::BertConfig priced = bert::BertConfig::preset(profile.model);
+  if (!(priced == cluster.model))
+    throw std::invalid_argument(
+        "profile " + profile.path.string() + " prices " + profile.model + "; " + cluster.name +
+        " trains a model of " + std::to_string(cluster.model.num_hidden_layers) + " layers x " +
+        std::to_string(cluster.model.hidden_size) + " (no profile can stand for it)");
+}
+
+Simulation::Simulation(ClusterRun cluster, const WorkCost& deal_cost,
+                       const SimulationOptions& options)
+    : cluster_(std::move(cluster)), options_(options) {
+  const RunSpec& run = cluster_.run;
+  const int world = cluster_.world();
+  if (static_cast<std::int64_t>(run.per_rank_batch) * world * run.gradient_accumulation !=
+      run.global_batch_size)
+    throw std::invalid_argument(
+        cluster_.name + ": per-rank batch " + std::to_string(run.per_rank_batch) + " x " +
+        std::to_string(world) + " ranks x accumulation " +
+        std::to_string(run.gradient_accumulation) + " is not the global batch size " +
+        std::to_string(run.global_batch_size));
+  if (options_.steps) {
+    convergence_.steps = *options_.steps;
+    convergence_.evals = options_.evals.value_or(0);
+    convergence_.samples = *options_.steps * run.global_batch_size;
+    convergence_.target_samples = static_cast<double>(convergence_.samples);
+    convergence_.eval_interval = eval_interval(run);
+    convergence_.source = "the published run's own samples and evaluations";
+  } else {
+    convergence_ = convergence_for(run);
+  }
+  lengths_ =
+      options_.lengths == SimulationOptions::Lengths::mlperf_bin_mix
+          ? mlperf_bin_mix_lengths(run, options_.bin_mix_rows, run.eval.eval_samples,
+                                   options_.length_seed)
+          : shard_lengths(options_.data_dir, run, run.eval.eval_samples, options_.length_seed);
+  work_ = deal_micro_steps(lengths_, run, world, cluster_.network.gpus_per_node, deal_cost,
+                           convergence_.steps * run.gradient_accumulation);
+}
+
+Prediction predict(const ClusterRun& cluster, const AcceleratorProfile& profile,
+                   const SimulationOptions& options) {
+  check_profile_fits(cluster, profile);
+  return Simulation(cluster, profile.train, options).time(profile);
+}
+
+Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec& network) const {
+  const ClusterRun& cluster = cluster_;
+  const SimulationOptions& options = options_;
+  const LengthSource& lengths = lengths_;
+  const std::vector<MicroStepWork>& work = work_;
+  const RunSpec& run = cluster.run;
+  const int world = cluster.world();
+  if (network.ranks() != world)
+    throw std::invalid_argument("simulate: a network of " + std::to_string(network.ranks()) +
+                                " ranks for a run dealt on " + std::to_string(world));
+  Prediction p;
+  p.name = cluster.name;
+  p.accelerator = cluster.accelerator;
+  p.nodes = network.nodes;
+  p.ranks_per_node = network.gpus_per_node;
+  p.global_batch_size = run.global_batch_size;
+  p.convergence = convergence_;
+  const std::int64_t steps = p.convergence.steps;
+  const int accumulation = run.gradient_accumulation;
+
+  const BucketPlan plan = plan_buckets(cluster.model, run, options.gradient_wire_bytes,
+                                       profile.memory_bytes_per_second);
+  std::vector<double> bucket_seconds;
+  std::map<std::string, int> choices;
+  for (double bytes : plan.bytes) {
+    const CollectiveCost cost = allreduce_cost(network, bytes);
+    bucket_seconds.push_back(cost.seconds);
+    ++choices[std::string(to_string(cost.algorithm)) + "/" + to_string(cost.protocol)];
+  }
+  const bool bucket_clip = run.clipping == ClippingMode::bucket_before_allreduce;
+  const double clip_seconds =
+      run.clipping == ClippingMode::after_allreduce
+          ? plan.flat_elements * sizeof(float) / profile.memory_bytes_per_second +
+                kHostRoundTripSeconds
+          : 0.0;
+  const double optimizer_seconds =
+      plan.parameters * profile.optimizer_seconds_per_parameter(run.optimizer.kind);
+
+  double straggler_sum = 0;
+  p.step_seconds.reserve(static_cast<std::size_t>(steps));
+  for (std::int64_t s = 0; s < steps; ++s) {
+    StepBreakdown b;
+    double clock = 0, exposed = 0;
+    for (int a = 0; a < accumulation; ++a) {
+      const MicroStepWork& w = work[static_cast<std::size_t>(s * accumulation + a)];
+      const double exchange =
+          exchange_seconds(network, run.load_balancing, w.exchange_bytes_per_rank);
+      const double slowest = profile.train.seconds(w.slowest_tokens, w.slowest_squares);
+      const double mean = profile.train.seconds(w.mean_tokens, w.mean_squares);
+      straggler_sum += slowest / mean;
+      b.exchange += exchange;
+      b.compute += mean;
+      b.imbalance += slowest - mean;
+      clock += exchange;
+      if (a + 1 < accumulation) {
+        clock += slowest;
+        continue;
+      }
+      // The last micro-step's backward releases the buckets: forward 1/3, backward 2/3.
+      const double backward_start = clock + slowest / 3;
+      const double backward = slowest * 2 / 3;
+      const double total_work = plan.total.tokens * w.slowest_tokens +
+                                plan.total.squares * w.slowest_squares +
+                                plan.total.predictions * w.slowest_predictions;
+      double norms = 0, stream_free = 0;
+      for (std::size_t i = 0; i < plan.bytes.size(); ++i) {
+        if (bucket_clip) norms += plan.norm_seconds[i];
+        const BackwardWork& d = plan.done[i];
+        const double done = d.tokens * w.slowest_tokens + d.squares * w.slowest_squares +
+                            d.predictions * w.slowest_predictions;
+        const double progress = options.overlap && total_work > 0 ? done / total_work : 1;
+        const double ready = backward_start + progress * backward + norms;
+        stream_free = std::max(ready, stream_free) + bucket_seconds[i];
+        p.comm_busy += bucket_seconds[i];
+      }
+      const double backward_end = backward_start + backward + norms;
+      b.compute += norms;
+      exposed = std::max(0.0, stream_free - backward_end);
+    }
+    b.exposed_comm = exposed;
+    b.clip = clip_seconds;
+    b.optimizer = optimizer_seconds;
+    p.mean_step += b;
+    p.step_seconds.push_back(b.total());
+    p.train_seconds += b.total();
+  }
+  if (steps > 0) {
+    const double n = static_cast<double>(steps);
+    p.mean_step.exchange /= n;
+    p.mean_step.compute /= n;
+    p.mean_step.imbalance /= n;
+    p.mean_step.exposed_comm /= n;
+    p.mean_step.clip /= n;
+    p.mean_step.optimizer /= n;
+    p.comm_busy /= n;
+    p.straggler_ratio = straggler_sum / static_cast<double>(steps * accumulation);
+  }
+  p.eval_seconds = evaluation_seconds(lengths, run, world, profile, network);
+  p.eval_total_seconds = p.eval_seconds * static_cast<double>(p.convergence.evals);
+  p.run_start_seconds = profile.run_start_seconds;
+  p.total_seconds = p.run_start_seconds + p.train_seconds + p.eval_total_seconds;
+  p.buckets = plan.bytes.size();
+  p.gradient_bytes = std::accumulate(plan.bytes.begin(), plan.bytes.end(), 0.0);
+  for (const auto& [name, count] : choices)
+    p.allreduce_choice +=
+        (p.allreduce_choice.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+
+  auto& a = p.assumptions;
+  a.push_back("convergence: " + p.convergence.source +
+              "; the run stops at the first evaluation "
+              "at or past it (eval every " +
+              format_count(p.convergence.eval_interval) + " samples)");
+  a.push_back(lengths.description);
+  a.push_back(std::string("sampler ") + to_string(run.sampler) + ", " +
+              exchange_description(run.load_balancing) +
+              "; the harness's Sampler and plan_exchange deal every rank of every step");
+  a.push_back("compute: profile " + profile.path.filename().string() + " (" +
+              profile.provenance_kind + ": " + profile.source() +
+              "); forward = 1/3 and backward = 2/3 of a micro-step");
+  a.push_back(
+      "the slowest rank of each micro-step sets the pace (exact when the micro-step "
+      "synchronizes all ranks)");
+  a.push_back("gradients: " + std::to_string(p.buckets) + " buckets of run.bucket_mb " +
+              format_number(run.bucket_mb, 4) +
+              " MiB of f32 (make_buckets over the parameter layout of " +
+              std::to_string(cluster.model.num_hidden_layers) + " x " +
+              std::to_string(cluster.model.hidden_size) + ", backward order), " +
+              format_number(options.gradient_wire_bytes, 2) +
+              " bytes per element on the wire, "
+              "one allreduce stream in bucket order, " +
+              (options.overlap ? std::string("each started when the slowest rank's backward has "
+                                             "finished the bucket (by backward FLOPs)")
+                               : std::string("all started after backward (no overlap)")));
+  switch (run.clipping) {
+    case ClippingMode::after_allreduce:
+      a.push_back(
+          "clipping after allreduce: one read of the f32 gradient buffer for the global "
+          "norm plus a 20 us host round trip, after the last bucket");
+      break;
+    case ClippingMode::bucket_before_allreduce:
+      a.push_back(
+          "bucket-before-allreduce clipping: each bucket's local norm (one read of its "
+          "f32 gradients) runs in backward before its allreduce; no global-norm pass");
+      break;
+    case ClippingMode::none:
+      a.push_back("no clipping: no norm pass");
+      break;
+  }
+  a.push_back(std::string("optimizer ") + to_string(run.optimizer.kind) +
+              " over every parameter on every rank (not sharded): " +
+              format_number(optimizer_seconds * 1e3, 3) + " ms per step from the profile");
+  a.push_back("evaluation: " + format_count(static_cast<double>(run.eval.eval_samples)) +
+              " samples forward split over all ranks in batches of " +
+              std::to_string(run.eval.batch_size) + ", then an allreduce of the counts");
+  a.push_back("time to train = run start (" + format_number(p.run_start_seconds, 3) +
+              " s from the profile) + steps + evaluations; init is not in the score");
+  for (const auto& line : network_assumptions(network)) a.push_back(line);
+  for (const auto& note : cluster.notes) a.push_back(note);
+  if (!p.convergence.reached)
+    a.push_back("WARNING: run.max_steps " + std::to_string(run.max_steps) +
+                " ends the run before the convergence point");
+  return p;
+}
+
+}  // namespace mlbert::harness::simulate

@@ -1,0 +1,98 @@
+// mlbert simulate on the published result logs in ../shared: reading a folder (system.json, the
+// MLLOG records, the launch line), calibrating a profile from the single-node NVIDIA result, and
+// that calibration reproducing the result it was fitted to.
+#include <catch2/catch.hpp>
+
+#include "harness/simulate/calibrate.h"
+#include "harness/simulate/report.h"
+#include "harness/simulate/results.h"
+#include "tests/common/shared_fixtures.h"
+
+namespace {
+
+using namespace mlbert::harness;
+using namespace mlbert::harness::simulate;
+
+std::filesystem::path early(const std::string& rest) {
+  return mlbert::test::fixtures_dir() / "mlperf_logs_early" / rest;
+}
+std::filesystem::path logs(const std::string& rest) {
+  return mlbert::test::fixtures_dir() / "mlperf_logs" / rest;
+}
+
+}  // namespace
+
+TEST_CASE("a published single-node result reads as 1 x 8 A100 with its runs and launch flags",
+          "[simulate]") {
+  const PublishedResult r = read_published_result(early("v1.0/NVIDIA/dgxa100_ngc21.05_pytorch"));
+  CHECK(r.ruleset == "1.0.0");
+  REQUIRE(r.runs.size() == 10);
+  CHECK(r.global_batch_size == 448);
+  CHECK(r.runs[0].samples == 3000256);
+  CHECK(r.runs[0].evals == 20);
+  CHECK(r.runs[0].seconds == Approx(1433.884));
+  CHECK(r.runs[0].status == "success");
+  CHECK(r.global_exchange);
+  CHECK(r.eval_batch_size == 16);
+  const ClusterRun c = cluster_from_result(r);
+  CHECK(c.network.nodes == 1);
+  CHECK(c.network.gpus_per_node == 8);
+  CHECK(c.network.nvlink_gbs == 300);
+  CHECK(c.run.per_rank_batch == 56);
+  CHECK(c.run.load_balancing == LoadBalancing::global_exchange);
+  CHECK(c.run.optimizer.kind == OptimizerKind::lamb);
+}
+
+TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node exchange, Adam",
+          "[simulate]") {
+  const PublishedResult r =
+      read_published_result(logs("v2.0/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch"));
+  const ClusterRun c = cluster_from_result(r);
+  CHECK(c.network.nodes == 128);
+  CHECK(c.network.nics_per_node == 4);
+  CHECK(c.network.nic_gbs_per_node == 100);
+  CHECK(c.run.per_rank_batch == 16);
+  CHECK(c.run.sampler == SamplerKind::stratified);
+  CHECK(c.run.stratified_quotas == std::vector<int>{6, 3, 2, 5});
+  CHECK(c.run.load_balancing == LoadBalancing::node_exchange);
+  CHECK(c.run.clipping == ClippingMode::bucket_before_allreduce);
+  CHECK(c.run.optimizer.kind == OptimizerKind::adamw);
+  for (const auto& run : r.runs) CHECK(run.samples == 2932736);
+}
+
+TEST_CASE("a profile calibrated from one result reproduces that result's time", "[simulate]") {
+  const PublishedResult r = read_published_result(early("v1.0/NVIDIA/dgxa100_ngc21.05_pytorch"));
+  CalibrationOptions options;
+  options.command = "test";
+  const AcceleratorProfile profile = calibrate(r, options);
+  CHECK(profile.provenance_kind == "calibrated");
+  CHECK(profile.matches_accelerator("NVIDIA A100-SXM4-80GB (400W)"));
+  const double rate = profile.provenance["fit"]["effective_train_tflops"].get<double>();
+  CHECK(rate > 50);   // a physically possible A100 rate for BERT-large
+  CHECK(rate < 312);  // below the fp16 peak
+  CHECK(profile.run_start_seconds > 0);
+  CHECK(profile.run_start_seconds < 10);
+
+  ClusterRun cluster = cluster_from_result(r);
+  SimulationOptions sim = simulation_options_for(r, SimulationOptions());
+  std::int64_t steps = 0, evals = 0;
+  for (const auto& run : r.runs) {
+    steps = std::max(steps, run.samples / r.global_batch_size);
+    evals = std::max(evals, run.evals);
+  }
+  sim.steps = steps;
+  sim.evals = evals;
+  AcceleratorProfile located = profile;
+  located.path = "calibrated.json";
+  const ResultComparison c = compare_with_result(r, predict(cluster, located, sim));
+  INFO("published " << c.published_olympic << " s, predicted " << c.predicted_olympic << " s");
+  CHECK(c.predicted_olympic == Approx(c.published_olympic).epsilon(0.01));
+}
+
+TEST_CASE("results that simulate cannot model are refused, not guessed", "[simulate]") {
+  const PublishedResult ipu = read_published_result(logs("v1.1/Graphcore/ipu-pod16-POPART-open"));
+  CHECK_FALSE(looks_like_gpu("Graphcore IPU GC200"));
+  CHECK_THROWS_WITH(cluster_from_result(ipu), Catch::Contains("is not a GPU"));
+  CalibrationOptions options;
+  CHECK_THROWS_WITH(calibrate(ipu, options), Catch::Contains("is not a GPU"));
+}

@@ -1,0 +1,393 @@
+// mlbert simulate: the model's own checks (an infinitely fast network leaves compute and
+// imbalance, more NIC bandwidth never slows a step, one rank reduces to the profile, the
+// imbalance at 1,024 x 16 is the straggler bench's), convergence points from the RCP tables,
+// the network model's shape, settings and sweeps.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include <unistd.h>
+
+#include "bert/parameters.h"
+#include "data_prep/hdf5_io.h"
+
+#include "harness/length_distribution.h"
+#include "harness/load_balance.h"
+#include "harness/simulate/network.h"
+#include "harness/simulate/report.h"
+#include "harness/simulate/settings.h"
+#include "harness/simulate/simulator.h"
+#include "harness/system_config.h"
+#include "mlperf_logging/rcp.h"
+#include "tests/common/shared_fixtures.h"
+
+namespace {
+
+using namespace mlbert::harness;
+using namespace mlbert::harness::simulate;
+
+std::filesystem::path systems_dir() {
+  return mlbert::test::source_dir() / "systems";
+}
+
+// A profile of round numbers (an A100-like rate of 150 TFLOP/s on BERT-large FLOPs).
+AcceleratorProfile test_profile() {
+  AcceleratorProfile p;
+  p.path = "test-profile.json";
+  p.accelerator = "NVIDIA A100-SXM4-80GB";
+  p.matches = {"a100-sxm4-80gb"};
+  p.provenance_kind = "measured";
+  p.provenance = {{"source", "unit test"}};
+  p.train = {1.2e-8, 2.0e-12, 1e-3};
+  p.eval = {4e-9, 0.7e-12, 2e-4};
+  p.optimizer_seconds_per_parameter_lamb = 2.9e-11;
+  p.optimizer_seconds_per_parameter_adam = 1.7e-11;
+  p.memory_bytes_per_second = 1.7e12;
+  p.run_start_seconds = 2.5;
+  return p;
+}
+
+SimulationOptions small_options() {
+  SimulationOptions o;
+  o.bin_mix_rows = 1 << 20;
+  return o;
+}
+
+ClusterRun samsung() {
+  return cluster_from_system(load_system("samsung_dgxa100_128x8", systems_dir()));
+}
+
+}  // namespace
+
+TEST_CASE("an infinitely fast network leaves compute and imbalance in every step", "[simulate]") {
+  ClusterRun cluster = samsung();
+  const AcceleratorProfile profile = test_profile();
+  const Prediction real = predict(cluster, profile, small_options());
+  cluster.network.infinite = true;
+  const Prediction free = predict(cluster, profile, small_options());
+  REQUIRE(free.step_seconds.size() == real.step_seconds.size());
+  CHECK(free.mean_step.exposed_comm == 0);
+  CHECK(free.mean_step.exchange == 0);
+  // What is left is the ranks' own work: compute, the slowest rank's excess, and the
+  // rank-local passes (norms, optimizer) that need no network.
+  const StepBreakdown& b = free.mean_step;
+  CHECK(b.total() == Approx(b.compute + b.imbalance + b.clip + b.optimizer));
+  CHECK(b.compute == Approx(real.mean_step.compute));
+  CHECK(b.imbalance == Approx(real.mean_step.imbalance));
+  for (std::size_t i = 0; i < free.step_seconds.size(); ++i)
+    CHECK(free.step_seconds[i] <= real.step_seconds[i]);
+  CHECK(real.mean_step.exposed_comm > 0);  // the 4-NIC system does expose communication
+}
+
+TEST_CASE("more NIC bandwidth never slows a step", "[simulate]") {
+  const ClusterRun cluster = samsung();
+  const AcceleratorProfile profile = test_profile();
+  const Simulation sim(cluster, profile.train, small_options());
+  std::vector<double> previous;
+  for (double gbs : {3.0, 12.5, 25.0, 50.0, 100.0, 200.0, 400.0, 1600.0}) {
+    NetworkSpec network = cluster.network;
+    network.nic_gbs_per_node = gbs;
+    const Prediction p = sim.time(profile, network);
+    INFO("NIC bandwidth per node " << gbs << " GB/s");
+    if (!previous.empty()) {
+      REQUIRE(p.step_seconds.size() == previous.size());
+      for (std::size_t i = 0; i < previous.size(); ++i) CHECK(p.step_seconds[i] <= previous[i]);
+    }
+    previous = p.step_seconds;
+  }
+  // The same holds for the links' efficiency and for NVLink.
+  NetworkSpec slow = cluster.network, fast = cluster.network;
+  slow.nic_efficiency = 0.5;
+  fast.nvlink_gbs *= 4;
+  const Prediction base = sim.time(profile), a = sim.time(profile, slow),
+                   b = sim.time(profile, fast);
+  for (std::size_t i = 0; i < base.step_seconds.size(); ++i) {
+    CHECK(a.step_seconds[i] >= base.step_seconds[i]);
+    CHECK(b.step_seconds[i] <= base.step_seconds[i]);
+  }
+}
+
+TEST_CASE("one rank reduces the step to the profile's costs", "[simulate]") {
+  ClusterRun c;
+  c.name = "one";
+  c.accelerator = "NVIDIA A100-SXM4-80GB";
+  c.network.nodes = 1;
+  c.network.gpus_per_node = 1;
+  c.network.nvlink_gbs = 300;
+  c.run.ruleset = "4.1.0";
+  c.run.per_rank_batch = 16;
+  c.run.global_batch_size = 16;
+  c.run.gradient_accumulation = 1;
+  c.run.optimizer.kind = OptimizerKind::lamb;
+  c.run.clipping = ClippingMode::after_allreduce;
+  c.run.load_balancing = LoadBalancing::global_exchange;  // a group of one: nothing to exchange
+  c.run.max_steps = 0;
+  c.model = mlbert::bert::BertConfig::preset("bert-large");
+  const AcceleratorProfile profile = test_profile();
+  SimulationOptions options = small_options();
+  options.steps = 5;
+  options.evals = 2;
+  const Prediction p = predict(c, profile, options);
+
+  // The same draw the simulator makes: the bin-mix table and the harness's sampler.
+  const LengthSource lengths = mlperf_bin_mix_lengths(c.run, options.bin_mix_rows,
+                                                      c.run.eval.eval_samples, options.length_seed);
+  const Sampler sampler(lengths.streams, lengths.quotas, 1, 0);
+  const auto layout = mlbert::bert::bert_parameter_layout(c.model);
+  double parameters = 0;
+  for (const auto& info : layout) parameters += static_cast<double>(info.numel);
+  const double flat = static_cast<double>(mlbert::bert::flat_size_of(layout));
+  const double optimizer = parameters * profile.optimizer_seconds_per_parameter_lamb;
+  const double clip = flat * 4 / profile.memory_bytes_per_second + 20e-6;
+  REQUIRE(p.step_seconds.size() == 5);
+  for (std::int64_t s = 0; s < 5; ++s) {
+    double tokens = 0, squares = 0;
+    for (const SampleRef& ref : sampler.batch(0, s)) {
+      const double len = lengths.length(ref);
+      tokens += len;
+      squares += len * len;
+    }
+    CHECK(p.step_seconds[s] == Approx(profile.train.seconds(tokens, squares) + clip + optimizer));
+  }
+  double eval = 0;
+  for (std::size_t first = 0; first < lengths.eval_lengths.size(); first += 16) {
+    double tokens = 0, squares = 0;
+    for (std::size_t i = first; i < std::min(first + 16, lengths.eval_lengths.size()); ++i) {
+      tokens += lengths.eval_lengths[i];
+      squares += double(lengths.eval_lengths[i]) * lengths.eval_lengths[i];
+    }
+    eval += profile.eval.seconds(tokens, squares);
+  }
+  CHECK(p.eval_seconds == Approx(eval));
+  CHECK(p.mean_step.exposed_comm == 0);
+  CHECK(p.mean_step.imbalance == 0);
+  CHECK(p.total_seconds == Approx(profile.run_start_seconds + p.train_seconds + 2 * eval));
+}
+
+TEST_CASE("the imbalance at 1,024 x 16 is the straggler bench's for every balancing mode",
+          "[simulate]") {
+  // The bench (bench/harness/straggler_bench.cc) draws i.i.d. lengths from the bin mix for each
+  // rank and step; the simulator draws them through the Sampler from a table of the same mix.
+  // Both go through plan_exchange; their mean max/mean token ratios must agree.
+  struct Mode {
+    SamplerKind sampler;
+    LoadBalancing balancing;
+    double bench;  // BENCHMARKS.md, harness_bench_straggler, tokens max/mean (mean of steps)
+  };
+  const Mode modes[] = {{SamplerKind::random, LoadBalancing::none, 1.572},
+                        {SamplerKind::random, LoadBalancing::global_exchange, 1.010},
+                        {SamplerKind::random, LoadBalancing::node_exchange, 1.172},
+                        {SamplerKind::stratified, LoadBalancing::node_exchange, 1.039}};
+  const int ranks = 1024, per_node = 8, steps = 200;
+  for (const Mode& m : modes) {
+    RunSpec run;
+    run.per_rank_batch = 16;
+    run.sampler = m.sampler;
+    run.stratified_quotas = {6, 3, 2, 5};
+    run.load_balancing = m.balancing;
+    const LengthSource lengths = mlperf_bin_mix_lengths(run, 1 << 22, 0, 7);
+    const WorkCost tokens_only{1, 0, 0};
+    const auto work = deal_micro_steps(lengths, run, ranks, per_node, tokens_only, steps);
+    double simulated = 0;
+    for (const auto& w : work) simulated += w.slowest_tokens / w.mean_tokens / steps;
+
+    std::mt19937_64 rng(12345);
+    double bench_style = 0;
+    for (int s = 0; s < steps; ++s) {
+      std::vector<std::vector<int>> sampled(ranks);
+      for (auto& rank : sampled) {
+        if (m.sampler == SamplerKind::stratified) {
+          for (int b = 0; b < 4; ++b)
+            for (int i = 0; i < run.stratified_quotas[b]; ++i)
+              rank.push_back(mlperf_length_in_bin(b, rng));
+        } else {
+          for (int i = 0; i < 16; ++i) rank.push_back(mlperf_random_length(rng));
+        }
+      }
+      const auto plan = plan_exchange(sampled, m.balancing, per_node);
+      std::vector<std::int64_t> tokens(ranks);
+      for (int r = 0; r < ranks; ++r)
+        for (const auto& src : plan[r]) tokens[r] += sampled[src.rank][src.index];
+      bench_style += straggler_ratio(tokens) / steps;
+    }
+    INFO(to_string(m.sampler) << " + " << to_string(m.balancing) << ": simulated " << simulated
+                              << ", bench method " << bench_style << ", recorded " << m.bench);
+    CHECK(std::abs(simulated - bench_style) < 0.01);
+    CHECK(std::abs(bench_style - m.bench) < 0.01);
+  }
+}
+
+TEST_CASE("convergence: RCP means exact and interpolated, stated figures, eval boundaries",
+          "[simulate]") {
+  RunSpec run;
+  run.ruleset = "4.1.0";
+  run.optimizer.kind = OptimizerKind::lamb;
+  run.max_steps = 0;
+  const mlbert::logging::RcpCatalog catalog("4.1.0");
+  const auto& points = catalog.points(mlbert::logging::RcpPass::pruned);
+  REQUIRE(points.size() >= 3);
+  const auto& low = points[1];
+  const auto& high = points[2];
+  run.global_batch_size = static_cast<std::int64_t>(low.batch_size);
+  Convergence c = convergence_for(run);
+  CHECK(c.target_samples == low.mean);
+  CHECK(c.eval_interval == mlperf_eval_interval(run.global_batch_size));
+  // The run stops at the first evaluation at or past the RCP mean.
+  CHECK(static_cast<double>(c.samples) >= c.target_samples);
+  CHECK(static_cast<double>(c.samples - run.global_batch_size) <
+        c.target_samples + static_cast<double>(c.eval_interval));
+  CHECK(c.evals == c.samples / c.eval_interval);
+
+  // A batch size between two references: the checker's interpolation.
+  const auto between = static_cast<std::int64_t>((low.batch_size + high.batch_size) / 2 / 64 * 64);
+  run.global_batch_size = between;
+  c = convergence_for(run);
+  CHECK(c.target_samples == catalog.interpolate(static_cast<double>(between), low, high).mean);
+  CHECK(c.source.find("interpolated") != std::string::npos);
+
+  // The paper's Adam at GBS 16384: 2,932,736 samples, 179 steps, the 9th evaluation.
+  run.optimizer.kind = OptimizerKind::adamw;
+  run.global_batch_size = 16384;
+  CHECK_THROWS_WITH(convergence_for(run), Catch::Contains("run.samples_to_converge"));
+  run.samples_to_converge = 2932736;
+  c = convergence_for(run);
+  CHECK(c.steps == 179);
+  CHECK(c.evals == 9);
+  CHECK(c.samples == 2932736);
+
+  run.optimizer.kind = OptimizerKind::lamb;
+  run.samples_to_converge = 0;
+  run.global_batch_size = 65536;  // beyond every RCP of 4.1.0
+  CHECK_THROWS_WITH(convergence_for(run), Catch::Contains("no RCP of ruleset 4.1.0 covers"));
+}
+
+TEST_CASE("allreduce costs: one node is a ring, many nodes take the tree, bytes cost time",
+          "[simulate]") {
+  NetworkSpec n;
+  n.nodes = 1;
+  n.gpus_per_node = 8;
+  n.nvlink_gbs = 300;
+  const CollectiveCost one = allreduce_cost(n, 100e6);
+  CHECK(one.algorithm == Algorithm::ring);
+  // Bandwidth term of a ring: 2 (n-1)/n S over NVLink x efficiency, plus a few microseconds.
+  // The Simple ring: base 8.4 us + 14 NVLink hops of 3.4 us, then 2 (n-1)/n S at 0.70 x 300 GB/s.
+  CHECK(one.seconds == Approx((8.4 + 14 * 3.4) * 1e-6 + 2.0 * 7 / 8 * 100e6 / (300e9 * 0.70)));
+  CHECK(one.protocol == Protocol::simple);
+  n.nodes = 128;
+  n.nics_per_node = 4;
+  n.nic_gbs_per_node = 100;
+  const CollectiveCost many = allreduce_cost(n, 26e6);
+  CHECK(many.algorithm == Algorithm::tree);
+  n.algorithm = AlgorithmChoice::ring;
+  CHECK(allreduce_cost(n, 26e6).seconds > many.seconds);
+  n.algorithm = AlgorithmChoice::fastest;
+  double previous = 0;
+  for (double bytes : {1e3, 1e5, 1e6, 1e7, 1e8, 1e9}) {
+    const double s = allreduce_cost(n, bytes).seconds;
+    CHECK(s > previous);
+    previous = s;
+  }
+  // A node all-gather never crosses the NICs.
+  CHECK(allgather_cost(n, 1e5, true).seconds < allgather_cost(n, 1e5, false).seconds);
+  n.infinite = true;
+  CHECK(allreduce_cost(n, 1e9).seconds == 0);
+}
+
+TEST_CASE("settings: nodes keeps the global batch, quotas follow the per-rank batch",
+          "[simulate]") {
+  std::ifstream in(systems_dir() / "samsung_dgxa100_128x8.json");
+  const nlohmann::json root = nlohmann::json::parse(in);
+  SimulatorSettings sim;
+  const auto edited = apply_settings(root, {parse_setting("nodes=64")}, sim, "samsung");
+  const SystemConfig system = parse_system(edited, "samsung_64.json");
+  CHECK(system.topology.nodes == 64);
+  CHECK(system.description["number_of_nodes"] == "64");
+  CHECK(system.run.global_batch_size == 16384);
+  CHECK(system.run.per_rank_batch == 32);
+  CHECK(system.run.stratified_quotas == std::vector<int>{12, 6, 4, 10});
+
+  SimulatorSettings sim2;
+  CHECK_THROWS_WITH(apply_settings(root, {parse_setting("per_rank_batch=8")}, sim2, "samsung"),
+                    Catch::Contains("run.samples_to_converge is stated for GBS 16384"));
+  SimulatorSettings sim3;
+  const auto nics = apply_settings(root, {parse_setting("nics=8"), parse_setting("nic_gbps=400")},
+                                   sim3, "samsung");
+  const SystemConfig eight = parse_system(nics, "samsung_8nics.json");
+  CHECK(eight.topology.nics.size() == 8);
+  CHECK(eight.topology.nics[7].bandwidth_gbps == 400);
+  CHECK(eight.topology.local_ranks[7].nic == "nic7");
+  SimulatorSettings sim4;
+  CHECK_THROWS_WITH(apply_settings(root, {parse_setting("no_such_field=1")}, sim4, "samsung"),
+                    Catch::Contains("no_such_field: not a field"));
+  SimulatorSettings sim5;
+  apply_settings(root, {parse_setting("simulate.algorithm=ring")}, sim5, "samsung");
+  CHECK(sim5.algorithm == AlgorithmChoice::ring);
+  CHECK_THROWS(parse_sweep("nodes="));
+  CHECK(parse_sweep("nodes=16,32,64").size() == 3);
+}
+
+TEST_CASE("a sweep's plot stacks every component to the predicted time", "[simulate]") {
+  const AcceleratorProfile profile = test_profile();
+  std::vector<SweepPoint> points;
+  for (int nodes : {64, 128}) {
+    std::ifstream in(systems_dir() / "samsung_dgxa100_128x8.json");
+    SimulatorSettings sim;
+    const auto edited = apply_settings(nlohmann::json::parse(in),
+                                       {parse_setting("nodes=" + std::to_string(nodes))}, sim, "s");
+    ClusterRun c = cluster_from_system(parse_system(edited, "samsung.json"));
+    points.push_back({std::to_string(nodes), predict(c, profile, small_options())});
+  }
+  for (const SweepPoint& s : points) {
+    const TimeComponents t = components_of(s.prediction);
+    CHECK(t.run_start + t.compute + t.imbalance + t.exposed_comm + t.exchange + t.clip +
+              t.optimizer + t.evaluation ==
+          Approx(s.prediction.total_seconds));
+  }
+  const std::string svg = sweep_svg("nodes", points);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("exposed communication") != std::string::npos);
+  CHECK(svg.find(">64<") != std::string::npos);
+  CHECK(svg.find(">128<") != std::string::npos);
+}
+
+TEST_CASE("lengths read from data shards feed the run's own sampler and deal", "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("mlbert_simulate_shards_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 12 samples of 100 tokens in one shard, 12 of 300 in another.
+  const auto shard = [](int length, int count) {
+    std::vector<mlbert::data::Sample> samples(count);
+    for (auto& s : samples) {
+      s.input_ids.assign(length, 5);
+      s.segment_ids.assign(length, 0);
+      s.masked_lm_positions = {1};
+      s.masked_lm_ids = {7};
+    }
+    return samples;
+  };
+  mlbert::data::write_shard(dir / "part_0.hdf5", mlbert::data::Layout::kVarlen, shard(100, 12));
+  mlbert::data::write_shard(dir / "part_1.hdf5", mlbert::data::Layout::kVarlen, shard(300, 12));
+  RunSpec run;
+  run.per_rank_batch = 4;
+  run.load_balancing = LoadBalancing::global_exchange;
+  const LengthSource lengths = shard_lengths(dir, run, 10, 1);
+  REQUIRE(lengths.shard_lengths.size() == 2);
+  CHECK(lengths.eval_lengths.size() == 10);
+  for (int l : lengths.eval_lengths) CHECK((l == 100 || l == 300));
+  const Sampler sampler(lengths.streams, lengths.quotas, 2, 0);
+  const auto work = deal_micro_steps(lengths, run, 2, 2, WorkCost{1, 0, 0}, 6);
+  for (std::int64_t m = 0; m < 6; ++m) {
+    double tokens = 0;
+    for (int r = 0; r < 2; ++r)
+      for (const SampleRef& s : sampler.batch(r, m)) tokens += s.shard == 0 ? 100 : 300;
+    CHECK(work[m].mean_tokens * 2 == tokens);
+    // The global deal splits the 8 samples into two halves of equal work when it can.
+    CHECK(work[m].slowest_tokens - work[m].mean_tokens <= 200);
+  }
+  fs::remove_all(dir);
+}
