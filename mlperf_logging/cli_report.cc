@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mlperf_logging/cli.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/report.h"
 
