@@ -151,7 +151,9 @@ std::vector<std::string> mpirun_argv(const SystemConfig& system, const LaunchOpt
   // done per rank by `mlbert bind`, so mpirun must not bind.
   argv.insert(argv.end(), {"--map-by", "ppr:" + std::to_string(t.ranks_per_node) + ":node",
                            "--bind-to", "none"});
+  // Forwarded as set here; mpirun warns about an unset one on every launch, so those are left out.
   for (const char* var : {"PATH", "LD_LIBRARY_PATH"}) {
+    if (std::getenv(var) == nullptr) continue;
     argv.push_back("-x");
     argv.push_back(var);
   }

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "tests/common/shared_fixtures.h"
 
 extern char** environ;
@@ -189,15 +190,7 @@ class Job {
 };
 
 // A /proc file's text, or "" when the process has gone (reading it may then fail midway).
-inline std::string read_proc_file(const std::string& path) {
-  std::string text;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
-  ::close(fd);
-  return text;
-}
+using files::read_proc_file;
 
 // The pid of the process of MPI rank `rank` running `mlbert train`, or 0.
 inline pid_t find_rank(int rank) {
