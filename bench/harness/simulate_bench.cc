@@ -97,13 +97,7 @@ int main(int argc, char** argv) {
     const PublishedResult r = read_published_result(fixtures / rest);
     ClusterRun cluster = cluster_from_result(r);
     SimulationOptions o = simulation_options_for(r, SimulationOptions());
-    std::int64_t steps = 0, evals = 0;
-    for (const auto& pr : r.runs) {
-      steps = std::max(steps, pr.samples / r.global_batch_size);
-      evals = std::max(evals, pr.evals);
-    }
-    o.steps = steps;
-    o.evals = evals;
+    time_longest_run(r, r.global_batch_size, o);
     const ResultComparison c = compare_with_result(r, predict(cluster, profile, o));
     std::printf("%-58s %9.2fs %9.2fs %+7.1f%%%s\n", rest, c.published_olympic, c.predicted_olympic,
                 (c.predicted_olympic / c.published_olympic - 1) * 100,

@@ -154,13 +154,7 @@ int run_results(const Options& o) {
   for (const auto& s : o.sets) settings.push_back(parse_setting(s));
   apply_result_settings(settings, cluster, options);
   const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
-  std::int64_t steps = 0, evals = 0;
-  for (const PublishedRun& run : result.runs) {
-    steps = std::max(steps, run.samples / cluster.run.global_batch_size);
-    evals = std::max(evals, run.evals);
-  }
-  options.steps = steps;
-  options.evals = evals;
+  time_longest_run(result, cluster.run.global_batch_size, options);
   const ResultComparison c = compare_with_result(result, predict(cluster, profile, options));
   if (o.json)
     std::cout << comparison_to_json(c).dump(2) << "\n";

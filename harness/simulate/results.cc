@@ -395,4 +395,15 @@ SimulationOptions simulation_options_for(const PublishedResult& result, Simulati
   return base;
 }
 
+void time_longest_run(const PublishedResult& result, std::int64_t global_batch_size,
+                      SimulationOptions& o) {
+  std::int64_t steps = 0, evals = 0;
+  for (const PublishedRun& run : result.runs) {
+    steps = std::max(steps, run.samples / global_batch_size);
+    evals = std::max(evals, run.evals);
+  }
+  o.steps = steps;
+  o.evals = evals;
+}
+
 }  // namespace mlbert::harness::simulate

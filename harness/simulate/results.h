@@ -80,6 +80,11 @@ ClusterRun cluster_from_result(const PublishedResult& result);
 // framework from Python, or CUDA graphs) and padded shapes; `base` (mlbert's) for the rest.
 SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base);
 
+// Times what the result's longest run did: its steps at `global_batch_size` (the result's, or a
+// --set one) and its evaluations, into o.steps and o.evals.
+void time_longest_run(const PublishedResult& result, std::int64_t global_batch_size,
+                      SimulationOptions& o);
+
 // Is the result's framework one whose ops Python issues one by one (PyTorch)?
 bool eager_framework(const PublishedResult& result);
 

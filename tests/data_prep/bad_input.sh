@@ -61,7 +61,7 @@ expect_error "empty input file" "empty.txt: no text" \
 expect_error "only blank lines" "blank.txt: no text" \
   "${prep[@]}" --vocab "$work/vocab.txt" --input "$work/blank.txt" --output "$work/out"
 expect_empty_dir "empty inputs" "$work/out"
-expect_error "missing input" "nope.txt: no such input file" \
+expect_error "missing input" "nope.txt: no such file or directory" \
   "${prep[@]}" --vocab "$work/vocab.txt" --input "$work/nope.txt" --output "$work/out"
 expect_error "output below a regular file" "good.txt/sub" \
   "${prep[@]}" --vocab "$work/vocab.txt" --input "$work/good.txt" --output "$work/good.txt/sub"

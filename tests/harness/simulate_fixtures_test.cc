@@ -94,13 +94,7 @@ TEST_CASE("a profile calibrated from one result reproduces that result's time", 
 
   ClusterRun cluster = cluster_from_result(r);
   SimulationOptions sim = simulation_options_for(r, SimulationOptions());
-  std::int64_t steps = 0, evals = 0;
-  for (const auto& run : r.runs) {
-    steps = std::max(steps, run.samples / r.global_batch_size);
-    evals = std::max(evals, run.evals);
-  }
-  sim.steps = steps;
-  sim.evals = evals;
+  time_longest_run(r, r.global_batch_size, sim);
   AcceleratorProfile located = profile;
   located.path = "calibrated.json";
   const ResultComparison c = compare_with_result(r, predict(cluster, located, sim));

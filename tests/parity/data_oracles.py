@@ -20,6 +20,16 @@ class Skip(Exception):
     """An oracle is not installed: the test reports itself skipped (exit 77)."""
 
 
+def project_binary():
+    """MLBERT_BIN, the project's own binary, or None after printing FAILED: a missing project
+    binary fails a parity test (exit 1); only a missing oracle skips it."""
+    binary = os.environ.get("MLBERT_BIN")
+    if not binary or not os.path.exists(binary):
+        print(f"FAILED: MLBERT_BIN does not name the mlbert binary ({binary!r})")
+        return None
+    return binary
+
+
 def bert_uncased_vocab(dest_dir):
     """Writes vocab.txt into dest_dir and returns its path."""
     try:

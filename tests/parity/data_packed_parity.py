@@ -15,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data_oracles  # noqa: E402
+
 
 def run(*args):
     r = subprocess.run(list(args), capture_output=True, text=True)
@@ -23,9 +26,8 @@ def run(*args):
 
 
 def main():
-    binary = os.environ.get("MLBERT_BIN")
-    if not binary or not os.path.exists(binary):  # the project's own binary: absent is a failure
-        print(f"FAILED: MLBERT_BIN does not name the mlbert binary ({binary!r})")
+    binary = data_oracles.project_binary()
+    if binary is None:
         return 1
     try:
         import h5py

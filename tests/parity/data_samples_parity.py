@@ -133,9 +133,8 @@ def compare(name, expected, got):
 
 
 def main():
-    binary = os.environ.get("MLBERT_BIN")
-    if not binary or not os.path.exists(binary):  # the project's own binary: absent is a failure
-        print(f"FAILED: MLBERT_BIN does not name the mlbert binary ({binary!r})")
+    binary = data_oracles.project_binary()
+    if binary is None:
         return 1
     try:
         import h5py  # noqa: F401

@@ -123,9 +123,8 @@ def compare(name, lines, expected, got):
 
 
 def main():
-    binary = os.environ.get("MLBERT_BIN")
-    if not binary or not os.path.exists(binary):  # the project's own binary: absent is a failure
-        print(f"FAILED: MLBERT_BIN does not name the mlbert binary ({binary!r})")
+    binary = data_oracles.project_binary()
+    if binary is None:
         return 1
     try:
         from tokenizers import BertWordPieceTokenizer
