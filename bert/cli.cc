@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -16,6 +15,7 @@
 #include "bert/checkpoint/tf_bundle.h"
 #include "bert/cpu/cpu_ops.h"
 #include "bert/parameters.h"
+#include "common/atomic_file.h"
 
 namespace mlbert::bert {
 
@@ -182,7 +182,7 @@ void register_cli(CLI::App& app, int& exit_code) {
     if (a.format == "hf") {
       export_hf_safetensors(params, a.out);
       const std::filesystem::path config_path = out_dir / "config.json";
-      std::ofstream(config_path) << hf_config_json(config) << "\n";
+      files::write_file_atomically(config_path, hf_config_json(config) + "\n");
       std::printf("wrote %s and %s\n", a.out.c_str(), config_path.c_str());
     } else {
       save_checkpoint(params, a.out);

@@ -3,13 +3,11 @@
 // through PyRandom so the corpus is identical on every machine.
 #include "data_prep/demo_corpus.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
 #include "data_prep/py_random.h"
 
 namespace mlbert::data {
@@ -152,26 +150,9 @@ class Writer {
 
 void write_lines_atomically(const std::filesystem::path& path,
                             const std::vector<std::string>& lines) {
-  auto temp = path;
-  temp += ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path.string() + ": cannot create file");
-    for (const auto& l : lines) out << l << '\n';
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      std::filesystem::remove(temp, ec);
-      throw std::runtime_error(path.string() + ": write failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw std::runtime_error(path.string() + ": cannot rename into place: " + ec.message());
-  }
+  std::string text;
+  for (const auto& l : lines) (text += l) += '\n';
+  files::write_file_atomically(path, text);
 }
 
 }  // namespace

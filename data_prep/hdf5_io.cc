@@ -3,9 +3,7 @@
 // type to int32 in memory and check every row before returning.
 #include "data_prep/hdf5_io.h"
 
-#include <fcntl.h>
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "common/atomic_file.h"
 #include "data_prep/hdf5_direct.h"
 
 namespace mlbert::data {
@@ -781,12 +780,7 @@ std::vector<int32_t> read_lengths(const std::filesystem::path& path) {
 ShardWriter::ShardWriter(std::filesystem::path path, Layout layout, ShardFormat format)
     : path_(std::move(path)), layout_(layout), format_(format) {}
 
-ShardWriter::~ShardWriter() {
-  if (!committed_ && !temp_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove(temp_, ec);
-  }
-}
+ShardWriter::~ShardWriter() = default;
 
 void ShardWriter::check(const Sample& s, const char* what) const {
   auto fail = [&](const std::string& m) {
@@ -937,35 +931,10 @@ void ShardWriter::commit() {
       throw std::runtime_error(path_.string() + ": cannot get the HDF5 file image");
     }
   }
-  temp_ = path_;
-  // Unique among processes (pid) and among the live writers of this process (address).
-  temp_ += ".tmp-" + std::to_string(::getpid()) + "-" +
-           std::to_string(reinterpret_cast<std::uintptr_t>(this));
-  auto fail = [&](const std::string& what, int fd) {
-    const int saved = errno;
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp_.c_str());
-    throw std::runtime_error(path_.string() + ": " + what + ": " + std::strerror(saved));
-  };
-  const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int saved = errno;
-    throw std::runtime_error(path_.string() + ": cannot create " + temp_.string() + ": " +
-                             std::strerror(saved));
-  }
-  size_t written = 0;
-  while (written < image.size()) {
-    const ssize_t n = ::write(fd, image.data() + written, image.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed (disk full?)", fd);
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync failed", fd);
-  if (::close(fd) != 0) fail("close failed", -1);
-  if (::rename(temp_.c_str(), path_.c_str()) != 0)
-    fail("cannot rename the finished shard into place", -1);
+  // The image reaches the disk under a temporary name and is renamed into place when complete.
+  files::AtomicFile out(path_);
+  out.write(image.data(), image.size());
+  out.commit();
   committed_ = true;
 }
 

@@ -92,7 +92,6 @@ class ShardWriter {
   ShardFormat format_;
   std::vector<Sample> samples_;
   std::vector<uint8_t> row_sizes_;  // sequences per row (1 except for the packed layout)
-  std::filesystem::path temp_;
   bool committed_ = false;
 };
 

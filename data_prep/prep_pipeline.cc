@@ -3,8 +3,6 @@
 // half-written.
 #include "data_prep/prep_pipeline.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/atomic_file.h"
 #include "data_prep/progress.h"
 
 namespace mlbert::data {
@@ -24,7 +23,8 @@ std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesyst
     if (std::filesystem::is_directory(in, ec)) {
       std::vector<std::filesystem::path> found;
       for (const auto& e : std::filesystem::directory_iterator(in)) {
-        if (e.is_regular_file()) found.push_back(e.path());
+        // A temporary of an unfinished writer (a killed `data demo-corpus`) is not input.
+        if (e.is_regular_file() && !files::is_partial_name(e.path())) found.push_back(e.path());
       }
       std::sort(found.begin(), found.end());
       if (found.empty()) throw std::runtime_error(in.string() + ": input directory has no files");
@@ -54,12 +54,12 @@ void check_output_dir(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec)) {
     throw std::runtime_error(dir.string() + ": cannot create output directory");
   }
-  const auto probe = dir / (".mlbert-write-probe-" + std::to_string(::getpid()));
-  {
-    std::ofstream out(probe);
-    if (!out) throw std::runtime_error(dir.string() + ": output directory is not writable");
+  try {
+    files::AtomicFile probe(dir / ".mlbert-write-probe");  // never committed: removed again
+  } catch (const std::exception& e) {
+    throw std::runtime_error(dir.string() + ": output directory is not writable (" + e.what() +
+                             ")");
   }
-  std::filesystem::remove(probe, ec);
 }
 
 PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {

@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 
+#include "common/atomic_file.h"
 #include "harness/demo.h"
 #include "harness/launcher.h"
 #include "harness/mpi_communicator.h"
@@ -53,7 +53,8 @@ void register_train(CLI::App& app, int& exit_code) {
   train->add_option("--vocab", options->vocab, "vocab.txt (default <data>/vocab.txt when needed)")
       ->check(logging::existing_file());
   train->add_option("--results", options->results_dir, "result root (default results)");
-  train->add_option("--run-index", *run_index, "write result_<N>.txt (default: first free N)");
+  train->add_option("--run-index", *run_index,
+                    "write result_<N>.txt (default: the first N no finished or live run has)");
   train->add_option("--backend", *backend, "cpu or cuda (default: the system's run.backend)");
   train->add_option("--max-steps", *max_steps, "override run.max_steps");
   train->add_option("--systems-dir", options->systems_dir, "where system names are looked up")
@@ -170,11 +171,7 @@ void register_launch(CLI::App& app, int& exit_code) {
     }
     std::filesystem::create_directories(path.parent_path());
     std::filesystem::create_directories(std::filesystem::path(o.output_dir) / config.name);
-    {
-      std::ofstream out(path);
-      out << text;
-      if (!out) throw std::runtime_error(path.string() + ": cannot write the Slurm script");
-    }
+    files::write_file_atomically(path, text);
     std::cerr << "mlbert launch: wrote " << path.string() << "; submitting with sbatch\n";
     exec_or_throw({"sbatch", path.string()});
   });

@@ -3,7 +3,9 @@
 #include "harness/demo.h"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/atomic_file.h"
 #include "data_prep/demo_corpus.h"
 #include "data_prep/eval_set.h"
 #include "data_prep/prep_pipeline.h"
@@ -25,8 +28,6 @@
 #include "mlperf_logging/parser.h"
 #include "mlperf_logging/report.h"
 #include "mlperf_logging/score.h"
-
-extern char** environ;
 
 namespace mlbert::harness {
 namespace {
@@ -98,7 +99,7 @@ DemoData prepare_data(const SystemConfig& system, const fs::path& results_dir) {
   prep.progress = 0;
   fs::create_directories(d.train);
   const data::PrepResult train = data::run_prep(prep, vocab);
-  fs::copy_file(files.vocab, d.train / "vocab.txt", fs::copy_options::overwrite_existing);
+  files::copy_file_atomically(files.vocab, d.train / "vocab.txt");
 
   // The eval set the MLPerf way: samples from the held-out text, then every (N/count)-th kept.
   prep.inputs = {files.eval};
@@ -111,7 +112,7 @@ DemoData prepare_data(const SystemConfig& system, const fs::path& results_dir) {
   read.format.max_predictions_per_seq = run.max_predictions_per_seq;
   const data::EvalSetResult eval = data::make_eval_set(
       eval_source.outputs, d.eval_file, data::Layout::kVarlen, run.eval.eval_samples, read);
-  std::ofstream(stamp) << expected;
+  files::write_file_atomically(stamp, expected);  // last: the data above is complete
   std::printf(
       "[1/4] demo data: %zu-token vocab, %lld training samples in %zu shards, eval set of "
       "%lld samples (of %lld) -> %s (%s s)\n",
@@ -121,40 +122,49 @@ DemoData prepare_data(const SystemConfig& system, const fs::path& results_dir) {
   return d;
 }
 
-// Runs argv with stdout and stderr to `output`; stderr (where rank 0's live progress and every
-// rank's errors arrive through mpirun) also to this process's stderr as it comes, so the person
-// watching sees the run move. Returns the exit status (128 + signal if killed).
-int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
-  // Both writers append: the child's stdout and this process's copy of its stderr interleave in
-  // the order they were written instead of overwriting each other.
-  const int file = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-  if (file < 0)
-    throw std::runtime_error(output.string() + ": cannot write: " + std::strerror(errno));
-  int err_pipe[2];
-  if (::pipe(err_pipe) != 0) {
-    ::close(file);
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+// The executable `name` resolves to on PATH (as execvp would find it), or `name` itself.
+std::string resolve_on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, file, 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
-  posix_spawn_file_actions_addclose(&actions, err_pipe[1]);
-  posix_spawn_file_actions_addclose(&actions, file);
+  return name;
+}
+
+// Runs argv with stdout and stderr to `output` (renamed into place when it ends); stderr (where rank
+// 0's live progress and every rank's errors arrive through mpirun) also goes to this process's
+// stderr as it comes, so the person watching sees the run move. Returns the exit status (128 +
+// signal if killed). The child gets SIGTERM should this process die first, so a killed demo never
+// leaves a training job running behind it (mpirun ends its ranks on SIGTERM).
+int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
+  files::AtomicFile out(output);
+  const std::string program = resolve_on_path(argv[0]);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = 0;
-  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(err_pipe[1]);
-  if (error != 0) {
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
     ::close(err_pipe[0]);
-    ::close(file);
-    throw std::runtime_error(argv[0] + ": cannot start: " + std::strerror(error) +
-                             " (Open MPI's mpirun is needed: scripts/deps.sh install)");
+    ::close(err_pipe[1]);
+    throw std::runtime_error(argv[0] + ": cannot start: " + std::strerror(errno));
   }
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the demo died before prctl took effect
+    ::dup2(out.fd(), 1);
+    ::dup2(err_pipe[1], 2);  // dup2 clears close-on-exec on the copies
+    ::execv(program.c_str(), args.data());
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
   char buffer[4096];
   for (;;) {  // until every process holding the pipe (mpirun and the ranks) has closed it
     const ssize_t n = ::read(err_pipe[0], buffer, sizeof buffer);
@@ -162,20 +172,35 @@ int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
     if (n <= 0) break;
     std::fwrite(buffer, 1, static_cast<std::size_t>(n), stderr);
     std::fflush(stderr);
-    for (ssize_t done = 0; done < n;) {
-      const ssize_t w = ::write(file, buffer + done, static_cast<std::size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += w;
-    }
+    out.write(buffer, static_cast<std::size_t>(n));
   }
   ::close(err_pipe[0]);
-  ::close(file);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  out.commit();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    throw std::runtime_error(argv[0] + ": cannot start it (Open MPI's mpirun is needed: " +
+                             "scripts/deps.sh install); see " + output.string());
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+// Holds `lock` exclusively for this process and the jobs it starts (the descriptor is inherited),
+// so a second demo on the same results waits until every process of the first has ended.
+void lock_demo_results(const fs::path& lock) {
+  fs::create_directories(lock.parent_path());
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);  // kept open, inherited
+  if (fd < 0)
+    throw std::runtime_error(lock.string() +
+                             ": cannot create the demo's lock file: " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return;
+  if (errno != EWOULDBLOCK) return;  // no locks on this filesystem: nothing to wait for
+  std::printf("mlbert demo: waiting for an earlier demo's processes on %s to end\n",
+              lock.parent_path().c_str());
+  std::fflush(stdout);
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
 }
 
 std::string tail_of(const fs::path& file, std::size_t lines) {
@@ -228,12 +253,14 @@ fs::path assemble_package(const SystemConfig& system, const fs::path& results_di
   const fs::path implementation = org / "benchmarks" / "bert" / "implementations" / "mlbert";
   const fs::path results = org / "results" / system.name / "bert";
   for (const auto& dir : {systems, implementation, results}) fs::create_directories(dir);
-  std::ofstream(systems / (system.name + ".json")) << system.description.dump(4) << "\n";
-  std::ofstream(implementation / "README.md")
-      << "# mlbert\n\nThe implementation is the mlbert repository; these results come from\n"
-         "`mlbert demo --runs "
-      << logs.size() << "` on system `" << system.name << "`.\n";
-  for (const auto& log : logs) fs::copy_file(log, results / log.filename());
+  files::write_file_atomically(systems / (system.name + ".json"),
+                               system.description.dump(4) + "\n");
+  files::write_file_atomically(
+      implementation / "README.md",
+      "# mlbert\n\nThe implementation is the mlbert repository; these results come from\n"
+      "`mlbert demo --runs " +
+          std::to_string(logs.size()) + "` on system `" + system.name + "`.\n");
+  for (const auto& log : logs) files::copy_file_atomically(log, results / log.filename());
   return org;
 }
 
@@ -255,6 +282,7 @@ int run_demo(const DemoOptions& o) {
       fixed(run.target_accuracy, 3).c_str(), run.ruleset.c_str(), run.division.c_str());
   std::fflush(stdout);
 
+  lock_demo_results(o.results_dir / ("." + system.name + ".demo-lock"));
   const DemoData data = prepare_data(system, o.results_dir);
 
   // ---- training runs, each an mpirun of `mlbert bind ... -- mlbert train ...`

@@ -73,6 +73,8 @@ class GradientSync {
   SyncResult finish();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Buckets of the current step whose allreduce has been started.
+  std::size_t launched_buckets() const { return armed_ ? next_bucket_ : 0; }
   // Local norms of the buckets as sent (bucket-before-allreduce; for tests and logs).
   const std::vector<double>& local_bucket_norms() const { return local_norms_; }
   // Seconds the last finish() spent waiting for communication not hidden behind backward.

@@ -2,7 +2,7 @@
 // a bad file in one pass; the messages name the file and the JSON path of the field.
 #include "harness/system_config.h"
 
-#include "mlperf_logging/checker.h"
+#include "mlperf_logging/rulesets.h"
 #include "mlperf_logging/system_desc.h"
 
 #include <algorithm>
@@ -149,10 +149,6 @@ std::optional<std::int64_t> parse_count(const std::string& text) {
     if (value > (1LL << 40)) return std::nullopt;
   }
   return value;
-}
-
-int ruleset_major(const std::string& ruleset) {
-  return ruleset.empty() ? 0 : std::atoi(ruleset.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,8 +317,9 @@ void read_topology(const FieldReader& r, Topology& topology, std::vector<std::st
 
 void read_run(const FieldReader& r, RunSpec& run, std::vector<std::string>& problems) {
   if (!r.valid()) return;
-  if (auto v = r.choice("ruleset", mllog::supported_rulesets(), true))
-    run.ruleset = mllog::supported_rulesets()[*v];
+  // The rulesets with BERT: 5.1.0 has rules here only to fail BERT logs, as officially.
+  if (auto v = r.choice("ruleset", mllog::bert_rulesets(), true))
+    run.ruleset = mllog::bert_rulesets()[*v];
   static const std::vector<std::string> divisions = {"closed", "open"};
   if (auto v = r.choice("division", divisions, true)) run.division = divisions[*v];
   static const std::vector<std::string> backends = {"cpu", "cuda"};
@@ -538,7 +535,6 @@ void check_consistency(SystemConfig& config, std::vector<std::string>& problems)
   if (!run.division.empty() && !division.empty() && run.division != division)
     problems.push_back("run.division: \"" + run.division + "\" differs from division \"" +
                        division + "\"");
-  const int major = ruleset_major(run.ruleset);
   // The official system-description check of the run's ruleset (what `mlbert package` applies
   // to the submission's copy of these fields): status categories from 4.0.0 on, and the rest.
   if (!run.ruleset.empty()) {
@@ -589,7 +585,8 @@ void check_consistency(SystemConfig& config, std::vector<std::string>& problems)
     if (run.eval.eval_samples != 10000) closed("run.eval.eval_samples", "must be 10000");
   }
   // Rulesets 1.1.0-2.1.0 require weights_initialization for the 398 bert-large tensors.
-  if (major >= 1 && major <= 2 && run.model.preset != "bert-large")
+  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(run.ruleset);
+  if (row && row->weights_initialization && run.model.preset != "bert-large")
     problems.push_back("run.ruleset: " + run.ruleset +
                        " requires weights_initialization for the 398 bert-large tensors; model "
                        "preset \"" +

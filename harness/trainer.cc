@@ -2,8 +2,10 @@
 #include "harness/trainer.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,16 +13,21 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "bert/checkpoint/checkpoint.h"
 #include "bert/cpu/cpu_ops.h"
 #include "bert/model.h"
 #include "bert/parameters.h"
+#include "common/atomic_file.h"
 #include "harness/grad_sync.h"
+#include "harness/model_spec.h"
 #include "harness/optimizer.h"
+#include "harness/result_log.h"
 #include "harness/run_guard.h"
 #include "harness/sampler.h"
 #include "harness/system_config.h"
+#include "harness/test_hooks.h"
 #include "harness/training_data.h"
 #include "mlperf_logging/bert_tensors.h"
 #include "mlperf_logging/mllog.h"
@@ -42,65 +49,6 @@ double seconds_since(Clock::time_point start) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rank 0's result log. Closed by the first run_stop: nothing is written after it, whichever
-// thread (main, watchdog, signal) stops the run first.
-
-class RunLog {
- public:
-  static mllog::LoggerOptions silent() {
-    mllog::LoggerOptions options;
-    options.to_stdout = false;
-    return options;
-  }
-  void open(const std::filesystem::path& file, bool to_stdout) {
-    std::lock_guard lock(mutex_);
-    mllog::LoggerOptions options;
-    options.file = file;
-    options.to_stdout = to_stdout;
-    logger_.reconfigure(options);
-    open_ = true;
-  }
-  bool is_open() const {
-    std::lock_guard lock(mutex_);
-    return open_;
-  }
-  void event(std::string_view k, const Json& value = nullptr, const Json& metadata = nullptr,
-             std::source_location where = std::source_location::current()) {
-    write(mllog::EventType::point_in_time, k, value, metadata, where);
-  }
-  void start(std::string_view k, const Json& value = nullptr, const Json& metadata = nullptr,
-             std::source_location where = std::source_location::current()) {
-    write(mllog::EventType::interval_start, k, value, metadata, where);
-  }
-  void end(std::string_view k, const Json& value = nullptr, const Json& metadata = nullptr,
-           std::source_location where = std::source_location::current()) {
-    write(mllog::EventType::interval_end, k, value, metadata, where);
-  }
-  // Writes run_stop once; later calls do nothing.
-  void stop(std::string_view status, std::source_location where = std::source_location::current()) {
-    std::lock_guard lock(mutex_);
-    if (!open_ || stopped_) return;
-    Json metadata = Json::object();
-    metadata["status"] = std::string(status);
-    logger_.log(mllog::EventType::interval_end, key::run_stop, nullptr, metadata, {}, where);
-    stopped_ = true;
-  }
-
- private:
-  void write(mllog::EventType type, std::string_view k, const Json& value, const Json& metadata,
-             std::source_location where) {
-    std::lock_guard lock(mutex_);
-    if (!open_ || stopped_) return;
-    logger_.log(type, k, value, metadata, {}, where);
-  }
-
-  mutable std::mutex mutex_;
-  mllog::Logger logger_{silent()};
-  bool open_ = false;
-  bool stopped_ = false;
-};
-
-// ---------------------------------------------------------------------------------------------
 // preflight: everything checked before init_start
 
 struct Prepared {
@@ -110,7 +58,7 @@ struct Prepared {
   TrainingDataset data;
   EvalShare eval;
   data::ReadOptions read_options;
-  std::filesystem::path log_path;  // rank 0
+  std::optional<ResultLogFile> log_file;  // rank 0: claimed, written from init_start on
   std::int64_t max_steps = 0;
 };
 
@@ -125,13 +73,7 @@ std::int64_t count_lines(const std::filesystem::path& path) {
 
 bert::BertConfig model_config(const TrainOptions& o, const SystemConfig& system) {
   const ModelSpec& spec = system.run.model;
-  bert::BertConfig config = spec.preset == "file" ? bert::BertConfig::from_file(spec.config_path)
-                                                  : bert::BertConfig::preset(spec.preset);
-  if (spec.overrides.is_object() && !spec.overrides.empty()) {
-    nlohmann::json merged = config.to_json();
-    for (const auto& [k, v] : spec.overrides.items()) merged[k] = v;
-    config = bert::BertConfig::from_json(merged, system.path.string() + " run.model.overrides");
-  }
+  bert::BertConfig config = model_from_spec(spec, system.path);
   if (spec.vocab_from_data || !o.vocab.empty()) {
     const auto vocab = o.vocab.empty() ? o.data / "vocab.txt" : o.vocab;
     if (!std::filesystem::exists(vocab))
@@ -142,27 +84,6 @@ bert::BertConfig model_config(const TrainOptions& o, const SystemConfig& system)
   }
   config.validate();
   return config;
-}
-
-std::filesystem::path choose_log_path(const TrainOptions& o, const SystemConfig& system) {
-  const auto dir = o.results_dir / system.name / "bert";
-  std::filesystem::create_directories(dir);
-  const auto probe = dir / (".write_test_" + std::to_string(::getpid()));
-  {
-    std::ofstream out(probe);
-    if (!out) throw std::runtime_error(dir.string() + ": cannot write result logs there");
-  }
-  std::filesystem::remove(probe);
-  if (o.run_index) {
-    const auto path = dir / ("result_" + std::to_string(*o.run_index) + ".txt");
-    if (std::filesystem::exists(path))
-      throw std::runtime_error(path.string() + ": exists; remove it or choose another --run-index");
-    return path;
-  }
-  for (int n = 0;; ++n) {
-    const auto path = dir / ("result_" + std::to_string(n) + ".txt");
-    if (!std::filesystem::exists(path)) return path;
-  }
 }
 
 Prepared preflight(const TrainOptions& o, int rank, int world) {
@@ -224,7 +145,11 @@ Prepared preflight(const TrainOptions& o, int rank, int world) {
                                p.system.name + "'s model");
   }
   if (!o.dump_dir.empty()) std::filesystem::create_directories(o.dump_dir);
-  if (rank == 0) p.log_path = choose_log_path(o, p.system);
+  if (rank == 0) {
+    p.log_file = ResultLogFile::claim(o.results_dir / p.system.name / "bert", o.run_index);
+    if (!p.log_file->note().empty())
+      std::fprintf(stderr, "mlbert train: %s\n", p.log_file->note().c_str());
+  }
   return p;
 }
 
@@ -337,9 +262,29 @@ struct StepTimes {
   }
 };
 
+// The job's other processes on this machine (same machine key: boot and pid namespace), which
+// the run guard watches.
+std::vector<PeerProcess> peers_on_this_machine(Communicator& world) {
+  struct Identity {
+    char machine[16] = {};
+    PeerProcess process;
+  };
+  Identity mine;
+  std::snprintf(mine.machine, sizeof(mine.machine), "%s", files::machine_key().c_str());
+  mine.process = this_process(world.rank());
+  std::vector<Identity> all(static_cast<std::size_t>(world.size()));
+  world.allgather(&mine, all.data(), sizeof(Identity));
+  std::vector<PeerProcess> peers;
+  for (const auto& other : all)
+    if (other.process.rank != mine.process.rank &&
+        std::string_view(other.machine) == std::string_view(mine.machine))
+      peers.push_back(other.process);
+  return peers;
+}
+
 // The init phase and the timed run of one rank (everything after the preflight).
 int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
-               RunGuard& guard, std::int64_t seed);
+               RunGuard& guard, TestHooks& hooks, std::int64_t seed);
 
 }  // namespace
 
@@ -349,27 +294,43 @@ int run_training(const TrainOptions& o, MpiRuntime& runtime) {
   std::shared_ptr<MpiCommunicator> world = MpiCommunicator::world(runtime, o.progress);
   const int rank = world->rank();
   const int size = world->size();
+  TestHooks hooks = TestHooks::from_environment(rank);
+  // A full disk or a file size limit must fail the write (EFBIG), not kill the process.
+  ::signal(SIGXFSZ, SIG_IGN);
 
   RunLog log;
-  // From here on a SIGTERM from the launcher (a peer died) or a hang ends this rank cleanly.
-  RunGuard guard(
-      600.0,
-      [&](const std::string& reason, int signal) {
-        log.stop(mllog::constants::aborted);
-        std::fprintf(stderr, "mlbert train: rank %d: %s; run aborted\n", rank, reason.c_str());
-        std::fflush(nullptr);
-        std::_Exit(128 + signal);
-      },
-      [&](const std::string& reason) {
-        log.stop(mllog::constants::aborted);
-        std::fprintf(stderr, "mlbert train: rank %d: %s; aborting the job\n", rank, reason.c_str());
-        std::fflush(nullptr);
-        std::thread([] {
-          std::this_thread::sleep_for(std::chrono::seconds(5));
-          std::_Exit(kExitWatchdog);  // in case MPI_Abort cannot reach the runtime
-        }).detach();
-        world->abort(kExitWatchdog);
-      });
+  // Ends this rank after a failure, from whichever thread sees it first: run_stop "aborted" in
+  // rank 0's log (renamed to its final name), one line naming the cause, then the whole job.
+  std::atomic<bool> ending{false};
+  const auto end_run = [&](const std::string& cause, int status, bool abort_job) {
+    if (ending.exchange(true))
+      for (;;) ::pause();  // another thread is ending the run already
+    std::thread([status] {
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      std::_Exit(status);  // in case the log's disk or MPI_Abort hangs
+    }).detach();
+    log.stop(mllog::constants::aborted);
+    std::fprintf(stderr, "mlbert train: rank %d: %s; run aborted\n", rank, cause.c_str());
+    std::fflush(nullptr);
+    hooks.report_exit(status, cause);
+    if (abort_job) world->abort(status);
+    std::_Exit(status);
+  };
+  // From here on a dead or hung peer, or a SIGTERM from the launcher, ends this rank cleanly.
+  RunGuard guard(600.0, [&](const AbortCause& cause) {
+    switch (cause.kind) {
+      case AbortCause::Kind::signal:  // the launcher is ending the job already
+        end_run(cause.reason, 128 + cause.signal, false);
+        break;
+      case AbortCause::Kind::no_progress:
+        end_run(cause.reason, kExitWatchdog, true);
+        break;
+      case AbortCause::Kind::peer_lost:
+        end_run(cause.reason, kExitAborted, true);
+        break;
+    }
+  });
+  guard.watch_peers(peers_on_this_machine(*world));
 
   // ---- preflight (before init_start), agreed on by all ranks
   Prepared p;
@@ -382,28 +343,32 @@ int run_training(const TrainOptions& o, MpiRuntime& runtime) {
     }
     try {
       agree_on_preflight(*world, error);
-    } catch (const PreflightFailed&) {
+    } catch (const PreflightFailed& e) {
+      guard.stop_watching_peers();  // every rank leaves now
+      if (p.log_file) p.log_file->abandon();
+      hooks.report_exit(2, e.what());
       if (rank != 0) return 2;
       throw;
     }
   }
-  const RunSpec& run = p.system.run;
-  std::int64_t seed = o.seed.value_or(run.seed);
-  if (!o.seed && run.seed == 0)
-    seed = static_cast<std::int64_t>(std::random_device{}() & 0x7fffffff);
-  world->broadcast(&seed, sizeof(seed), 0);  // rank 0's choice for everyone
-
-  guard.set_timeout(run.watchdog_seconds);
-  if (rank == 0) log.open(p.log_path, o.log_stdout);
+  int status = 0;
   try {
-    return train_rank(o, p, *world, log, guard, seed);
+    const RunSpec& run = p.system.run;
+    std::int64_t seed = o.seed.value_or(run.seed);
+    if (!o.seed && run.seed == 0)
+      seed = static_cast<std::int64_t>(std::random_device{}() & 0x7fffffff);
+    world->broadcast(&seed, sizeof(seed), 0);  // rank 0's choice for everyone
+
+    guard.set_timeout(run.watchdog_seconds);
+    if (p.log_file) log.open(std::move(*p.log_file), o.log_stdout);
+    status = train_rank(o, p, *world, log, guard, hooks, seed);
   } catch (const std::exception& e) {
     // After init_start every failure is an aborted run, on every rank.
-    log.stop(mllog::constants::aborted);
-    std::fprintf(stderr, "mlbert train: rank %d: %s; run aborted\n", rank, e.what());
-    std::fflush(nullptr);
-    world->abort(kExitAborted);
+    end_run(e.what(), kExitAborted, true);
   }
+  guard.stop_watching_peers();  // past the last barrier: peers leave at their own pace
+  hooks.report_exit(status, status == 0 ? "target reached" : "max steps or samples reached");
+  return status;
 }
 
 namespace {
@@ -504,7 +469,7 @@ void init_weights(const TrainOptions& o, const Prepared& p, RankState& s, Commun
 }
 
 RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
-                    std::int64_t seed) {
+                    RunGuard& guard, TestHooks& hooks, std::int64_t seed) {
   const RunSpec& run = p.system.run;
   const int rank = world.rank();
   const bert::ModelLimits limits = model_limits(run);
@@ -512,6 +477,8 @@ RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& w
   s.ops = make_backend(p, limits);
   s.params = std::make_unique<bert::ParameterStore>(p.config, *s.ops);
   init_weights(o, p, s, world, log, seed);
+  guard.heartbeat();  // each init step beats: the watchdog covers init (watchdog_seconds each)
+  hooks.fault_point(FaultPoint::init);
   s.model = std::make_unique<bert::Model>(*s.params, limits);
   s.optimizer = std::make_unique<Optimizer>(*s.params, run.optimizer, run.lr_schedule);
 #ifdef MLBERT_HAVE_CUDA
@@ -530,6 +497,7 @@ RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& w
       make_buckets(s.params->infos(), s.params->flat_size(), bucket_elements_for(run.bucket_mb));
   s.sync = std::make_unique<GradientSync>(*s.ops, *s.grad_comm, s.params->grad(), buckets,
                                           run.clipping, run.max_grad_norm);
+  guard.heartbeat();
   LossScaleSpec loss_scale_spec = run.loss_scale;
   if (p.backend == "cpu") loss_scale_spec = LossScaleSpec{};  // fp32: no scaling
   s.scaler = std::make_unique<LossScaler>(loss_scale_spec);
@@ -539,7 +507,7 @@ RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& w
 }
 
 // The step's kernels and collectives on synthetic data; weights stay as they are.
-void warm_up(const Prepared& p, RankState& s, std::int64_t seed) {
+void warm_up(const Prepared& p, RankState& s, RunGuard& guard, std::int64_t seed) {
   const RunSpec& run = p.system.run;
   for (std::int64_t i = 0; i < run.warmup_iterations; ++i) {
     const bert::Batch batch = synthetic_batch(p.config, run, static_cast<std::uint64_t>(seed) + i);
@@ -548,6 +516,7 @@ void warm_up(const Prepared& p, RankState& s, std::int64_t seed) {
                               [&](std::size_t n) { s.sync->on_grad_ready(n); });
     s.sync->finish();
     if (!p.eval.batches.empty()) s.model->evaluate(p.eval.batches.front());
+    guard.heartbeat();
   }
   s.params->zero_grad();
   s.ops->synchronize();
@@ -559,7 +528,7 @@ void warm_up(const Prepared& p, RankState& s, std::int64_t seed) {
 class TimedRun {
  public:
   TimedRun(const TrainOptions& o, const Prepared& p, RankState& s, MpiCommunicator& world,
-           RunLog& log, RunGuard& guard, std::int64_t seed)
+           RunLog& log, RunGuard& guard, TestHooks& hooks, std::int64_t seed)
       : o_(o),
         p_(p),
         run_(p.system.run),
@@ -567,6 +536,7 @@ class TimedRun {
         world_(world),
         log_(log),
         guard_(guard),
+        hooks_(hooks),
         seed_(seed),
         interval_(eval_interval(run_)),
         progress_(Progress::for_stderr(o.progress_display, world.rank() == 0,
@@ -579,7 +549,8 @@ class TimedRun {
     world_.barrier();
     log_.start(key::run_start);
     progress_.run_started();
-    guard_.arm(false);
+    guard_.heartbeat();
+    guard_.doing("in a training step");
     bool converged = false;
     {
       BatchLoader loader(p_.data, *s_.sampler, world_.rank(), p_.read_options, 0);
@@ -590,7 +561,7 @@ class TimedRun {
       block["first_epoch_num"] = 1;
       block["epoch_count"] = 1;
       log_.start(key::block_start, nullptr, block);
-      guard_.arm(true);
+      guard_.heartbeat();
       while (step_ < p_.max_steps && (run_.max_samples == 0 || samples_seen_ < run_.max_samples)) {
         train_step(loader);
         if (samples_seen_ >= next_eval_) {
@@ -599,10 +570,11 @@ class TimedRun {
         }
       }
       if (!converged && window_.steps > 0) converged = evaluate();  // the last steps
-      guard_.arm(false);
     }
+    guard_.doing("at the end of the run");
     stop(converged);
     world_.barrier();
+    guard_.arm(false);
     return converged ? 0 : kExitNotConverged;
   }
 
@@ -617,7 +589,9 @@ class TimedRun {
     for (int a = 0; a < accumulation; ++a) {
       const std::int64_t micro = step_ * accumulation + a;
       auto t0 = Clock::now();
+      guard_.doing("waiting for its training data");
       auto samples = loader.next();
+      guard_.doing("in a training step");
       t.data += seconds_since(t0);
       t0 = Clock::now();
       if (s_.exchange_comm) samples = exchange_samples(*s_.exchange_comm, std::move(samples));
@@ -635,7 +609,12 @@ class TimedRun {
                                      static_cast<std::uint32_t>(micro * size + rank)};
       const auto result = s_.model->forward_backward(
           batch, dropout,
-          last ? std::function<void(std::size_t)>([&](std::size_t n) { s_.sync->on_grad_ready(n); })
+          last ? std::function<void(std::size_t)>([&](std::size_t n) {
+            const bool none_sent = s_.sync->launched_buckets() == 0;
+            s_.sync->on_grad_ready(n);
+            if (none_sent && s_.sync->launched_buckets() > 0)
+              hooks_.fault_point(FaultPoint::allreduce);  // the peers are in it now
+          })
                : std::function<void(std::size_t)>(),
           options);
       t.loss += result.total_loss / accumulation;
@@ -675,12 +654,14 @@ class TimedRun {
     Json epoch = Json::object();
     epoch["epoch_num"] = samples_seen_;
     log_.start(key::eval_start, samples_seen_, epoch);
+    guard_.doing("in an eval");
     std::int64_t counts[2] = {0, 0};
     for (const auto& batch : p_.eval.batches) {
       const bert::EvalResult r = s_.model->evaluate(batch);
       counts[0] += r.mlm_correct;
       counts[1] += r.mlm_total;
       guard_.heartbeat();
+      if (&batch == &p_.eval.batches.front()) hooks_.fault_point(FaultPoint::eval);
     }
     world_.allreduce(counts, 2, DataType::i64, ReduceOp::sum);  // exact: integer counts
     last_accuracy_ = counts[1] > 0 ? static_cast<double>(counts[0]) / counts[1] : 0.0;
@@ -709,7 +690,8 @@ class TimedRun {
     summary_meta["summary"] = "whole run";
     log_.event(key::tracked_stats, whole_.as_json(learning_rate_, s_.scaler->scale()),
                summary_meta);
-    log_.stop(converged ? mllog::constants::success : mllog::constants::aborted);
+    if (!log_.stop(converged ? mllog::constants::success : mllog::constants::aborted))
+      throw std::runtime_error("the result log could not be completed");
     progress_.stopped(converged, step_, samples_seen_);
   }
 
@@ -720,6 +702,7 @@ class TimedRun {
   MpiCommunicator& world_;
   RunLog& log_;
   RunGuard& guard_;
+  TestHooks& hooks_;
   std::int64_t seed_;
   std::int64_t interval_;
   std::int64_t next_eval_ = 0;
@@ -732,22 +715,24 @@ class TimedRun {
 };
 
 int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
-               RunGuard& guard, std::int64_t seed) {
+               RunGuard& guard, TestHooks& hooks, std::int64_t seed) {
   std::vector<std::filesystem::path> data_files;
   for (const auto& shard : p.data.shards) data_files.push_back(shard.path);
   for (const auto& f : find_shards(o.eval_data)) data_files.push_back(f);
   drop_file_cache(data_files);
+  guard.arm(true);  // from here to the last barrier, a rank that stops beating ends the run
+  guard.doing("in init");
   world.barrier();
 
   log.event(key::cache_clear, true);
   log.start(key::init_start);
   log_run_config(log, p, seed);
-  RankState state = init_rank(o, p, world, log, seed);
-  warm_up(p, state, seed);
+  RankState state = init_rank(o, p, world, log, guard, hooks, seed);
+  warm_up(p, state, guard, seed);
   world.barrier();
   log.end(key::init_stop);
 
-  const int status = TimedRun(o, p, state, world, log, guard, seed).run();
+  const int status = TimedRun(o, p, state, world, log, guard, hooks, seed).run();
 #ifdef MLBERT_HAVE_CUDA
   // Which GEMMs ran with cuBLASLt's fused epilogues (a refused plan was named when it happened).
   if (p.backend == "cuda" && world.rank() == 0)

@@ -1,4 +1,4 @@
-// The official BERT compliance configs of rulesets 1.1.0 to 5.0.0 as C++ tables (see rules.h).
+// The official BERT compliance configs of rulesets 0.7.0 to 5.1.0 as C++ tables (see rules.h).
 // Rulesets differ in a handful of places, so each config is built once from a feature list; every
 // Expr keeps the exact Python source of its YAML counterpart, and its C++ body evaluates the same
 // thing with Python's semantics (py:: operations raise where Python raises).
@@ -12,6 +12,7 @@
 #include "mlperf_logging/bert_tensors.h"
 #include "mlperf_logging/pyops.h"
 #include "mlperf_logging/rules.h"
+#include "mlperf_logging/rulesets.h"
 
 namespace mlbert::mllog::rules {
 namespace {
@@ -20,17 +21,23 @@ namespace {
 struct Features {
   std::string ruleset;            // "4.0.0"
   bool compile_time_window;       // 2.0.0+: init window by division via s['compile_time_mins']
-  bool org_and_platform;          // up to 4.1.0: submission_org, submission_platform required
+  int init_window_minutes;        // the fixed window before 2.0.0: 20 in 0.7.0, then 30
+  bool org_and_platform;          // all but 5.0.0: submission_org, submission_platform required
   bool status;                    // up to 4.0.0: submission_status required
+  std::string common_benchmarks;  // 0.7.0: common.yaml also checks submission_benchmark ("" none)
+  bool gradient_accumulation;     // 1.0.0+: closed_common requires gradient_accumulation_steps
   std::string block_alternative;  // "" up to 3.0.0, "step_num" in 3.1.0, "samples_count" from 4.0.0
-  bool epoch_samples_count;       // 5.0.0: epoch_start/epoch_stop accept samples_count
+  bool epoch_samples_count;       // 5.0.0+: epoch_start/epoch_stop accept samples_count
   std::string closed_benchmarks;  // the source of the closed_common submission_benchmark list
   std::string open_benchmarks;
-  std::string open_bert_dir;    // where open_common looks for open_bert.yaml
-  bool weights_initialization;  // up to 2.1.0: closed_bert requires the 398 tensors
-  std::string epsilon_key;      // opt_epsilon up to 2.0.0, opt_lamb_epsilon from 2.1.0
+  std::string open_bert_dir;  // where open_common looks for open_bert.yaml
+  std::string epsilon_key;    // opt_epsilon up to 2.0.0, opt_lamb_epsilon from 2.1.0
+  bool batch_size_target;     // 0.7.0: closed target 0.712, or 0.706 from global batch 8192
+  bool open_target;           // 0.7.0: open runs must also reach 0.712
 };
 
+const std::string kList070 =
+    "['resnet', 'ssd', 'maskrcnn', 'transformer', 'gnmt', 'minigo', 'dlrm', 'bert']";
 const std::string kListA =
     "['resnet', 'ssd', 'maskrcnn', 'minigo', 'dlrm', 'bert', 'rnnt', 'unet3d']";
 const std::string kListB =
@@ -52,24 +59,37 @@ const std::string kListDClosed410 =
 const std::string kListE =
     "['retinanet', 'stable_diffusion', 'dlrm_dcnv2', 'bert', 'rgat', 'llama2_70b_lora', "
     "'llama31_405b']";
+const std::string kList510 =
+    "['retinanet', 'flux1', 'dlrm_dcnv2', 'llama31_8b', 'rgat', 'llama2_70b_lora', "
+    "'llama31_405b']";
 
 std::vector<Features> all_features() {
+  // ruleset, compile_time_window, init_window_minutes, org_and_platform, status,
+  // common_benchmarks, gradient_accumulation, block_alternative, epoch_samples_count,
+  // closed_benchmarks, open_benchmarks, open_bert_dir, epsilon_key, batch_size_target, open_target
   return {
-      {"1.1.0", false, true, true, "", false, kListA, kListA, "training_1.0.0", true,
-       "opt_epsilon"},
-      {"2.0.0", true, true, true, "", false, kListA, kListA, "training_2.0.0", true, "opt_epsilon"},
-      {"2.1.0", true, true, true, "", false, kListA, kListA, "training_2.1.0", true,
-       "opt_lamb_epsilon"},
-      {"3.0.0", true, true, true, "", false, kListB, kListB, "training_3.0.0", false,
-       "opt_lamb_epsilon"},
-      {"3.1.0", true, true, true, "step_num", false, kListC, kListC, "training_3.1.0", false,
-       "opt_lamb_epsilon"},
-      {"4.0.0", true, true, true, "samples_count", false, kListDClosed400, kListD, "training_4.0.0",
-       false, "opt_lamb_epsilon"},
-      {"4.1.0", true, true, false, "samples_count", false, kListDClosed410, kListD,
-       "training_4.1.0", false, "opt_lamb_epsilon"},
-      {"5.0.0", true, false, false, "samples_count", true, kListE, kListE, "training_5.0.0", false,
-       "opt_lamb_epsilon"},
+      {"0.7.0", false, 20, true, true, kList070, false, "", false, kList070, kList070,
+       "training_0.7.0", "opt_epsilon", true, true},
+      {"1.0.0", false, 30, true, true, "", true, "", false, kListA, kListA, "training_1.0.0",
+       "opt_epsilon", false, false},
+      {"1.1.0", false, 30, true, true, "", true, "", false, kListA, kListA, "training_1.0.0",
+       "opt_epsilon", false, false},
+      {"2.0.0", true, 0, true, true, "", true, "", false, kListA, kListA, "training_2.0.0",
+       "opt_epsilon", false, false},
+      {"2.1.0", true, 0, true, true, "", true, "", false, kListA, kListA, "training_2.1.0",
+       "opt_lamb_epsilon", false, false},
+      {"3.0.0", true, 0, true, true, "", true, "", false, kListB, kListB, "training_3.0.0",
+       "opt_lamb_epsilon", false, false},
+      {"3.1.0", true, 0, true, true, "", true, "step_num", false, kListC, kListC, "training_3.1.0",
+       "opt_lamb_epsilon", false, false},
+      {"4.0.0", true, 0, true, true, "", true, "samples_count", false, kListDClosed400, kListD,
+       "training_4.0.0", "opt_lamb_epsilon", false, false},
+      {"4.1.0", true, 0, true, false, "", true, "samples_count", false, kListDClosed410, kListD,
+       "training_4.1.0", "opt_lamb_epsilon", false, false},
+      {"5.0.0", true, 0, false, false, "", true, "samples_count", true, kListE, kListE,
+       "training_5.0.0", "opt_lamb_epsilon", false, false},
+      {"5.1.0", true, 0, true, false, "", true, "samples_count", true, kList510, kList510,
+       "training_5.1.0", "opt_lamb_epsilon", false, false},
   };
 }
 
@@ -183,6 +203,10 @@ Config common_config(const Features& f) {
     c.keys.push_back(key("submission_status", "EXACTLY_ONE",
                          {value_in_list("['cloud', 'onprem', 'preview', 'research']")}));
   }
+  if (!f.common_benchmarks.empty()) {
+    c.keys.push_back(
+        key("submission_benchmark", "EXACTLY_ONE", {value_in_list(f.common_benchmarks)}));
+  }
   c.keys.push_back(
       key("cache_clear", "AT_LEAST_ONE", {{"'value' in v", [](const LogRecord&, const State&) {
                                              return true;  // v is {'value': ..., 'metadata': ...}
@@ -209,9 +233,10 @@ Config common_config(const Features& f) {
                          static_cast<double>(s.compile_time_mins * 60) * 1e3;
                 }};
     } else {
-      window = {"ll.timestamp - s['first_init_start'] < (30*60*1e3)",
-                [](const LogRecord& r, const State& s) {
-                  return r.timestamp - s.first_init_start < 30 * 60 * 1e3;
+      const int minutes = f.init_window_minutes;
+      window = {"ll.timestamp - s['first_init_start'] < (" + std::to_string(minutes) + "*60*1e3)",
+                [minutes](const LogRecord& r, const State& s) {
+                  return r.timestamp - s.first_init_start < static_cast<double>(minutes * 60) * 1e3;
                 }};
     }
     KeyRule init_stop =
@@ -302,7 +327,7 @@ Config division_config(const Features& f, bool closed) {
     e.enqueued.push_back(target + py::str(r.value) + ".yaml");
   };
   c.keys.push_back(std::move(benchmark));
-  if (closed) {
+  if (closed && f.gradient_accumulation) {
     c.keys.push_back(key(
         "gradient_accumulation_steps", "EXACTLY_ONE",
         {{"v['value'] > 0", [](const LogRecord& r, const State&) { return py::gt(r.value, 0); }}}));
@@ -319,11 +344,26 @@ std::string tensor_list_source() {
   return out + "\n])";
 }
 
+// 0.7.0's closed target: 0.712, or 0.706 for a global batch size of 8192 and more. The batch size
+// is the last one logged before the record (a KeyError stops the official checker when none was).
+Expr batch_size_target() {
+  return {
+      "(v['value'] >= 0.712 if s['global_batch_size'] < 8192 else v['value'] >= 0.706) and "
+      "v['value'] < 1.0",
+      [](const LogRecord& r, const State& s) {
+        if (!s.global_batch_size) throw py::Error("KeyError: 'global_batch_size'");
+        const bool reached =
+            py::lt(*s.global_batch_size, 8192) ? py::ge(r.value, 0.712) : py::ge(r.value, 0.706);
+        return reached && py::lt(r.value, 1.0);
+      }};
+}
+
 Config closed_bert_config(const Features& f) {
   Config c;
   c.name = "training_" + f.ruleset + "/closed_bert.yaml";
   c.begin = [](State& s) { s = State{}; };
-  if (f.weights_initialization) {
+  const TrainingRuleset* row = find_training_ruleset(f.ruleset);
+  if (row && row->weights_initialization) {
     c.begin_source = "s.update({\n    'initialized_tensors': []\n})";
     c.begin = [](State& s) {
       s = State{};
@@ -369,10 +409,12 @@ Config closed_bert_config(const Features& f) {
     c.keys.push_back(key(name, "EXACTLY_ONE"));
   }
   KeyRule accuracy = key("eval_accuracy", "AT_LEAST_ONE", {in_metadata("epoch_num")});
-  accuracy.atleast_one_check =
-      Expr{"(v['value'] >= 0.720) and v['value'] < 1.0", [](const LogRecord& r, const State&) {
-             return py::ge(r.value, 0.720) && py::lt(r.value, 1.0);
-           }};
+  accuracy.atleast_one_check = f.batch_size_target
+                                   ? batch_size_target()
+                                   : Expr{"(v['value'] >= 0.720) and v['value'] < 1.0",
+                                          [](const LogRecord& r, const State&) {
+                                            return py::ge(r.value, 0.720) && py::lt(r.value, 1.0);
+                                          }};
   c.keys.push_back(std::move(accuracy));
   return c;
 }
@@ -382,8 +424,13 @@ Config open_bert_config(const Features& f) {
   c.name = f.open_bert_dir + "/open_bert.yaml";
   c.begin = [](State& s) { s = State{}; };
   KeyRule accuracy = key("eval_accuracy", "AT_LEAST_ONE", {in_metadata("epoch_num")});
-  accuracy.atleast_one_check = Expr{
-      "v['value'] < 1.0", [](const LogRecord& r, const State&) { return py::lt(r.value, 1.0); }};
+  accuracy.atleast_one_check =
+      f.open_target ? Expr{"v['value'] >= 0.712 and v['value'] < 1.0",
+                           [](const LogRecord& r, const State&) {
+                             return py::ge(r.value, 0.712) && py::lt(r.value, 1.0);
+                           }}
+                    : Expr{"v['value'] < 1.0",
+                           [](const LogRecord& r, const State&) { return py::lt(r.value, 1.0); }};
   c.keys.push_back(std::move(accuracy));
   return c;
 }

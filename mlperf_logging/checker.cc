@@ -22,6 +22,7 @@
 #include "mlperf_logging/pyops.h"
 #include "mlperf_logging/python_json.h"
 #include "mlperf_logging/rules.h"
+#include "mlperf_logging/rulesets.h"
 
 namespace mlbert::mllog {
 namespace {
@@ -89,8 +90,8 @@ struct RecordFacts {
 
 class ConfigRun {
  public:
-  explicit ConfigRun(const rules::Config& config)
-      : config_(config), name_(short_name(config.name)) {
+  ConfigRun(const rules::Config& config, std::string ruleset)
+      : config_(config), name_(short_name(config.name)), ruleset_(std::move(ruleset)) {
     if (config_.begin) config_.begin(state_);
     tallies_.resize(config_.keys.size());
   }
@@ -110,7 +111,9 @@ class ConfigRun {
       for (const rules::Expr& check : rule.checks) {
         try {
           if (!check.eval(r, state_))
-            keyed(rule.name, r, "CHECK failed: " + check.source + context(check.source));
+            keyed(
+                rule.name, r,
+                "CHECK failed: " + check.source + context(check.source) + benchmark_note(rule, r));
         } catch (const py::Error& e) {
           keyed(rule.name, r, "CHECK raised " + std::string(e.what()) + ": " + check.source);
         }
@@ -245,6 +248,18 @@ class ConfigRun {
     }
   }
 
+  // A submission_benchmark the ruleset does not list: say so in words, and for BERT in a round
+  // without it, which rounds had it.
+  std::string benchmark_note(const rules::KeyRule& rule, const LogRecord& r) const {
+    if (rule.name != "submission_benchmark" || !r.value.is_string()) return "";
+    const std::string& benchmark = r.value.get_ref<const std::string&>();
+    if (benchmark == "bert") {
+      const std::string absence = bert_absence(ruleset_);
+      if (!absence.empty()) return " (" + absence + ")";
+    }
+    return " ('" + benchmark + "' is not a benchmark of training ruleset " + ruleset_ + ")";
+  }
+
   // For checks on the state, the state they saw (what the official checker prints as context).
   std::string context(const std::string& source) const {
     if (source.find("s['") == std::string::npos) return "";
@@ -306,6 +321,7 @@ class ConfigRun {
 
   const rules::Config& config_;
   std::string name_;
+  std::string ruleset_;
   rules::State state_;
   rules::Effects effects_;
   std::vector<KeyTally> tallies_;
@@ -362,7 +378,7 @@ class Checker {
     const auto& configs = rules::bert_configs(options.ruleset);
     runs_.reserve(configs.size());
     for (std::size_t c = 0; c < configs.size(); ++c) {
-      runs_.emplace_back(configs[c]);
+      runs_.emplace_back(configs[c], options.ruleset);
       for (std::size_t k = 0; k < configs[c].keys.size(); ++k) {
         const rules::KeyRule& rule = configs[c].keys[k];
         Dispatch& d = dispatch_[rule.name];
@@ -562,8 +578,12 @@ std::size_t CheckResult::warning_count() const {
 }
 
 const std::vector<std::string>& supported_rulesets() {
-  static const std::vector<std::string> rulesets = {"1.1.0", "2.0.0", "2.1.0", "3.0.0",
-                                                    "3.1.0", "4.0.0", "4.1.0", "5.0.0"};
+  static const std::vector<std::string> rulesets = [] {
+    std::vector<std::string> names;
+    for (const auto& r : training_rulesets())
+      if (r.bert_rules) names.emplace_back(r.name);
+    return names;
+  }();
   return rulesets;
 }
 

@@ -1,5 +1,6 @@
 // MLPerf Training compliance checker for BERT result logs, with the verdicts of the official
-// `mlperf_logging.compliance_checker` (4.1.59) for rulesets 1.1.0 to 5.0.0, closed and open.
+// `mlperf_logging.compliance_checker` (4.1.59) for rulesets 0.7.0 to 5.1.0, closed and open (5.1.0,
+// the first round without BERT, fails a BERT log as the official checker does, and says why).
 // The rules live in C++ tables (bert_rules.cc) mirroring the official YAML configs one to one.
 #pragma once
 #include <cstddef>
@@ -50,8 +51,8 @@ struct CheckResult {
   std::size_t warning_count() const;
 };
 
-// The rulesets whose BERT rules are
-// encoded: 1.1.0, 2.0.0, 2.1.0, 3.0.0, 3.1.0, 4.0.0, 4.1.0, 5.0.0.
+// The rulesets whose BERT rules are encoded (the rows of training_rulesets() with bert_rules set):
+// 0.7.0, 1.0.0, 1.1.0, 2.0.0, 2.1.0, 3.0.0, 3.1.0, 4.0.0, 4.1.0, 5.0.0, 5.1.0.
 const std::vector<std::string>& supported_rulesets();
 bool is_supported_ruleset(std::string_view ruleset);
 

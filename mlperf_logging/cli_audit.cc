@@ -17,6 +17,8 @@
 #include "mlperf_logging/package.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/rcp.h"
+#include "mlperf_logging/rcp_table.h"
+#include "mlperf_logging/rulesets.h"
 #include "mlperf_logging/score.h"
 #include "mlperf_logging/system_desc.h"
 
@@ -194,6 +196,20 @@ int run_rcp(const RcpArgs& args) {
   const RcpPass pass = args.pass == "full" ? RcpPass::full : RcpPass::pruned;
   if (args.dirs.empty() && !args.table && args.batch_sizes.empty()) {
     throw AuditError("rcp: give a result directory, --table or --batch-size");
+  }
+  // A BERT round before RCPs (0.7.0): nothing to check, and that is the answer, not an error.
+  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(args.ruleset);
+  if (args.custom_rcps.empty() && row && row->bert_benchmark && !row->bert_rcps) {
+    const std::string why = bert_rcp_absence(args.ruleset);
+    if (args.json) {
+      std::cout
+          << nlohmann::json{{"ruleset", args.ruleset}, {"rcps", false}, {"message", why}}.dump(2)
+          << "\n";
+    } else {
+      std::cout << "RCP check not applicable: " << why << "\n";
+      for (const auto& dir : args.dirs) std::cout << dir << ": RCP not applicable\n";
+    }
+    return 0;
   }
   const RcpCatalog catalog = args.custom_rcps.empty()
                                  ? RcpCatalog(args.ruleset)

@@ -2,10 +2,12 @@
 // text is exactly what the Python mllog would print for the same calls.
 #include "mlperf_logging/example_log.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "mlperf_logging/bert_tensors.h"
 #include "mlperf_logging/mllog.h"
+#include "mlperf_logging/rulesets.h"
 
 namespace mlbert::mllog {
 namespace {
@@ -48,6 +50,8 @@ bool at_least(const std::string& ruleset, const char* version) {
 }  // namespace
 
 std::string example_bert_log(const ExampleLogOptions& o) {
+  if (const std::string absence = bert_absence(o.ruleset); !absence.empty())
+    throw std::invalid_argument("no compliant BERT log exists for this ruleset: " + absence);
   Writer w(o.start_ms);
   const std::string& r = o.ruleset;
   const int global_batch_size = 448;

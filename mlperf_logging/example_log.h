@@ -1,4 +1,4 @@
-// A compliant MLPerf Training BERT result log for any supported ruleset and division, written with
+// A compliant MLPerf Training BERT result log for any BERT ruleset and division, written with
 // the MLLOG emitter: the reference of what `mlbert check` accepts, and the seed that tests, fuzzers
 // and benchmarks mutate. Every value is plausible for a real run (NVIDIA's 8-GPU LAMB recipe).
 #pragma once
@@ -16,7 +16,8 @@ struct ExampleLogOptions {
   bool weights_initialization = true;  // the 398 per-tensor records (required up to 2.1.0 closed)
 };
 
-// The log text, one record per line, '\n'-terminated.
+// The log text, one record per line, '\n'-terminated. Throws std::invalid_argument for a ruleset
+// without BERT (5.1.0 on), where no BERT log complies.
 std::string example_bert_log(const ExampleLogOptions& options);
 
 }  // namespace mlbert::mllog

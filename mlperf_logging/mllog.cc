@@ -313,6 +313,7 @@ void Logger::write_line(const std::string& line) {
     std::fwrite(line.data(), 1, line.size(), file_);
     std::fflush(file_);
   }
+  if (options_.line_sink) options_.line_sink(line);
 }
 
 void Logger::log(EventType type, std::string_view key, const Json& value, const Json& metadata,

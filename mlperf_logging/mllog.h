@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -85,6 +86,9 @@ struct LoggerOptions {
   std::string default_namespace;
   std::string root_dir;     // trimmed (with its '/') from the front of metadata.file
   bool clear_line = false;  // prefix every line with "\n" (Python's default_clear_line)
+  // Also receives every line (newline included) under the logger's lock, after stdout; what it
+  // throws reaches the caller of log(). For sinks that must check each write (a result file).
+  std::function<void(std::string_view line)> line_sink;
 };
 
 // Per-call overrides of Python's optional `namespace`, `time_ms` and `clear_line` arguments.

@@ -22,6 +22,7 @@
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/parser.h"
 #include "mlperf_logging/rcp.h"
+#include "mlperf_logging/rulesets.h"
 #include "mlperf_logging/system_desc.h"
 
 namespace mlbert::logging {
@@ -447,6 +448,11 @@ void check_benchmark(const fs::path& folder, const std::string& division,
   }
 
   if (division != "closed") return;
+  if (!mllog::find_training_ruleset(options.ruleset)->package_audits) {
+    report.info(folder, "no seed or RCP check for ruleset " + options.ruleset +
+                            ": the official package checker runs them from 1.0.0 on");
+    return;
+  }
   // Seeds.
   const bool seed_bypass = options.seed_checker_bypass || flags.seed;
   if (seed_bypass) {
@@ -533,6 +539,9 @@ PackageResult check_package(const fs::path& org_dir, const PackageOptions& optio
     throw AuditError("ruleset " + options.ruleset +
                      " has no BERT compliance rules (known: " + known + ")");
   }
+  // Before 1.0.0 the official checker judges no system description; it only reads the division.
+  const bool audit_systems = mllog::find_training_ruleset(options.ruleset)->package_audits;
+  const std::string bert_absence = mllog::bert_absence(options.ruleset);
   std::error_code ec;
   if (!fs::is_directory(org_dir, ec)) throw AuditError(org_dir.string() + ": not a directory");
 
@@ -543,6 +552,7 @@ PackageResult check_package(const fs::path& org_dir, const PackageOptions& optio
   // System descriptions: every systems/*.json.
   const fs::path systems = org_dir / "systems";
   std::map<std::string, std::string> division_of;  // system -> division
+  std::set<std::string> no_division;  // descriptions the official checker cannot read it from
   if (!fs::is_directory(systems)) {
     report.error(systems,
                  std::string(kLayoutTag) + "no systems/ folder with the system descriptions");
@@ -554,15 +564,19 @@ PackageResult check_package(const fs::path& org_dir, const PackageOptions& optio
         continue;
       }
       const SystemDescResult desc = check_system_desc_file(entry, options.ruleset, options.werror);
+      const std::string label = audit_systems ? "system description: "
+                                              : "system description (not judged in ruleset " +
+                                                    options.ruleset + " packages): ";
       for (const auto& finding : desc.findings) {
         const std::string text =
             (finding.field.empty() ? "" : "field '" + finding.field + "': ") + finding.text;
-        if (finding.level == SystemDescFinding::Level::error)
-          report.error(entry, "system description: " + text);
+        if (finding.level == SystemDescFinding::Level::error && audit_systems)
+          report.error(entry, label + text);
         else
-          report.warning(entry, "system description: " + text);
+          report.warning(entry, label + text);
       }
       division_of[entry.stem().string()] = desc.division.value_or("");
+      if (!desc.has_division) no_division.insert(entry.stem().string());
     }
   }
 
@@ -600,10 +614,19 @@ PackageResult check_package(const fs::path& org_dir, const PackageOptions& optio
         if (division == division_of.end()) {
           report.error(benchmark_folder,
                        "no system description systems/" + system + ".json for these results");
+        } else if (!audit_systems && no_division.count(system)) {
+          report.error(benchmark_folder, "systems/" + system +
+                                             ".json has no readable division field, which the "
+                                             "official checker reads for these results");
         }
         if (benchmark != kBertBenchmark) {
           report.warning(benchmark_folder,
                          "skipping benchmark '" + benchmark + "': mlbert checks BERT only");
+          continue;
+        }
+        if (!bert_absence.empty()) {
+          report.warning(benchmark_folder,
+                         "skipping benchmark 'bert', as officially: " + bert_absence);
           continue;
         }
         BenchmarkSummary summary;
@@ -614,7 +637,10 @@ PackageResult check_package(const fs::path& org_dir, const PackageOptions& optio
         result.benchmarks.push_back(std::move(summary));
       }
     }
-    if (result.benchmarks.empty()) {
+    if (result.benchmarks.empty() && !bert_absence.empty()) {
+      report.error(results, std::string(kLayoutTag) + bert_absence +
+                                ": no BERT results can be checked under this ruleset");
+    } else if (result.benchmarks.empty()) {
       report.error(results, std::string(kLayoutTag) +
                                 "no BERT results: expected results/<system>/bert/result_*.txt");
     }

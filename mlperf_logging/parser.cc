@@ -1,11 +1,15 @@
 // Streaming MLLOG parser (see parser.h). The reader searches each buffer for ":::MLLOG " first and
-// only counts line ends in between, so text without records streams at memchr speed; a partial
-// line is carried to the next buffer, compacted to what can still matter when it grows large.
+// only counts line ends in between, 16 bytes at a time with SSE2 where the target has it, so text
+// without records streams at memory speed; a partial line is carried to the next buffer, compacted
+// to what can still matter when it grows large.
 #include "mlperf_logging/parser.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -32,10 +36,34 @@ bool is_latin1_space(unsigned char c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0;
 }
 
+// The first ":::MLLOG " in [begin, end), or nullptr.
 const char* find_token(const char* begin, const char* end) {
   if (end - begin < static_cast<std::ptrdiff_t>(kToken.size())) return nullptr;
+#if defined(__SSE2__)
+  // Candidates are the starts of ":?:M" (three 16-byte compares), which log text rarely holds;
+  // on real logs this runs 2-3x faster than glibc's memmem (bench/mlperf_logging/bench_check).
+  const char* last = end - kToken.size();  // the last possible start
+  const __m128i colon = _mm_set1_epi8(':'), m = _mm_set1_epi8('M');
+  const char* p = begin;
+  for (; last - p >= 16; p += 16) {
+    const auto at = [p](int offset) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offset));
+    };
+    const __m128i hit =
+        _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(at(0), colon), _mm_cmpeq_epi8(at(2), colon)),
+                      _mm_cmpeq_epi8(at(3), m));
+    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask; mask &= mask - 1) {
+      const char* candidate = p + __builtin_ctz(mask);
+      if (std::memcmp(candidate, kToken.data(), kToken.size()) == 0) return candidate;
+    }
+  }
+  for (; p <= last; ++p)
+    if (std::memcmp(p, kToken.data(), kToken.size()) == 0) return p;
+  return nullptr;
+#else
   return static_cast<const char*>(
       memmem(begin, static_cast<std::size_t>(end - begin), kToken.data(), kToken.size()));
+#endif
 }
 
 std::string describe_json_type(const nlohmann::json& j) {
@@ -288,10 +316,22 @@ class Reader {
   ParseStats& mutable_stats() { return stats_; }
 
  private:
-  // Number of '\n' in [from, to), eight bytes at a time.
+  // Number of '\n' in [from, to): 64 bytes at a time with SSE2, else eight at a time.
   static std::size_t count_newlines(const char* from, const char* to) {
-    constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     std::size_t count = 0;
+#if defined(__SSE2__)
+    const __m128i newline = _mm_set1_epi8('\n');
+    for (; to - from >= 64; from += 64) {
+      std::uint64_t mask = 0;
+      for (int part = 0; part < 4; ++part) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 16 * part));
+        const auto bits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, newline)));
+        mask |= static_cast<std::uint64_t>(bits) << (16 * part);
+      }
+      count += static_cast<std::size_t>(__builtin_popcountll(mask));
+    }
+#endif
+    constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     while (to - from >= 8) {
       std::uint64_t v;
       std::memcpy(&v, from, 8);

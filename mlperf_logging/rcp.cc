@@ -377,7 +377,10 @@ RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions
     }
     if (!run.batch_size) {
       result.problems.push_back(run.file.string() + ": no global_batch_size record");
-    } else if (result.runs.front().batch_size &&
+    } else if (!std::isfinite(*run.batch_size) || *run.batch_size <= 0) {
+      result.problems.push_back(run.file.string() + ": global_batch_size " +
+                                batch_size_text(*run.batch_size) + " is not a batch size");
+    } else if (result.runs.front().batch_size && std::isfinite(*result.runs.front().batch_size) &&
                *run.batch_size != *result.runs.front().batch_size) {
       result.problems.push_back(run.file.string() + ": global_batch_size " +
                                 batch_size_text(*run.batch_size) + " differs from " +

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "mlperf_logging/rulesets.h"
+
 namespace mlbert::logging {
 namespace {
 
@@ -523,14 +525,27 @@ std::span<const std::string_view> bert_rcp_rulesets() {
   return kRulesetNames;
 }
 
+std::string bert_rcp_absence(std::string_view ruleset) {
+  for (const auto& entry : kRulesets) {
+    if (entry.ruleset == ruleset) return "";
+  }
+  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(ruleset);
+  if (row && row->bert_benchmark) {
+    return "ruleset " + std::string(ruleset) + " has no RCPs: reference convergence points began " +
+           "with ruleset " + std::string(kRulesets.front().ruleset) +
+           ", and the official package checker runs no RCP check on " + std::string(ruleset) +
+           " results";
+  }
+  std::string known;
+  for (auto name : kRulesetNames) known += (known.empty() ? "" : ", ") + std::string(name);
+  return "no BERT RCPs for ruleset '" + std::string(ruleset) + "' (known: " + known + ")";
+}
+
 RcpSet bert_rcp_set(std::string_view ruleset) {
   for (const auto& entry : kRulesets) {
     if (entry.ruleset == ruleset) return {entry.ruleset, entry.data_ruleset, entry.records};
   }
-  std::string known;
-  for (auto name : kRulesetNames) known += (known.empty() ? "" : ", ") + std::string(name);
-  throw std::invalid_argument("no BERT RCPs for ruleset '" + std::string(ruleset) +
-                              "' (known: " + known + ")");
+  throw std::invalid_argument(bert_rcp_absence(ruleset));
 }
 
 }  // namespace mlbert::logging

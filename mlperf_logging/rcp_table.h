@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace mlbert::logging {
@@ -36,7 +37,11 @@ struct RcpSet {
 // Rulesets with BERT RCPs: 1.0.0 1.1.0 2.0.0 2.1.0 3.0.0 3.1.0 4.0.0 4.1.0 5.0.0 5.1.0.
 std::span<const std::string_view> bert_rcp_rulesets();
 
-// The BERT RCPs of `ruleset`; throws std::invalid_argument naming the known rulesets otherwise.
+// Empty when `ruleset` has BERT RCPs; otherwise why not, in words: for a BERT round before RCPs
+// (0.7.0) that the round had none, for anything else the rulesets that have them.
+std::string bert_rcp_absence(std::string_view ruleset);
+
+// The BERT RCPs of `ruleset`; throws std::invalid_argument with bert_rcp_absence() otherwise.
 RcpSet bert_rcp_set(std::string_view ruleset);
 
 }  // namespace mlbert::logging

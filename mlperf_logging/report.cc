@@ -3,13 +3,13 @@
 // check, each called as its own subcommand calls it.
 #include "mlperf_logging/report.h"
 
-#include <unistd.h>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
 
+#include "common/atomic_file.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/parser.h"
 #include "mlperf_logging/rcp_table.h"
@@ -269,24 +269,13 @@ SystemReport read_system_report(const ReportInput& input) {
 }
 
 void write_report_file(const fs::path& file, const std::string& html) {
-  const fs::path temporary =
-      file.parent_path() / ("." + file.filename().string() + "." + std::to_string(::getpid()));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw AuditError(file.string() + ": cannot write the report there");
-    out.write(html.data(), static_cast<std::streamsize>(html.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temporary, ec);
-      throw AuditError(file.string() + ": writing the report failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(temporary, file, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    throw AuditError(file.string() + ": cannot write the report there (" + ec.message() + ")");
+  try {
+    files::write_file_atomically(file, html);  // a page is whole under its name, or absent
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    if (const std::string named = file.string() + ": "; why.starts_with(named))
+      why.erase(0, named.size());
+    throw AuditError(file.string() + ": cannot write the report there (" + why + ")");
   }
 }
 

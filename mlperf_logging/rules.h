@@ -30,7 +30,7 @@ struct State {
   std::vector<std::uint32_t> tensor_counts;
   std::size_t tensors_logged = 0;
   std::size_t tensors_unexpected = 0;
-  nlohmann::json global_batch_size;
+  std::optional<nlohmann::json> global_batch_size;  // closed_bert.yaml; unset until logged
 };
 
 // Side effects of POST code that reach beyond the state: enqueue_config(...).
@@ -64,7 +64,8 @@ struct Config {
 
 // Every config the official queue can reach from training_<ruleset>/common.yaml for a BERT log:
 // common, closed_common, open_common, closed_bert, open_bert (1.1.0's open_common enqueues
-// training_1.0.0/open_bert.yaml, which is encoded under that name). Empty for other rulesets.
+// training_1.0.0/open_bert.yaml, which is encoded under that name; 5.1.0 lists no bert but still
+// ships the two bert files, which its division configs enqueue). Empty for other rulesets.
 const std::vector<Config>& bert_configs(std::string_view ruleset);
 
 // The benchmarks the division configs of `ruleset` accept (their submission_benchmark CHECK list).

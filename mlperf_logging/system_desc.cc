@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "mlperf_logging/package_layout.h"
+#include "mlperf_logging/rulesets.h"
 
 namespace mlbert::logging {
 namespace {
@@ -55,11 +56,6 @@ constexpr std::array<std::string_view, 4> kAvailabilityStatuses = {
     "Available cloud",
     "Research, Development, or Internal (RDI)",
     "Preview",
-};
-
-constexpr std::array<std::string_view, 14> kTrainingRulesets = {
-    "0.6.0", "0.7.0", "1.0.0", "1.1.0", "2.0.0", "2.1.0", "3.0.0",
-    "3.1.0", "4.0.0", "4.1.0", "5.0.0", "5.1.0", "6.0.0", "6.1.0",
 };
 
 // The official checker joins these into a CSV row with str.join: a present non-string value
@@ -118,17 +114,16 @@ std::span<const std::string_view> system_availability_statuses() {
 }
 
 bool is_known_training_ruleset(std::string_view ruleset) {
-  return std::find(kTrainingRulesets.begin(), kTrainingRulesets.end(), ruleset) !=
-         kTrainingRulesets.end();
+  return mllog::find_training_ruleset(ruleset) != nullptr;
 }
 
 SystemDescResult check_system_desc(const nlohmann::json& description, std::string_view ruleset,
                                    const std::filesystem::path& file, bool werror) {
   require_ruleset_format(ruleset);
   if (!is_known_training_ruleset(ruleset)) {
-    throw AuditError("ruleset " + std::string(ruleset) +
-                     " is not a training ruleset the official "
-                     "tools know (0.6.0 .. 6.1.0)");
+    throw AuditError(
+        "ruleset " + std::string(ruleset) + " is not a training ruleset the official tools know (" +
+        mllog::ruleset_names([](const mllog::TrainingRuleset&) { return true; }) + ")");
   }
   SystemDescResult result;
   result.file = file;
@@ -156,6 +151,7 @@ SystemDescResult check_system_desc(const nlohmann::json& description, std::strin
   };
   result.system_name = text_of("system_name").value_or("");
   result.division = text_of("division");
+  result.has_division = description.contains("division");
   result.status = text_of("status");
 
   // From 4.0.0 on (the official test reads "major >= 4"), status names an availability category.

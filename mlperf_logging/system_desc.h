@@ -27,6 +27,7 @@ struct SystemDescResult {
   bool valid = false;  // the official verdict (warnings do not count unless werror)
   std::string system_name;
   std::optional<std::string> division;  // as written, when a string
+  bool has_division = false;  // the file is a JSON object with a division field (of any type)
   std::optional<std::string> status;
   std::vector<SystemDescFinding> findings;
 
@@ -38,7 +39,7 @@ struct SystemDescResult {
 std::span<const std::string_view> system_desc_required_fields();
 // Allowed `status` values from ruleset 4.0.0 on.
 std::span<const std::string_view> system_availability_statuses();
-// Training rulesets the official tools know (0.6.0 .. 6.1.0).
+// Training rulesets the official tools know (0.6.0 .. 6.1.0: the rows of training_rulesets()).
 bool is_known_training_ruleset(std::string_view ruleset);
 
 // Checks a parsed description; `file` names it in messages. `werror` turns warnings into errors.

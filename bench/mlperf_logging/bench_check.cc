@@ -137,6 +137,7 @@ print(json.dumps(out))
 
 struct Log {
   fs::path path;
+  fs::path root;  // the fixture folder whose EXPECTED.tsv names it
   std::string ruleset;
   std::string expected;
 };
@@ -154,6 +155,7 @@ std::vector<Log> fixture_logs(const fs::path& logs_dir) {
     std::getline(fields, log.ruleset, '\t');
     std::getline(fields, log.expected, '\t');
     log.path = logs_dir / rel;
+    log.root = logs_dir;
     logs.push_back(log);
   }
   std::sort(logs.begin(), logs.end(), [](const Log& a, const Log& b) { return a.path < b.path; });
@@ -171,7 +173,9 @@ std::size_t count_lines(const fs::path& p) {
 int main(int argc, char** argv) {
   std::string python = std::getenv("MLBERT_PYTHON") ? std::getenv("MLBERT_PYTHON") : "";
   fs::path bin = fs::canonical("/proc/self/exe").parent_path();
-  fs::path logs_dir = fs::path(MLBERT_SOURCE_DIR) / ".." / "shared" / "fixtures" / "mlperf_logs";
+  const fs::path fixtures = fs::path(MLBERT_SOURCE_DIR) / ".." / "shared" / "fixtures";
+  std::vector<fs::path> logs_dirs = {fixtures / "mlperf_logs", fixtures / "mlperf_logs_early"};
+  bool logs_given = false;
   int reps = 5;
   double big_gib = 0;
   for (int i = 1; i < argc; ++i) {
@@ -184,8 +188,10 @@ int main(int argc, char** argv) {
       python = next();
     } else if (a == "--bin") {
       bin = next();
-    } else if (a == "--logs") {
-      logs_dir = next();
+    } else if (a == "--logs") {  // repeatable; replaces the two fixture folders
+      if (!logs_given) logs_dirs.clear();
+      logs_given = true;
+      logs_dirs.push_back(next());
     } else if (a == "--reps") {
       reps = std::stoi(next());
     } else if (a == "--big-gib") {
@@ -193,7 +199,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: bench_check --python PY [--bin DIR] [--logs DIR] [--reps N] [--big-gib N]\n");
+          "usage: bench_check --python PY [--bin DIR] [--logs DIR]... [--reps N] [--big-gib N]\n");
       return 2;
     }
   }
@@ -204,12 +210,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path mlbert = bin / "mlbert", core = bin / "mlbert-core";
-  auto logs = fixture_logs(logs_dir);
+  std::vector<Log> logs;
+  std::string sources;
+  for (const auto& dir : logs_dirs) {
+    auto found = fixture_logs(dir);
+    logs.insert(logs.end(), found.begin(), found.end());
+    sources += (sources.empty() ? "" : ", ") + dir.string();
+  }
   std::printf(
       "bench_check: %zu logs from %s; mlbert and mlbert-core from %s; official: %s -m "
       "mlperf_logging.compliance_checker; medians of %d runs\n"
       "cpu = user + system time (robust on a shared machine); wall = elapsed time\n\n",
-      logs.size(), logs_dir.string().c_str(), bin.string().c_str(), python.c_str(), reps);
+      logs.size(), sources.c_str(), bin.string().c_str(), python.c_str(), reps);
 
   // Official in-process times, all logs in one interpreter.
   std::vector<std::string> timer = {python, "-c", kPythonTimer, std::to_string(reps)};
@@ -250,7 +262,7 @@ int main(int argc, char** argv) {
     worst_cmd = std::min(worst_cmd, cmd_ratio);
     worst_cmd_wall = std::min(worst_cmd_wall, theirs_cmd.wall / mlbert_cmd.wall);
     worst_call = std::min(worst_call, theirs_call / ours_call);
-    std::string name = fs::relative(log.path, logs_dir).string();
+    std::string name = fs::relative(log.path, log.root).string();
     std::printf(
         "%-62s %6zu %7s | %6.0fms %6.0fms %6.1fms %6.1fms %6.0fms | %7.1fms %7.3fms | %5.0fx "
         "%5.0fx%s\n",
@@ -286,8 +298,9 @@ int main(int argc, char** argv) {
     Timing ours_core = time_command(args, reps);
     slowest_folder = std::max(slowest_folder, ours.wall);
     std::printf("%-62s %5zu | %10.1fms | %8.1fms %10.2fms | %5.0fx\n",
-                fs::relative(folder, logs_dir).string().c_str(), members.size(), official_sum * 1e3,
-                ours_core.wall * 1e3, ours.wall * 1e3, official_sum / ours.wall);
+                fs::relative(folder, members.front()->root).string().c_str(), members.size(),
+                official_sum * 1e3, ours_core.wall * 1e3, ours.wall * 1e3,
+                official_sum / ours.wall);
   }
   std::printf(
       "\nslowest 10-run folder: %.1f ms wall with mlbert check (target < 50 ms); official: "

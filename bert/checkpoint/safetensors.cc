@@ -9,6 +9,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
+
 namespace mlbert::bert {
 
 namespace {
@@ -210,26 +212,14 @@ void write_safetensors(const std::filesystem::path& path,
   }
   std::string text = header.dump();
   while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // keep the data 8-byte aligned
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot create");
-    unsigned char size_bytes[8];
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) size_bytes[i] = static_cast<unsigned char>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(size_bytes), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors) {
-      out.write(reinterpret_cast<const char*>(t.values.data()),
-                static_cast<std::streamsize>(t.values.size_bytes()));
-    }
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp);
-      throw std::runtime_error(tmp.string() + ": write failed (disk full?)");
-    }
-  }
-  std::filesystem::rename(tmp, path);
+  files::AtomicFile out(path);
+  unsigned char size_bytes[8];
+  const uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) size_bytes[i] = static_cast<unsigned char>(n >> (8 * i));
+  out.write(size_bytes, 8);
+  out.write(text);
+  for (const auto& t : tensors) out.write(t.values.data(), t.values.size_bytes());
+  out.commit();
 }
 
 }  // namespace mlbert::bert

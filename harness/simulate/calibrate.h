@@ -1,14 +1,15 @@
 // `mlbert simulate calibrate --results DIR`: an accelerator profile fitted to ONE published
 // result, from the run's samples, evaluations and times.
 //
-// Design choice: one result fixes one operating point, so the calibration fits only what such a
-// point determines and derives the rest from stated physics: the ratio of per-token to
-// per-squared-token cost is the ratio of their training FLOPs (REFERENCE.md section 7); the
-// evaluation forward costs a third of the training FLOPs at the same rate; the optimizer and the
-// norm passes are memory-bound (bytes per parameter over the datasheet HBM bandwidth times a
-// stated fraction). Fitted are the effective training FLOP rate (so that the simulated runs,
-// through the same simulator that predicts, last as long as the published ones) and the run-start
-// time (the first evaluation interval's excess over the next).
+// Design choice: one result fixes one operating point, so the calibration fits one number, the
+// tensor rate of GEMM and attention kernels, so that the simulated runs, through the same
+// simulator that predicts (mlbert's traced kernels, the run's launch line), last as long as the
+// published ones. Everything else is stated physics: the memory rate is the datasheet HBM
+// bandwidth times a stated fraction, the SM count is the datasheet's, the host's cost per kernel
+// is the implementation's (simulator.h), and the run-start time is the first evaluation
+// interval's excess over the next. What does not scale with the micro-batch (the gradient buffer's
+// zeroing and f32 accumulation, the optimizer, the gradient passes, kernels too small to hide their
+// issue) comes from those kernels, not from the fit.
 #pragma once
 
 #include <string>

@@ -182,9 +182,9 @@ int run_calibrate(const Options& o) {
   const auto& fit = profile.provenance["fit"];
   std::cout << "calibrated " << profile.accelerator << " from " << result.runs.size() << " runs of "
             << result.dir.string() << "\n"
-            << "  effective training rate " << fit["effective_train_tflops"].get<double>()
-            << " TFLOP/s (" << fit["fraction_of_fp16_peak"].get<double>() * 100
-            << "% of the fp16 peak), run start " << profile.run_start_seconds << " s\n"
+            << "  tensor rate " << fit["tensor_tflops"].get<double>() << " TFLOP/s ("
+            << fit["fraction_of_fp16_peak"].get<double>() * 100 << "% of the fp16 peak), run start "
+            << profile.run_start_seconds << " s\n"
             << "  simulated step " << fit["simulated_step_ms"].get<double>() << " ms, evaluation "
             << fit["simulated_eval_ms"].get<double>() << " ms\n"
             << "wrote " << out.string() << "\n";

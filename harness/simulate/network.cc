@@ -126,6 +126,25 @@ CollectiveCost allgather_cost(const NetworkSpec& n, double bytes_per_rank, bool 
   });
 }
 
+CollectiveCost reduce_scatter_cost(const NetworkSpec& n, double bytes, bool node_only) {
+  const bool in_node = node_only || n.nodes == 1;
+  const double ranks = in_node ? n.gpus_per_node : n.ranks();
+  return allgather_cost(n, bytes / ranks, node_only);
+}
+
+CollectiveCost node_sharded_reduction_cost(const NetworkSpec& n, double bytes) {
+  CollectiveCost cost = reduce_scatter_cost(n, bytes, true);
+  if (n.nodes == 1 || n.infinite) return cost;
+  NetworkSpec between = n;
+  between.gpus_per_node = 1;
+  between.nic_gbs_per_node = n.nic_gbs_per_node / n.gpus_per_node;
+  const CollectiveCost across = allreduce_cost(between, bytes / n.gpus_per_node);
+  cost.seconds += across.seconds;
+  cost.algorithm = across.algorithm;
+  cost.protocol = across.protocol;
+  return cost;
+}
+
 const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::ring:

@@ -48,6 +48,15 @@ CollectiveCost allreduce_cost(const NetworkSpec& network, double bytes);
 // contributes (every rank ends with ranks x bytes_per_rank).
 CollectiveCost allgather_cost(const NetworkSpec& network, double bytes_per_rank, bool node_only);
 
+// Reduce-scatter of `bytes` (each rank ends with its reduced 1/ranks share) inside one node or
+// over the world: the ring all-gather's schedule run in reverse.
+CollectiveCost reduce_scatter_cost(const NetworkSpec& network, double bytes, bool node_only);
+
+// The gradient reduction of an optimizer sharded over each node's GPUs (apex's
+// DistributedFusedLAMB): a reduce-scatter inside the node, then an allreduce of each GPU's 1/g
+// share between the nodes, the node's g GPUs at once, each on its 1/g of the node's NICs.
+CollectiveCost node_sharded_reduction_cost(const NetworkSpec& network, double bytes);
+
 const char* to_string(Algorithm);
 const char* to_string(Protocol);
 const char* to_string(AlgorithmChoice);

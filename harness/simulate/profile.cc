@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kFormat = "mlbert-accelerator-profile/1";
+constexpr const char* kFormat = "mlbert-accelerator-profile/2";
 
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -44,24 +44,10 @@ class Reader {
     if (!parent[key].is_string()) fail(where + key, "must be a string");
     return parent[key].get<std::string>();
   }
-  WorkCost work(const json& parent, const std::string& key, const char* call_key) const {
-    const json& o = object(parent, key, "");
-    WorkCost w;
-    w.seconds_per_token = number(o, "seconds_per_token", key + ".");
-    w.seconds_per_token_squared = number(o, "seconds_per_token_squared", key + ".");
-    w.seconds_per_call = number(o, call_key, key + ".");
-    return w;
-  }
 
  private:
   std::filesystem::path file_;
 };
-
-json work_to_json(const WorkCost& w, const char* call_key) {
-  return json{{"seconds_per_token", w.seconds_per_token},
-              {"seconds_per_token_squared", w.seconds_per_token_squared},
-              {call_key, w.seconds_per_call}};
-}
 
 }  // namespace
 
@@ -119,9 +105,11 @@ AcceleratorProfile load_profile(const std::filesystem::path& path) {
     r.fail("provenance.kind", "must be \"calibrated\" or \"measured\"");
   r.string(provenance, "source", "provenance.");
   p.provenance = provenance;
-  p.train = r.work(root, "train", "seconds_per_micro_step");
-  p.eval = r.work(root, "eval", "seconds_per_batch");
-  if (!(p.train.seconds_per_token > 0)) r.fail("train.seconds_per_token", "must be > 0");
+  p.tensor_flops_per_second = r.number(root, "tensor_flops_per_second", "");
+  if (!(p.tensor_flops_per_second > 0)) r.fail("tensor_flops_per_second", "must be > 0");
+  const double sms = r.number(root, "multiprocessors", "");
+  if (sms != std::floor(sms) || sms > 100000) r.fail("multiprocessors", "must be a whole number");
+  p.multiprocessors = static_cast<int>(sms);
   const json& opt = r.object(root, "optimizer", "");
   p.optimizer_seconds_per_parameter_lamb =
       r.number(opt, "lamb_seconds_per_parameter", "optimizer.");
@@ -143,8 +131,8 @@ json profile_to_json(const AcceleratorProfile& p) {
       {"matches", p.matches},
       {"model", p.model},
       {"provenance", provenance},
-      {"train", work_to_json(p.train, "seconds_per_micro_step")},
-      {"eval", work_to_json(p.eval, "seconds_per_batch")},
+      {"tensor_flops_per_second", p.tensor_flops_per_second},
+      {"multiprocessors", p.multiprocessors},
       {"optimizer",
        {{"lamb_seconds_per_parameter", p.optimizer_seconds_per_parameter_lamb},
         {"adam_seconds_per_parameter", p.optimizer_seconds_per_parameter_adam}}},
@@ -194,12 +182,12 @@ std::string describe_profiles(const std::filesystem::path& dir) {
 }
 
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name) {
-  // Datasheet values: HBM bandwidth (TB/s), dense fp16 tensor TFLOP/s, NVLink GB/s per GPU.
+  // Datasheet values: HBM bandwidth (TB/s), dense fp16 tensor TFLOP/s, NVLink GB/s per GPU, SMs.
   static constexpr AcceleratorDatasheet kSheets[] = {
-      {"a100-sxm4-80gb", 2.039, 312, 600}, {"a100-sxm4-40gb", 1.555, 312, 600},
-      {"a100-sxm-80gb", 2.039, 312, 600},  {"h100-sxm5-80gb", 3.35, 989, 900},
-      {"h100-sxm", 3.35, 989, 900},        {"h200", 4.8, 989, 900},
-      {"v100-sxm3-32gb", 0.981, 125, 300}, {"v100-sxm2", 0.9, 125, 300},
+      {"a100-sxm4-80gb", 2.039, 312, 600, 108}, {"a100-sxm4-40gb", 1.555, 312, 600, 108},
+      {"a100-sxm-80gb", 2.039, 312, 600, 108},  {"h100-sxm5-80gb", 3.35, 989, 900, 132},
+      {"h100-sxm", 3.35, 989, 900, 132},        {"h200", 4.8, 989, 900, 132},
+      {"v100-sxm3-32gb", 0.981, 125, 300, 80},  {"v100-sxm2", 0.9, 125, 300, 80},
   };
   const std::string name = lower(accelerator_model_name);
   for (const auto& sheet : kSheets)

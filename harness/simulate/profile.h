@@ -3,10 +3,11 @@
 //
 // Design choice: a profile is data (`systems/profiles/<accelerator>.json`), never a constant in
 // code, and states its provenance: a device-check measurement, or a calibration from one
-// published result log. Forward+backward time is linear in the rank's real tokens T and the sum
-// of its squared lengths Q (attention), plus a fixed time per micro-step:
-//   t = seconds_per_token * T + seconds_per_token_squared * Q + seconds_per_micro_step,
-// the evaluation forward has the same form, and the optimizer costs a time per parameter.
+// published result log. It holds rates, not times: the tensor rate GEMM and attention kernels
+// reach, the memory rate bandwidth-bound kernels reach, and the multiprocessor count GEMMs are
+// quantized over; the simulator times mlbert's traced kernels (kernels.h) at those rates, so the
+// split between work that scales with the micro-batch and work that does not comes from the
+// model's real kernels, not from a fit.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,11 +21,12 @@
 
 namespace mlbert::harness::simulate {
 
-// Work -> seconds on one GPU: per token, per squared token (sum of s^2), per call.
+// Work -> seconds on one GPU, linear: per token, per squared token (sum of s^2), per call. The
+// deal ranks a step's ranks by it (workload.h).
 struct WorkCost {
   double seconds_per_token = 0;
   double seconds_per_token_squared = 0;
-  double seconds_per_call = 0;  // per micro-step (training) or per batch (evaluation)
+  double seconds_per_call = 0;
 
   double seconds(double tokens, double squares) const {
     return seconds_per_token * tokens + seconds_per_token_squared * squares + seconds_per_call;
@@ -39,12 +41,14 @@ struct AcceleratorProfile {
   std::string model = "bert-large";  // the model the costs are for (a bert/config.h preset)
   std::string provenance_kind;       // "calibrated" or "measured"
   nlohmann::json provenance;         // source, command, fit, notes
-  WorkCost train;                    // forward + backward
-  WorkCost eval;                     // forward only
+  // What GEMM and attention kernels reach (FLOP/s, before wave quantization).
+  double tensor_flops_per_second = 0;
+  // What bandwidth-bound kernels reach (bytes per second): the model's memory-bound kernels, the
+  // optimizer, the gradient-norm and scaling passes.
+  double memory_bytes_per_second = 0;
+  int multiprocessors = 0;  // SMs, for the wave quantization of GEMM tiles
   double optimizer_seconds_per_parameter_lamb = 0;
   double optimizer_seconds_per_parameter_adam = 0;  // Adam and AdamW
-  // One read of a buffer at this rate: the gradient-norm passes of clipping (bytes per second).
-  double memory_bytes_per_second = 0;
   // run_start to the first step's work: data loaders, the first step's setup (not init).
   double run_start_seconds = 0;
 
@@ -67,12 +71,13 @@ std::optional<AcceleratorProfile> find_profile(const std::filesystem::path& dir,
 std::string describe_profiles(const std::filesystem::path& dir);
 
 // Datasheet figures of accelerators the simulator knows by name (HBM bandwidth, dense fp16
-// tensor rate): used to derive optimizer and norm-pass costs and to report utilisation.
+// tensor rate, NVLink, SMs): the memory rate, the wave quantization and the utilisation report.
 struct AcceleratorDatasheet {
   const char* match;  // substring of the model name
   double memory_tbs;
   double peak_tflops_fp16;
   double nvlink_gbs;  // per GPU, both directions together, as system descriptions state it
+  int multiprocessors;
 };
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name);
 

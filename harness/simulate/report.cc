@@ -66,7 +66,7 @@ constexpr Component kComponents[] = {
     {"imbalance", "#ee854a", &TimeComponents::imbalance},
     {"exposed communication", "#d65f5f", &TimeComponents::exposed_comm},
     {"exchange", "#956cb4", &TimeComponents::exchange},
-    {"clip pass", "#8c613c", &TimeComponents::clip},
+    {"norm/scaling passes", "#8c613c", &TimeComponents::clip},
     {"optimizer", "#6acc64", &TimeComponents::optimizer},
     {"evaluation", "#dc7ec0", &TimeComponents::evaluation},
 };
@@ -106,13 +106,15 @@ std::string format_prediction(const Prediction& p, const AcceleratorProfile& pro
     << " x " << fmt("%.2f ms", p.eval_seconds * 1e3) << "\n";
   o << "per step (mean over the steps):\n";
   const StepBreakdown& b = p.mean_step;
-  o << "  compute (mean rank)    " << fmt("%9.2f ms", b.compute * 1e3) << "\n";
+  o << "  compute (mean rank)    " << fmt("%9.2f ms", b.compute * 1e3) << "   of it "
+    << fmt("%.2f ms", p.host_bound * 1e3) << " waiting for the host (" << p.kernels_per_micro_step
+    << " kernels per micro-step)\n";
   o << "  imbalance (slowest)    " << fmt("%9.2f ms", b.imbalance * 1e3) << "   max/mean "
     << fmt("%.4f", p.straggler_ratio) << "\n";
   o << "  exposed communication  " << fmt("%9.2f ms", b.exposed_comm * 1e3) << "   of "
     << fmt("%.2f ms", p.comm_busy * 1e3) << " allreduce busy\n";
   o << "  exchange               " << fmt("%9.2f ms", b.exchange * 1e3) << "\n";
-  o << "  clip pass              " << fmt("%9.2f ms", b.clip * 1e3) << "\n";
+  o << "  norm/scaling passes    " << fmt("%9.2f ms", b.clip * 1e3) << "\n";
   o << "  optimizer              " << fmt("%9.2f ms", b.optimizer * 1e3) << "\n";
   o << "  step                   " << fmt("%9.2f ms", b.total() * 1e3) << "\n";
   o << "gradients: " << p.buckets << " buckets, " << fmt("%.3f GB", p.gradient_bytes / 1e9)
@@ -146,6 +148,8 @@ json prediction_to_json(const Prediction& p) {
           {"eval_total_seconds", p.eval_total_seconds},
           {"mean_step_seconds", breakdown_to_json(p.mean_step)},
           {"allreduce_busy_seconds_per_step", p.comm_busy},
+          {"host_bound_seconds_per_step", p.host_bound},
+          {"kernels_per_micro_step", p.kernels_per_micro_step},
           {"straggler_ratio", p.straggler_ratio},
           {"buckets", p.buckets},
           {"gradient_bytes_per_step", p.gradient_bytes},
@@ -161,7 +165,7 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
   std::snprintf(line, sizeof(line),
                 "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %8s\n", field.c_str(),
                 "ranks", "GBS", "batch", "steps", "evals", "time s", "step ms", "compute", "imbal",
-                "exposed", "exchange", "clip", "optim", "eval s");
+                "exposed", "exchange", "passes", "optim", "eval s");
   o << line;
   for (const SweepPoint& s : points) {
     const Prediction& p = s.prediction;
@@ -312,11 +316,12 @@ std::string format_comparison(const ResultComparison& c, const AcceleratorProfil
   else
     o << c.official.note << "\n";
   o << "predicted step " << fmt("%.2f ms", p.mean_step.total() * 1e3) << ": compute "
-    << fmt("%.2f", p.mean_step.compute * 1e3) << ", imbalance "
-    << fmt("%.2f", p.mean_step.imbalance * 1e3) << ", exposed communication "
-    << fmt("%.2f", p.mean_step.exposed_comm * 1e3) << ", exchange "
-    << fmt("%.2f", p.mean_step.exchange * 1e3) << ", clip " << fmt("%.2f", p.mean_step.clip * 1e3)
-    << ", optimizer " << fmt("%.2f", p.mean_step.optimizer * 1e3) << " ms; evaluation "
+    << fmt("%.2f", p.mean_step.compute * 1e3) << " (of it " << fmt("%.2f", p.host_bound * 1e3)
+    << " waiting for the host), imbalance " << fmt("%.2f", p.mean_step.imbalance * 1e3)
+    << ", exposed communication " << fmt("%.2f", p.mean_step.exposed_comm * 1e3) << ", exchange "
+    << fmt("%.2f", p.mean_step.exchange * 1e3) << ", norm and scaling passes "
+    << fmt("%.2f", p.mean_step.clip * 1e3) << ", optimizer "
+    << fmt("%.2f", p.mean_step.optimizer * 1e3) << " ms; evaluation "
     << fmt("%.1f ms", p.eval_seconds * 1e3) << "; run start " << fmt("%.2f s", p.run_start_seconds)
     << "\n";
   o << "assumptions:\n";

@@ -105,7 +105,10 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   result.global_exchange = flag("--exchange_padding");
   result.group_exchange = flag("--group_exchange_padding");
   result.bucket_clipping = flag("--local_gradient_clip");
-  flag("--distributed_lamb");
+  result.distributed_lamb = flag("--distributed_lamb");
+  result.baseline = flag("--baseline");
+  result.cuda_graph = flag("--use_cuda_graph");
+  result.padded = flag("--pad_fmha");
   result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
   result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
   std::smatch m;
@@ -150,6 +153,13 @@ std::string string_field(const json& system, const char* field) {
 
 }  // namespace
 
+// Frameworks whose ops a Python program issues one by one (eager execution).
+bool eager_framework(const PublishedResult& r) {
+  std::string name = r.framework;
+  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  return name.find("pytorch") != std::string::npos;
+}
+
 double PublishedResult::olympic_seconds() const {
   std::vector<double> seconds;
   for (const auto& r : runs) seconds.push_back(r.seconds);
@@ -180,6 +190,7 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
   if (result.global_batch_size < 1)
     throw std::runtime_error(dir.string() + ": no global_batch_size record in the logs");
   if (result.division.empty()) result.division = string_field(result.system, "division");
+  result.framework = string_field(result.system, "framework");
   return result;
 }
 
@@ -264,7 +275,9 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
     run.optimizer.kind = OptimizerKind::lamb;
     notes.push_back("the logs name no optimizer (no opt_name): LAMB assumed");
   }
-  if (r.bucket_clipping)
+  // --local_gradient_clip clips each bucket before its allreduce on Samsung's own path; on the
+  // --baseline path it clips the whole local gradient before the one allreduce.
+  if (r.bucket_clipping && !r.baseline && !r.distributed_lamb)
     run.clipping = ClippingMode::bucket_before_allreduce;
   else
     run.clipping = ClippingMode::after_allreduce;
@@ -293,27 +306,92 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   run.eval.batch_size = r.eval_batch_size.value_or(16);
   if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
   run.max_steps = 0;
-  if (r.post_accumulation_allreduce) {
+  if (r.distributed_lamb) {
+    // apex DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py in the v2.0 results):
+    // the model's fp16 gradients flattened, their norm, the pre-reduction scaling, a
+    // reduce-scatter in the node, an allreduce of each shard between nodes, LAMB on the shard, an
+    // all-gather of the fp16 parameters in the node.
+    run.bucket_mb = 1e9;
+    notes.push_back(
+        "--distributed_lamb: the gradient flattened, normed and scaled (10 bytes per parameter), "
+        "reduce-scattered in the node and allreduced between nodes in fp16 after backward, the "
+        "optimizer on the node's 1/" +
+        std::to_string(n.gpus_per_node) + " shard, the fp16 parameters all-gathered in the node");
+  } else if (r.bucket_clipping && !r.baseline) {
+    // Samsung's run_pretraining.py (v1.1 results): with --local_gradient_clip the model is wrapped
+    // in DDP (bucket_cap_mb=25) with a comm hook that norms and scales each bucket before its
+    // allreduce; take_optimizer_step, the --allreduce_post_accumulation path, runs only with
+    // --baseline.
+    run.bucket_mb = 25.0 * sizeof(float) / 2;  // 25 MiB of fp16 gradients per bucket
+    notes.push_back(
+        "--local_gradient_clip without --baseline (Samsung's code): DDP allreduces 25 MiB buckets "
+        "of fp16 gradients as backward fills them, each normed and scaled first (6 bytes per "
+        "element); amp then unscales into the f32 master gradients (6 bytes per parameter); "
+        "--allreduce_post_accumulation is unused on this path");
+  } else if (r.post_accumulation_allreduce) {
     // NVIDIA's --allreduce_post_accumulation: the whole gradient in one allreduce after backward.
     run.bucket_mb = 1e9;
     notes.push_back(
-        "--allreduce_post_accumulation: one allreduce of the whole gradient after "
-        "backward, not overlapped" +
-        std::string(r.fp16_allreduce ? ", in fp16" : ""));
+        "--allreduce_post_accumulation: one allreduce of the whole gradient after backward, not "
+        "overlapped" +
+        std::string(r.fp16_allreduce ? ", in fp16" : "") +
+        "; amp's unscale into the f32 master gradients, the scaling into the flat buffer and "
+        "back (18 bytes per parameter)" +
+        (r.bucket_clipping ? "; --local_gradient_clip: the norm and scaling of the master "
+                             "gradients before it (12 more)"
+                           : ""));
   } else {
     run.bucket_mb = 25;
     notes.push_back("no gradient reduction stated: mlbert's overlapped 25 MiB f32 buckets");
   }
-  if (std::find(r.launch_flags.begin(), r.launch_flags.end(), "--distributed_lamb") !=
-      r.launch_flags.end())
-    notes.push_back("--distributed_lamb shards the optimizer; simulated unsharded (mlbert's)");
+  notes.push_back(r.cuda_graph ? "--use_cuda_graph: kernels replayed from CUDA graphs, no host "
+                                 "issue per kernel"
+                  : eager_framework(r)
+                      ? "framework \"" + r.framework +
+                            "\" without --use_cuda_graph: each kernel issued by an eager op "
+                            "from Python, 7 us (pytorch/pytorch#41383) + 3 us launch"
+                      : "no framework stated: mlbert's C++ launches, 3 us per kernel");
+  if (r.padded)
+    notes.push_back("--pad_fmha: kernels on sequences x " + std::to_string(run.max_seq_length) +
+                    " tokens, attention on the real lengths");
   c.model = bert::BertConfig::preset("bert-large");
   return c;
 }
 
 SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base) {
-  if (result.post_accumulation_allreduce) base.overlap = false;
-  if (result.fp16_allreduce) base.gradient_wire_bytes = 2;
+  if (result.distributed_lamb) {
+    base.overlap = false;
+    base.gradient_wire_bytes = 2;
+    base.optimizer_shard = OptimizerShard::node;
+    base.gradient_pass_bytes_per_parameter = kDistributedLambPassBytes;
+    base.gradient_passes =
+        "DistributedFusedLAMB: fp16 gradients flattened (2 + 2), their norm (2), scaled (2 + 2)";
+  } else if (result.bucket_clipping && !result.baseline) {
+    base.overlap = true;
+    base.gradient_wire_bytes = 2;
+    base.bucket_norm_bytes_per_element = kDdpBucketNormBytes;
+    base.gradient_pass_bytes_per_parameter = kAmpUnscaleBytes;
+    base.gradient_passes = "amp unscale of the fp16 gradients into f32 master gradients (2 + 4)";
+  } else if (result.post_accumulation_allreduce) {
+    base.overlap = false;
+    if (result.fp16_allreduce) base.gradient_wire_bytes = 2;
+    base.gradient_pass_bytes_per_parameter =
+        kPostAccumulationPassBytes + (result.bucket_clipping ? kLocalClipPassBytes : 0);
+    base.gradient_passes =
+        std::string(
+            "amp unscale of the fp16 gradients into f32 master gradients (2 + 4), scaled "
+            "into the flat allreduce buffer (4 + 2) and back (2 + 4)") +
+        (result.bucket_clipping ? ", --local_gradient_clip: norm (4) and scaling (4 + 4)" : "");
+  }
+  if (result.cuda_graph) {
+    base.host_seconds_per_kernel = 0;
+    base.host_issue = "--use_cuda_graph: replayed CUDA graphs";
+  } else if (eager_framework(result)) {
+    base.host_seconds_per_kernel = kPytorchEagerOpSeconds + kDriverLaunchSeconds;
+    base.host_issue = "eager " + result.framework +
+                      " from Python: ~7 us per op (pytorch/pytorch#41383) + a 3 us launch";
+  }
+  base.padded = result.padded;
   return base;
 }
 

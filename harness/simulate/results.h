@@ -4,9 +4,11 @@
 // Design choice: everything comes from the log toolkit (its parser for the MLLOG records, its
 // result-file discovery, ruleset-from-path and scoring) or from the system description's own
 // fields; a value neither states is a documented default, recorded in ClusterRun::notes so the
-// output names it. A few launch-line flags of NVIDIA's BERT implementation, which most GPU
-// submissions derive from, are read from the log text when present (load balancing, stratified
-// quotas, Adam, bucket clipping): they say what the MLLOG keys do not.
+// output names it. Launch-line flags of NVIDIA's BERT implementation, which most GPU submissions
+// derive from, and of Samsung's changes to it are read from the log text when present (load
+// balancing, stratified quotas, Adam, bucket clipping, the gradient path: DistributedFusedLAMB, a
+// flat allreduce after backward or Samsung's DDP buckets; CUDA graphs, padded shapes): they say
+// what the MLLOG keys do not, and the code they select is what the simulation options describe.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -46,6 +48,11 @@ struct PublishedResult {
   bool global_exchange = false, group_exchange = false, bucket_clipping = false, adam = false;
   bool post_accumulation_allreduce = false;  // one allreduce of all gradients after backward
   bool fp16_allreduce = false;
+  bool distributed_lamb = false;  // apex DistributedFusedLAMB: the optimizer sharded by node
+  bool baseline = false;          // Samsung's --baseline: NVIDIA's gradient path, not its own
+  bool cuda_graph = false;        // --use_cuda_graph: the step replayed as CUDA graphs
+  bool padded = false;            // --pad_fmha: static padded shapes, attention on real lengths
+  std::string framework;          // system.json framework, e.g. "PyTorch NVIDIA Release 21.08"
 
   // Olympic mean of the run times in seconds (drop fastest and slowest, no compliance filter).
   double olympic_seconds() const;
@@ -67,8 +74,31 @@ OfficialScore official_score(const PublishedResult& result);
 // named when system.json or the logs leave the shape undetermined (nodes, GPUs, batch size).
 ClusterRun cluster_from_result(const PublishedResult& result);
 
-// How the published implementation reduced its gradients where its launch line says (one flat
-// allreduce after backward, in fp16); `base` unchanged otherwise (mlbert's overlapped f32 buckets).
+// How the published implementation ran where its launch line and system description say: its
+// gradient reduction (one flat allreduce after backward, in fp16; or apex's DistributedFusedLAMB,
+// sharded by node), its own passes over the gradients, the host's cost per kernel (an eager
+// framework from Python, or CUDA graphs) and padded shapes; `base` (mlbert's) for the rest.
 SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base);
+
+// Is the result's framework one whose ops Python issues one by one (PyTorch)?
+bool eager_framework(const PublishedResult& result);
+
+// Bytes per parameter of the published implementations' passes over the gradients per step.
+// DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py): flatten the fp16 gradients
+// (read 2, write 2), their L2 norm (2), the pre-reduction scaling (2 + 2).
+inline constexpr double kDistributedLambPassBytes = 10;
+// --allreduce_post_accumulation (take_optimizer_step of NVIDIA's run_pretraining.py): amp's
+// unscale of the fp16 gradients into f32 master gradients (2 + 4), the scaling into the flat fp16
+// allreduce buffer (4 + 2) and back into the master gradients (2 + 4).
+inline constexpr double kPostAccumulationPassBytes = 18;
+// --local_gradient_clip in that path (Samsung's --baseline): the master gradients' norm (4) and
+// scaling (4 + 4).
+inline constexpr double kLocalClipPassBytes = 12;
+// Samsung's own path (--local_gradient_clip without --baseline, run_pretraining.py of its v1.1
+// results): DDP allreduces 25 MiB buckets of the fp16 gradients as backward fills them, a comm hook
+// first taking each bucket's norm (2) and scaling it in place (2 + 2); after backward amp unscales
+// the fp16 gradients into the f32 master gradients (2 + 4).
+inline constexpr double kDdpBucketNormBytes = 6;
+inline constexpr double kAmpUnscaleBytes = 6;
 
 }  // namespace mlbert::harness::simulate

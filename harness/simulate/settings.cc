@@ -76,6 +76,22 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
     if (s.value != "true" && s.value != "false")
       throw std::invalid_argument("--set simulate.overlap: true or false");
     sim.overlap = s.value == "true";
+  } else if (name == "host_us_per_kernel") {
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(s.value, &used);
+      if (used != s.value.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument("");
+      sim.host_us_per_kernel = v;
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--set simulate.host_us_per_kernel=" + s.value +
+                                  ": a number >= 0 (microseconds) is required");
+    }
+  } else if (name == "optimizer_shard") {
+    sim.optimizer_shard = optimizer_shard_from_string(s.value);
+  } else if (name == "padded") {
+    if (s.value != "true" && s.value != "false")
+      throw std::invalid_argument("--set simulate.padded: true or false");
+    sim.padded = s.value == "true";
   } else if (name == "infinite_network") {
     if (s.value != "true" && s.value != "false")
       throw std::invalid_argument("--set simulate.infinite_network: true or false");
@@ -85,7 +101,8 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
         "--set " + s.field +
         ": unknown simulator setting (simulate.algorithm, "
         "simulate.nvlink_efficiency, simulate.nic_efficiency, "
-        "simulate.gradient_wire_bytes, simulate.overlap, simulate.infinite_network)");
+        "simulate.gradient_wire_bytes, simulate.overlap, simulate.host_us_per_kernel, "
+        "simulate.optimizer_shard, simulate.padded, simulate.infinite_network)");
   }
   sim.notes.push_back("--set " + s.field + "=" + s.value);
   return true;
@@ -255,6 +272,12 @@ void apply_simulator_settings(const SimulatorSettings& sim, ClusterRun& cluster,
   if (sim.nic_efficiency) cluster.network.nic_efficiency = *sim.nic_efficiency;
   if (sim.gradient_wire_bytes) options.gradient_wire_bytes = *sim.gradient_wire_bytes;
   if (sim.overlap) options.overlap = *sim.overlap;
+  if (sim.host_us_per_kernel) {
+    options.host_seconds_per_kernel = *sim.host_us_per_kernel * 1e-6;
+    options.host_issue = "--set simulate.host_us_per_kernel";
+  }
+  if (sim.optimizer_shard) options.optimizer_shard = *sim.optimizer_shard;
+  if (sim.padded) options.padded = *sim.padded;
   cluster.network.infinite = sim.infinite_network;
   if (sim.batch_changed) {
     // run.max_steps caps the file's own batch; a planner's new batch runs to convergence.

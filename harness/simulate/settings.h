@@ -31,14 +31,17 @@ std::vector<Setting> parse_sweep(const std::string& text);
 
 // The simulator's knobs, from `simulate.<name>` settings.
 struct SimulatorSettings {
-  std::optional<AlgorithmChoice> algorithm;   // simulate.algorithm
-  std::optional<double> nvlink_efficiency;    // simulate.nvlink_efficiency
-  std::optional<double> nic_efficiency;       // simulate.nic_efficiency
-  std::optional<double> gradient_wire_bytes;  // simulate.gradient_wire_bytes
-  bool infinite_network = false;              // simulate.infinite_network=true
-  std::optional<bool> overlap;                // simulate.overlap=false
-  std::vector<std::string> notes;             // what the settings changed, for the assumptions
-  bool batch_changed = false;                 // the global batch size differs from the file's
+  std::optional<AlgorithmChoice> algorithm;       // simulate.algorithm
+  std::optional<double> nvlink_efficiency;        // simulate.nvlink_efficiency
+  std::optional<double> nic_efficiency;           // simulate.nic_efficiency
+  std::optional<double> gradient_wire_bytes;      // simulate.gradient_wire_bytes
+  bool infinite_network = false;                  // simulate.infinite_network=true
+  std::optional<bool> overlap;                    // simulate.overlap=false
+  std::optional<double> host_us_per_kernel;       // simulate.host_us_per_kernel
+  std::optional<OptimizerShard> optimizer_shard;  // simulate.optimizer_shard
+  std::optional<bool> padded;                     // simulate.padded
+  std::vector<std::string> notes;                 // what the settings changed, for the assumptions
+  bool batch_changed = false;                     // the global batch size differs from the file's
 };
 
 // Applies `settings` to a system file's JSON; `origin` names the file in errors. Throws

@@ -13,6 +13,7 @@
 
 #include "bert/parameters.h"
 #include "harness/grad_sync.h"
+#include "harness/model_spec.h"
 #include "mlperf_logging/rcp.h"
 
 namespace mlbert::harness::simulate {
@@ -34,17 +35,6 @@ std::string format_number(double x, int precision) {
   s.precision(precision);
   s << x;
   return s.str();
-}
-
-bert::BertConfig model_of(const ModelSpec& spec, const std::filesystem::path& origin) {
-  bert::BertConfig config = spec.preset == "file" ? bert::BertConfig::from_file(spec.config_path)
-                                                  : bert::BertConfig::preset(spec.preset);
-  if (spec.overrides.is_object() && !spec.overrides.empty()) {
-    nlohmann::json merged = config.to_json();
-    for (const auto& [k, v] : spec.overrides.items()) merged[k] = v;
-    config = bert::BertConfig::from_json(merged, origin.string() + " run.model.overrides");
-  }
-  return config;
 }
 
 // Backward FLOPs each tensor's gradient needs before it is final, as coefficients of the
@@ -86,7 +76,7 @@ struct BucketPlan {
 };
 
 BucketPlan plan_buckets(const bert::BertConfig& model, const RunSpec& run, double wire_bytes,
-                        double memory_bytes_per_second) {
+                        double norm_bytes, double memory_bytes_per_second) {
   const auto layout = bert::bert_parameter_layout(model);
   const std::size_t flat = bert::flat_size_of(layout);
   const auto buckets = make_buckets(layout, flat, bucket_elements_for(run.bucket_mb));
@@ -104,7 +94,7 @@ BucketPlan plan_buckets(const bert::BertConfig& model, const RunSpec& run, doubl
     }
     plan.done.push_back(plan.total);
     plan.bytes.push_back(static_cast<double>(b.size()) * wire_bytes);
-    plan.norm_seconds.push_back(static_cast<double>(b.size()) * sizeof(float) /
+    plan.norm_seconds.push_back(static_cast<double>(b.size()) * norm_bytes /
                                 memory_bytes_per_second);
   }
   return plan;
@@ -138,29 +128,95 @@ const char* exchange_description(LoadBalancing balancing) {
 }
 
 // One evaluation: rank r evaluates samples [r N / W, (r+1) N / W) in batches, as load_eval_share
-// splits them; the slowest rank plus the allreduce of the counts.
+// splits them, each batch timed by the model's eval kernels; the slowest rank plus the allreduce of
+// the counts.
 double evaluation_seconds(const LengthSource& lengths, const RunSpec& run, int world,
-                          const AcceleratorProfile& profile, const NetworkSpec& network) {
+                          const KernelPlan& plan, const KernelRates& rates, bool padded,
+                          const NetworkSpec& network) {
   const auto n = static_cast<std::int64_t>(lengths.eval_lengths.size());
   double slowest = 0;
   for (int r = 0; r < world; ++r) {
     const std::int64_t begin = r * n / world, end = (r + 1) * n / world;
     double seconds = 0;
     for (std::int64_t first = begin; first < end; first += run.eval.batch_size) {
-      double tokens = 0, squares = 0;
+      MicroBatchShape shape;
       for (std::int64_t i = first; i < std::min(end, first + run.eval.batch_size); ++i) {
         const double s = lengths.eval_lengths[static_cast<std::size_t>(i)];
-        tokens += s;
-        squares += s * s;
+        shape.tokens += padded ? run.max_seq_length : s;
+        shape.squares += s * s;
+        shape.sequences += 1;
+        shape.predictions += masked_predictions(static_cast<int>(s), run.max_predictions_per_seq);
       }
-      seconds += profile.eval.seconds(tokens, squares);
+      seconds += KernelPlan::time(plan.eval, shape, rates).seconds;
     }
     slowest = std::max(slowest, seconds);
   }
   return slowest + allreduce_cost(network, kEvalCountBytes).seconds;
 }
 
+// What a step costs besides the micro-steps' kernels: each bucket's reduction, the all-gather of a
+// sharded update, the norm and scaling passes, the optimizer.
+struct StepCosts {
+  std::vector<double> bucket_seconds;
+  std::map<std::string, int> choices;  // algorithm/protocol -> buckets
+  double shard = 1;                    // ranks the optimizer is sharded over
+  double gather_seconds = 0;
+  bool own_passes = false;  // the implementation's passes replace mlbert's clip pass
+  double clip_seconds = 0;
+  double optimizer_seconds = 0;
+};
+
+StepCosts step_costs(const BucketPlan& plan, const RunSpec& run, const SimulationOptions& options,
+                     const AcceleratorProfile& profile, const NetworkSpec& network) {
+  StepCosts c;
+  const OptimizerShard shard = options.optimizer_shard;
+  c.shard = shard == OptimizerShard::node    ? network.gpus_per_node
+            : shard == OptimizerShard::world ? network.ranks()
+                                             : 1;
+  for (double bytes : plan.bytes) {
+    const CollectiveCost cost =
+        shard == OptimizerShard::node    ? node_sharded_reduction_cost(network, bytes)
+        : shard == OptimizerShard::world ? reduce_scatter_cost(network, bytes, false)
+                                         : allreduce_cost(network, bytes);
+    c.bucket_seconds.push_back(cost.seconds);
+    ++c.choices[std::string(to_string(cost.algorithm)) + "/" + to_string(cost.protocol)];
+  }
+  // A sharded update all-gathers the new parameters (compute dtype, 2 bytes) after the optimizer.
+  if (c.shard > 1)
+    c.gather_seconds =
+        allgather_cost(network, plan.flat_elements * 2 / c.shard, shard == OptimizerShard::node)
+            .seconds;
+  c.own_passes = options.gradient_pass_bytes_per_parameter > 0;
+  if (c.own_passes)
+    c.clip_seconds = plan.parameters * options.gradient_pass_bytes_per_parameter /
+                     profile.memory_bytes_per_second;
+  else if (run.clipping == ClippingMode::after_allreduce)
+    c.clip_seconds = plan.flat_elements * sizeof(float) / profile.memory_bytes_per_second +
+                     kHostRoundTripSeconds;
+  c.optimizer_seconds =
+      plan.parameters * profile.optimizer_seconds_per_parameter(run.optimizer.kind) / c.shard;
+  return c;
+}
+
 }  // namespace
+
+const char* to_string(OptimizerShard shard) {
+  switch (shard) {
+    case OptimizerShard::none:
+      return "none";
+    case OptimizerShard::node:
+      return "node";
+    case OptimizerShard::world:
+      return "world";
+  }
+  return "?";
+}
+
+OptimizerShard optimizer_shard_from_string(const std::string& text) {
+  for (OptimizerShard s : {OptimizerShard::none, OptimizerShard::node, OptimizerShard::world})
+    if (text == to_string(s)) return s;
+  throw std::invalid_argument("\"" + text + "\" is not an optimizer sharding (none, node, world)");
+}
 
 StepBreakdown& StepBreakdown::operator+=(const StepBreakdown& o) {
   exchange += o.exchange;
@@ -184,7 +240,7 @@ ClusterRun cluster_from_system(const SystemConfig& system) {
   c.network.nics_per_node = static_cast<int>(t.nics.size());
   for (const NicSpec& nic : t.nics) c.network.nic_gbs_per_node += nic.bandwidth_gbps / 8;
   c.run = system.run;
-  c.model = model_of(system.run.model, system.path);
+  c.model = model_from_spec(system.run.model, system.path);
   if (system.run.model.vocab_from_data)
     c.notes.push_back("run.model.vocab_from_data: the preset's vocabulary is used");
   return c;
@@ -259,9 +315,9 @@ void check_profile_fits(const ClusterRun& cluster, const AcceleratorProfile& pro
         std::to_string(cluster.model.hidden_size) + " (no profile can stand for it)");
 }
 
-Simulation::Simulation(ClusterRun cluster, const WorkCost& deal_cost,
+Simulation::Simulation(ClusterRun cluster, const AcceleratorProfile& deal_profile,
                        const SimulationOptions& options)
-    : cluster_(std::move(cluster)), options_(options) {
+    : cluster_(std::move(cluster)), options_(options), plan_(trace_kernel_plan(cluster_.model)) {
   const RunSpec& run = cluster_.run;
   const int world = cluster_.world();
   if (static_cast<std::int64_t>(run.per_rank_batch) * world * run.gradient_accumulation !=
@@ -286,14 +342,26 @@ Simulation::Simulation(ClusterRun cluster, const WorkCost& deal_cost,
           ? mlperf_bin_mix_lengths(run, options_.bin_mix_rows, run.eval.eval_samples,
                                    options_.length_seed)
           : shard_lengths(options_.data_dir, run, run.eval.eval_samples, options_.length_seed);
+  const KernelRates r = rates(deal_profile);
+  const WorkCost deal_cost{KernelPlan::seconds_per_token(plan_.train, r),
+                           KernelPlan::seconds_per_square(plan_.train, r), 0};
   work_ = deal_micro_steps(lengths_, run, world, cluster_.network.gpus_per_node, deal_cost,
                            convergence_.steps * run.gradient_accumulation);
+}
+
+KernelRates Simulation::rates(const AcceleratorProfile& profile) const {
+  KernelRates r;
+  r.tensor_flops_per_second = profile.tensor_flops_per_second;
+  r.memory_bytes_per_second = profile.memory_bytes_per_second;
+  r.multiprocessors = profile.multiprocessors;
+  r.host_seconds_per_kernel = options_.host_seconds_per_kernel;
+  return r;
 }
 
 Prediction predict(const ClusterRun& cluster, const AcceleratorProfile& profile,
                    const SimulationOptions& options) {
   check_profile_fits(cluster, profile);
-  return Simulation(cluster, profile.train, options).time(profile);
+  return Simulation(cluster, profile, options).time(profile);
 }
 
 Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec& network) const {
@@ -316,23 +384,17 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
   const std::int64_t steps = p.convergence.steps;
   const int accumulation = run.gradient_accumulation;
 
-  const BucketPlan plan = plan_buckets(cluster.model, run, options.gradient_wire_bytes,
-                                       profile.memory_bytes_per_second);
-  std::vector<double> bucket_seconds;
-  std::map<std::string, int> choices;
-  for (double bytes : plan.bytes) {
-    const CollectiveCost cost = allreduce_cost(network, bytes);
-    bucket_seconds.push_back(cost.seconds);
-    ++choices[std::string(to_string(cost.algorithm)) + "/" + to_string(cost.protocol)];
-  }
+  const BucketPlan plan =
+      plan_buckets(cluster.model, run, options.gradient_wire_bytes,
+                   options.bucket_norm_bytes_per_element, profile.memory_bytes_per_second);
+  const KernelRates rates = this->rates(profile);
+  const StepCosts costs = step_costs(plan, run, options, profile, network);
+  const std::vector<double>& bucket_seconds = costs.bucket_seconds;
   const bool bucket_clip = run.clipping == ClippingMode::bucket_before_allreduce;
-  const double clip_seconds =
-      run.clipping == ClippingMode::after_allreduce
-          ? plan.flat_elements * sizeof(float) / profile.memory_bytes_per_second +
-                kHostRoundTripSeconds
-          : 0.0;
-  const double optimizer_seconds =
-      plan.parameters * profile.optimizer_seconds_per_parameter(run.optimizer.kind);
+  const auto shape = [&](double tokens, double sequences, double predictions, double squares) {
+    return MicroBatchShape{options.padded ? sequences * run.max_seq_length : tokens, sequences,
+                           predictions, squares};
+  };
 
   double straggler_sum = 0;
   p.step_seconds.reserve(static_cast<std::size_t>(steps));
@@ -343,9 +405,18 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
       const MicroStepWork& w = work[static_cast<std::size_t>(s * accumulation + a)];
       const double exchange =
           exchange_seconds(network, run.load_balancing, w.exchange_bytes_per_rank);
-      const double slowest = profile.train.seconds(w.slowest_tokens, w.slowest_squares);
-      const double mean = profile.train.seconds(w.mean_tokens, w.mean_squares);
+      const KernelTime slow = KernelPlan::time(
+          plan_.train,
+          shape(w.slowest_tokens, w.slowest_sequences, w.slowest_predictions, w.slowest_squares),
+          rates);
+      const KernelTime mean_time = KernelPlan::time(
+          plan_.train, shape(w.mean_tokens, w.mean_sequences, w.mean_predictions, w.mean_squares),
+          rates);
+      // The deal ranks by a linear cost; the kernel timeline of the mean work cannot exceed the
+      // slowest rank's by more than rounding, and never counts as negative imbalance.
+      const double slowest = slow.seconds, mean = std::min(mean_time.seconds, slowest);
       straggler_sum += slowest / mean;
+      p.host_bound += mean_time.host_bound_seconds();
       b.exchange += exchange;
       b.compute += mean;
       b.imbalance += slowest - mean;
@@ -375,9 +446,10 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
       b.compute += norms;
       exposed = std::max(0.0, stream_free - backward_end);
     }
-    b.exposed_comm = exposed;
-    b.clip = clip_seconds;
-    b.optimizer = optimizer_seconds;
+    p.comm_busy += costs.gather_seconds;
+    b.exposed_comm = exposed + costs.gather_seconds;
+    b.clip = costs.clip_seconds;
+    b.optimizer = costs.optimizer_seconds;
     p.mean_step += b;
     p.step_seconds.push_back(b.total());
     p.train_seconds += b.total();
@@ -391,15 +463,17 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
     p.mean_step.clip /= n;
     p.mean_step.optimizer /= n;
     p.comm_busy /= n;
+    p.host_bound /= n;
     p.straggler_ratio = straggler_sum / static_cast<double>(steps * accumulation);
   }
-  p.eval_seconds = evaluation_seconds(lengths, run, world, profile, network);
+  p.kernels_per_micro_step = plan_.train.size();
+  p.eval_seconds = evaluation_seconds(lengths, run, world, plan_, rates, options.padded, network);
   p.eval_total_seconds = p.eval_seconds * static_cast<double>(p.convergence.evals);
   p.run_start_seconds = profile.run_start_seconds;
   p.total_seconds = p.run_start_seconds + p.train_seconds + p.eval_total_seconds;
   p.buckets = plan.bytes.size();
   p.gradient_bytes = std::accumulate(plan.bytes.begin(), plan.bytes.end(), 0.0);
-  for (const auto& [name, count] : choices)
+  for (const auto& [name, count] : costs.choices)
     p.allreduce_choice +=
         (p.allreduce_choice.empty() ? "" : ", ") + name + " x" + std::to_string(count);
 
@@ -414,7 +488,21 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
               "; the harness's Sampler and plan_exchange deal every rank of every step");
   a.push_back("compute: profile " + profile.path.filename().string() + " (" +
               profile.provenance_kind + ": " + profile.source() +
-              "); forward = 1/3 and backward = 2/3 of a micro-step");
+              "): GEMM and attention kernels at " +
+              format_number(profile.tensor_flops_per_second / 1e12, 4) +
+              " TFLOP/s, wave-quantized over " + std::to_string(profile.multiprocessors) +
+              " SMs in 128 x 128 output tiles; memory-bound kernels at " +
+              format_number(profile.memory_bytes_per_second / 1e12, 4) + " TB/s");
+  a.push_back("kernels: mlbert's model traced (" + std::to_string(plan_.train.size()) +
+              " kernels per training micro-step, " + std::to_string(plan_.eval.size()) +
+              " per evaluation batch), each no earlier than the host has issued it; host " +
+              format_number(options.host_seconds_per_kernel * 1e6, 3) + " us per kernel (" +
+              options.host_issue + ")" +
+              (options.padded
+                   ? "; micro-batches padded to sequences x " + std::to_string(run.max_seq_length) +
+                         " tokens (attention on the real lengths)"
+                   : std::string("; unpadded micro-batches")) +
+              "; forward = 1/3 and backward = 2/3 of a micro-step for the bucket timeline");
   a.push_back(
       "the slowest rank of each micro-step sets the pace (exact when the micro-step "
       "synchronizes all ranks)");
@@ -431,22 +519,44 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
                                : std::string("all started after backward (no overlap)")));
   switch (run.clipping) {
     case ClippingMode::after_allreduce:
-      a.push_back(
-          "clipping after allreduce: one read of the f32 gradient buffer for the global "
-          "norm plus a 20 us host round trip, after the last bucket");
+      if (!costs.own_passes)
+        a.push_back(
+            "clipping after allreduce: one read of the f32 gradient buffer for the global "
+            "norm plus a 20 us host round trip, after the last bucket");
       break;
     case ClippingMode::bucket_before_allreduce:
-      a.push_back(
-          "bucket-before-allreduce clipping: each bucket's local norm (one read of its "
-          "f32 gradients) runs in backward before its allreduce; no global-norm pass");
+      a.push_back("bucket-before-allreduce clipping: each bucket's local norm (" +
+                  format_number(options.bucket_norm_bytes_per_element, 3) +
+                  " bytes per gradient element) runs in backward before its reduction; no "
+                  "global-norm pass");
       break;
     case ClippingMode::none:
       a.push_back("no clipping: no norm pass");
       break;
   }
-  a.push_back(std::string("optimizer ") + to_string(run.optimizer.kind) +
-              " over every parameter on every rank (not sharded): " +
-              format_number(optimizer_seconds * 1e3, 3) + " ms per step from the profile");
+  if (costs.own_passes)
+    a.push_back(
+        "gradient passes of the implementation after the reduction: " + options.gradient_passes +
+        " (" + format_number(options.gradient_pass_bytes_per_parameter, 3) +
+        " bytes per parameter per step at the memory rate)" +
+        (run.clipping == ClippingMode::after_allreduce
+             ? "; they hold its norm, in place of mlbert's clip pass"
+             : ""));
+  if (costs.shard > 1)
+    a.push_back(std::string("optimizer ") + to_string(run.optimizer.kind) + " sharded over the " +
+                (options.optimizer_shard == OptimizerShard::node ? "node's " : "world's ") +
+                format_count(costs.shard) +
+                " ranks: " + format_number(costs.optimizer_seconds * 1e3, 3) +
+                " ms per step; the gradients reduce-scattered" +
+                (options.optimizer_shard == OptimizerShard::node
+                     ? " in the node, each rank's share allreduced between the nodes,"
+                     : ",") +
+                " the updated parameters all-gathered (2 bytes each, " +
+                format_number(costs.gather_seconds * 1e3, 3) + " ms, exposed)");
+  else
+    a.push_back(std::string("optimizer ") + to_string(run.optimizer.kind) +
+                " over every parameter on every rank (not sharded): " +
+                format_number(costs.optimizer_seconds * 1e3, 3) + " ms per step from the profile");
   a.push_back("evaluation: " + format_count(static_cast<double>(run.eval.eval_samples)) +
               " samples forward split over all ranks in batches of " +
               std::to_string(run.eval.batch_size) + ", then an allreduce of the counts");

@@ -1,13 +1,17 @@
 // `mlbert simulate`'s model of one training run: samples to converge, then every step of every
-// rank timed from an accelerator profile and a network model, then the evaluations.
+// rank timed from an accelerator profile, mlbert's traced kernels and a network model, then the
+// evaluations.
 //
 // Design choice: the simulator runs the harness's own pieces in place of the model and the
-// communicator: the Sampler and load balancer deal each step (workload.h), the gradient buckets
-// are make_buckets over the real parameter layout in backward order, and each bucket's allreduce
-// starts when the slowest rank's backward has finished it, on one stream in bucket order; only
-// what is left after backward counts. Time to train = run start + steps + evaluations (init is not
-// in the score). Every constant that is not from the profile or the system is named in
-// Prediction::assumptions.
+// communicator: the Sampler and load balancer deal each step (workload.h), the real model's
+// kernels time each rank's micro-step (kernels.h), the gradient buckets are make_buckets over the
+// real parameter layout in backward order, and each bucket's reduction starts when the slowest
+// rank's backward has finished it, on one stream in bucket order; only what is left after
+// backward counts. What the implementation adds around the model (the host's cost per kernel,
+// padded shapes, a sharded optimizer, its own passes over the gradients) is a SimulationOptions
+// field, set from a published run's launch line or left at mlbert's. Time to train = run start +
+// steps + evaluations (init is not in the score). Every constant that is not from the profile or
+// the system is named in Prediction::assumptions.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "bert/config.h"
+#include "harness/simulate/kernels.h"
 #include "harness/simulate/network.h"
 #include "harness/simulate/profile.h"
 #include "harness/simulate/workload.h"
@@ -38,6 +43,18 @@ struct ClusterRun {
 // A system file's cluster: topology.* for the machine, run.* for the run.
 ClusterRun cluster_from_system(const SystemConfig& system);
 
+// The host's cost of issuing one kernel. A direct launch: cuLaunchKernel measured at 3.0-3.3 us
+// (meta-pytorch/tritonbench#1017). An eager PyTorch op from Python with autograd: ~7 us before its
+// launch (pytorch/pytorch#41383: 6.8 us measured per op with autograd; a maintainer's figure
+// without it is ~2 us, half of it Python).
+inline constexpr double kDriverLaunchSeconds = 3e-6;
+inline constexpr double kPytorchEagerOpSeconds = 7e-6;
+
+enum class OptimizerShard { none, node, world };
+const char* to_string(OptimizerShard shard);
+// "none", "node" or "world"; throws std::invalid_argument otherwise.
+OptimizerShard optimizer_shard_from_string(const std::string& text);
+
 struct SimulationOptions {
   enum class Lengths { mlperf_bin_mix, shards };
   Lengths lengths = Lengths::mlperf_bin_mix;
@@ -48,6 +65,23 @@ struct SimulationOptions {
   double gradient_wire_bytes = 4;
   // Allreduce each bucket as backward finishes it (mlbert); false: every bucket after backward.
   bool overlap = true;
+  // The host's cost per kernel, and what it stands for: mlbert issues its kernels from C++.
+  double host_seconds_per_kernel = kDriverLaunchSeconds;
+  std::string host_issue = "mlbert's C++ launches: cuLaunchKernel, 3 us (tritonbench#1017)";
+  // Kernels run on padded micro-batches (sequences x run.max_seq_length tokens; attention on the
+  // real lengths), as an implementation with static shapes (CUDA graphs) does.
+  bool padded = false;
+  // The optimizer's state and update sharded over the node's GPUs or the world: each rank updates
+  // 1/g of the parameters, the gradients are reduce-scattered (then, sharded by node, allreduced
+  // between nodes) and the updated parameters all-gathered in the compute dtype.
+  OptimizerShard optimizer_shard = OptimizerShard::none;
+  // Bytes per gradient element of a bucket's norm pass in backward (bucket-before-allreduce
+  // clipping): mlbert reads its f32 bucket once.
+  double bucket_norm_bytes_per_element = sizeof(float);
+  // An implementation's own passes over the gradients per step after their reduction (bytes per
+  // parameter), which then replace mlbert's after-allreduce clip pass; with what they are.
+  double gradient_pass_bytes_per_parameter = 0;
+  std::string gradient_passes;
   // Simulate exactly this many steps with this many evaluations (a published run's own count)
   // instead of running to the convergence point.
   std::optional<std::int64_t> steps;
@@ -74,7 +108,7 @@ struct StepBreakdown {
   double compute = 0;       // forward + backward of the mean rank (+ per-bucket norms)
   double imbalance = 0;     // slowest rank minus the mean rank
   double exposed_comm = 0;  // gradient allreduce left after the slowest rank's backward
-  double clip = 0;          // after-allreduce clipping: global-norm pass and its wait
+  double clip = 0;          // norm and scaling passes over the gradients, and their wait
   double optimizer = 0;
   double total() const { return exchange + compute + imbalance + exposed_comm + clip + optimizer; }
   StepBreakdown& operator+=(const StepBreakdown& o);
@@ -89,7 +123,9 @@ struct Prediction {
   std::vector<double> step_seconds;  // every simulated step
   StepBreakdown mean_step;           // averaged over the steps
   double comm_busy = 0;              // mean seconds per step the allreduce stream is busy
-  double eval_seconds = 0;           // one evaluation
+  double host_bound = 0;  // mean seconds per step of compute the GPU waits for the host to issue
+  std::size_t kernels_per_micro_step = 0;
+  double eval_seconds = 0;  // one evaluation
   double run_start_seconds = 0;
   double train_seconds = 0, eval_total_seconds = 0, total_seconds = 0;
   double straggler_ratio = 0;  // mean over micro-steps of slowest / mean forward+backward time
@@ -100,13 +136,15 @@ struct Prediction {
 };
 
 // A run drawn and dealt once, then timed under any profile: the deal depends on the profile
-// only through which rank is slowest, i.e. on the ratios of its training costs, so a calibration
-// can rescale a profile without drawing again.
+// only through which rank is slowest, i.e. on the ratios of its costs, so a calibration can
+// change a profile's rates without drawing again.
 class Simulation {
  public:
-  // Throws std::invalid_argument / std::runtime_error with the reason when the cluster cannot be
-  // simulated (no convergence figure, the sampler cannot fill a step, ...).
-  Simulation(ClusterRun cluster, const WorkCost& deal_cost, const SimulationOptions& options);
+  // Deals with `deal_profile`'s linear costs. Throws std::invalid_argument / std::runtime_error
+  // with the reason when the cluster cannot be simulated (no convergence figure, the sampler
+  // cannot fill a step, ...).
+  Simulation(ClusterRun cluster, const AcceleratorProfile& deal_profile,
+             const SimulationOptions& options);
   Prediction time(const AcceleratorProfile& profile) const {
     return time(profile, cluster_.network);
   }
@@ -114,16 +152,20 @@ class Simulation {
   Prediction time(const AcceleratorProfile& profile, const NetworkSpec& network) const;
   const Convergence& convergence() const { return convergence_; }
   const ClusterRun& cluster() const { return cluster_; }
+  const KernelPlan& kernels() const { return plan_; }
+  // The rates a profile times kernels at under these options.
+  KernelRates rates(const AcceleratorProfile& profile) const;
 
  private:
   ClusterRun cluster_;
   SimulationOptions options_;
   Convergence convergence_;
+  KernelPlan plan_;
   LengthSource lengths_;
   std::vector<MicroStepWork> work_;
 };
 
-// The whole run: check_profile_fits, then Simulation(cluster, profile.train, options).time.
+// The whole run: check_profile_fits, then Simulation(cluster, profile, options).time.
 Prediction predict(const ClusterRun& cluster, const AcceleratorProfile& profile,
                    const SimulationOptions& options);
 

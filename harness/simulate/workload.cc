@@ -125,7 +125,8 @@ std::vector<MicroStepWork> deal_micro_steps(const LengthSource& lengths, const R
     }
     const auto plan = plan_exchange(sampled, run.load_balancing, ranks_per_node);
     MicroStepWork work;
-    double slowest = -1, total_tokens = 0, total_squares = 0;
+    double slowest = -1, total_tokens = 0, total_squares = 0, total_predictions = 0;
+    double total_sequences = 0;
     for (int r = 0; r < world; ++r) {
       double tokens = 0, squares = 0, predictions = 0;
       for (const SampleSource& s : plan[static_cast<std::size_t>(r)]) {
@@ -135,18 +136,24 @@ std::vector<MicroStepWork> deal_micro_steps(const LengthSource& lengths, const R
         squares += length * length;
         predictions += masked_predictions(static_cast<int>(length), run.max_predictions_per_seq);
       }
+      const double sequences = static_cast<double>(plan[static_cast<std::size_t>(r)].size());
       total_tokens += tokens;
       total_squares += squares;
+      total_predictions += predictions;
+      total_sequences += sequences;
       const double seconds = cost.seconds(tokens, squares);
       if (seconds > slowest) {
         slowest = seconds;
         work.slowest_tokens = tokens;
         work.slowest_squares = squares;
         work.slowest_predictions = predictions;
+        work.slowest_sequences = sequences;
       }
     }
     work.mean_tokens = total_tokens / world;
     work.mean_squares = total_squares / world;
+    work.mean_predictions = total_predictions / world;
+    work.mean_sequences = total_sequences / world;
     work.exchange_bytes_per_rank = bytes / world;
     out.push_back(work);
   }

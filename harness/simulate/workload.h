@@ -51,8 +51,8 @@ double exchange_bytes(int length, int max_predictions);
 
 // One micro-step after the deal.
 struct MicroStepWork {
-  double slowest_tokens = 0, slowest_squares = 0, slowest_predictions = 0;
-  double mean_tokens = 0, mean_squares = 0;
+  double slowest_tokens = 0, slowest_squares = 0, slowest_predictions = 0, slowest_sequences = 0;
+  double mean_tokens = 0, mean_squares = 0, mean_predictions = 0, mean_sequences = 0;
   double exchange_bytes_per_rank = 0;  // mean serialized bytes a rank contributes
 };
 

@@ -26,8 +26,10 @@ first=$(head -n 1 "$err")
 ok=1
 [[ $status -eq $want_status ]] || { echo "FAIL: exit status $status, expected $want_status"; ok=0; }
 grep -Eq -- "$want_line" <<<"$first" || { echo "FAIL: first line does not match /$want_line/"; ok=0; }
-if [[ -n $lines && $(wc -l <"$err") -ne $lines ]]; then
-  echo "FAIL: $(wc -l <"$err") lines printed, expected $lines"; ok=0
+# grep -c '' counts a last line without a newline too (wc -l would not).
+printed=$(grep -c '' "$err")
+if [[ -n $lines && $printed -ne $lines ]]; then
+  echo "FAIL: $printed lines printed, expected $lines"; ok=0
 fi
 if [[ -n $contains ]] && ! grep -Eq -- "$contains" "$err"; then
   echo "FAIL: no line matches /$contains/"; ok=0

@@ -169,14 +169,44 @@ TEST_CASE("after-allreduce clipping scales the averaged gradient to norm <= 1", 
 }
 
 TEST_CASE("an inf or nan on one rank makes every rank skip the step", "[grad_sync]") {
+  // +inf, -inf and NaN in one bucket of one rank of three; every other bucket of every rank is
+  // finite. All ranks must see the overflow (and so skip the step with the same decision), and
+  // hold the same reduced buffer, the bad bucket included.
   const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
   for (ClippingMode mode :
        {ClippingMode::bucket_before_allreduce, ClippingMode::after_allreduce, ClippingMode::none}) {
-    INFO(harness::to_string(mode));
-    std::vector<std::vector<float>> grads = {{1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, inf, 1, 1}};
-    const auto results = run_sync(grads, {{0, 4}, {4, 8}}, mode, 1.0, 1024.0);
-    CHECK(results[0].overflow);
-    CHECK(results[1].overflow);
+    for (float bad : {inf, -inf, nan}) {
+      for (int bad_rank : {0, 2}) {
+        for (std::size_t bad_element : {1, 6}) {  // bucket 0 or bucket 1
+          INFO(harness::to_string(mode)
+               << ", " << bad << " at element " << bad_element << " of rank " << bad_rank);
+          std::vector<std::vector<float>> grads(3, std::vector<float>(8, 0.5f));
+          grads[bad_rank][bad_element] = bad;
+          const auto results = run_sync(grads, {{0, 4}, {4, 8}}, mode, 1.0, 1024.0);
+          harness::LossScaleSpec spec;
+          spec.initial = 1024;
+          spec.dynamic = true;
+          for (int r = 0; r < 3; ++r) {
+            INFO("rank " << r);
+            CHECK(results[r].overflow);
+            harness::LossScaler scaler(spec);
+            CHECK(scaler.update(results[r].overflow));  // skip
+            CHECK(scaler.scale() == 512);
+            for (std::size_t i = 0; i < 8; ++i) {
+              const bool rank0_finite = std::isfinite(grads[0][i]);
+              CHECK(std::isfinite(grads[r][i]) == rank0_finite);
+              if (rank0_finite) CHECK(grads[r][i] == grads[0][i]);
+            }
+          }
+          // The bad bucket stays non-finite after the sum on every rank (so each rank's own
+          // check sees it); the good bucket of the others is untouched by it.
+          const std::size_t good = bad_element < 4 ? 5 : 1;
+          CHECK_FALSE(std::isfinite(grads[1][bad_element]));
+          CHECK(std::isfinite(grads[1][good]));
+        }
+      }
+    }
   }
 }
 

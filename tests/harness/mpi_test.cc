@@ -1,20 +1,10 @@
 // Multi-rank runs of `mlbert train` under mpirun (oversubscribed on small machines):
 //  - 1 rank vs 2 and 4 ranks at the same global batch with after-allreduce clipping: the averaged
 //    gradients and the weights after each of 3 steps equal the single-rank run's (1e-5);
-//  - a rank killed mid-run ends the job within 30 s, every rank non-zero, the log ending in
-//    run_stop "aborted"; a hung rank is caught by the watchdog the same way;
 //  - bad system files, missing data and a wrong world size fail before init_start, clearly.
-// The data is a small demo corpus prepared once into the build tree.
+// Faults during a run (killed, stalled ranks, unreadable data, a full disk) are fault_test.cc's.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -23,115 +13,11 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/common/shared_fixtures.h"
+#include "tests/harness/train_job.h"
 
-extern char** environ;
+using namespace mlbert::test;
 
 namespace {
-
-namespace fs = std::filesystem;
-using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-fs::path mlbert_bin() {
-  return mlbert::test::binary_dir() / "bin" / "mlbert";
-}
-fs::path work_root() {
-  return mlbert::test::binary_dir() / "test-work" / "harness";
-}
-
-// Runs a shell command; returns (exit status, combined output).
-std::pair<int, std::string> run_command(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
-}
-
-std::string mpirun(int ranks) {
-  return "mpirun --allow-run-as-root --oversubscribe --bind-to none -np " + std::to_string(ranks) +
-         " -x OMP_NUM_THREADS=1 ";
-}
-
-// A small demo corpus, prepared once (into a temporary name, then renamed, so concurrent test
-// processes never see half of it).
-struct TestData {
-  fs::path train, eval;
-};
-
-TestData test_data() {
-  const fs::path root = work_root() / "data";
-  TestData data{root / "train", root / "eval.hdf5"};
-  if (fs::exists(root / "READY")) return data;
-  const fs::path tmp = work_root() / ("data.tmp." + std::to_string(::getpid()));
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  const std::string m = mlbert_bin().string();
-  const std::string prep_args =
-      " --max-seq-length 128 --max-predictions-per-seq 20 --progress never";
-  for (const std::string& command :
-       {m + " data demo-corpus --output " + (tmp / "corpus").string() +
-            " --documents 600 --eval-documents 60 --parts 2",
-        m + " data prep --vocab " + (tmp / "corpus/vocab.txt").string() + " --input " +
-            (tmp / "corpus/part-00000-of-00002.txt").string() + " " +
-            (tmp / "corpus/part-00001-of-00002.txt").string() + " --output " +
-            (tmp / "train").string() + " --dupe-factor 2" + prep_args,
-        m + " data prep --vocab " + (tmp / "corpus/vocab.txt").string() + " --input " +
-            (tmp / "corpus/eval.txt").string() + " --output " + (tmp / "eval_source").string() +
-            " --dupe-factor 2" + prep_args,
-        m + " data eval-set --input " + (tmp / "eval_source/eval.txt.hdf5").string() +
-            " --output " + (tmp / "eval.hdf5").string() +
-            " --count 64 --max-seq-length 128 --max-predictions-per-seq 20"}) {
-    const auto [status, output] = run_command(command);
-    INFO(command << "\n" << output);
-    REQUIRE(status == 0);
-  }
-  fs::copy_file(tmp / "corpus/vocab.txt", tmp / "train/vocab.txt");
-  std::ofstream(tmp / "READY") << "ok\n";
-  std::error_code ec;
-  fs::rename(tmp, root, ec);  // another process may have won the race: use its copy
-  if (ec) fs::remove_all(tmp);
-  return data;
-}
-
-json demo_system() {
-  std::ifstream in(mlbert::test::source_dir() / "systems" / "cpu_demo.json");
-  REQUIRE(in);
-  return json::parse(in);
-}
-
-// A one-node CPU system with `ranks` ranks, derived from cpu_demo for these tests.
-fs::path write_system(const std::string& name, int ranks, int per_rank_batch, int accumulation,
-                      const std::string& clipping, const std::string& balancing,
-                      double watchdog_seconds = 20, std::int64_t max_steps = 1000) {
-  json s = demo_system();
-  s["system_name"] = name;
-  s["topology"]["ranks_per_node"] = ranks;
-  s["topology"]["cpu"]["cores_per_socket"] = std::max(ranks, 2);
-  s["topology"]["local_ranks"] = json::array();
-  for (int r = 0; r < ranks; ++r) s["topology"]["local_ranks"].push_back({{"numa_node", 0}});
-  json& run = s["run"];
-  run["per_rank_batch"] = per_rank_batch;
-  run["gradient_accumulation"] = accumulation;
-  run["global_batch_size"] = per_rank_batch * accumulation * ranks;
-  run["clipping"] = {{"mode", clipping}, {"max_norm", 1.0}};
-  run["load_balancing"] = balancing;
-  run["sampler"] = {{"name", "random"}};
-  run["max_seq_length"] = 128;
-  run["max_predictions_per_seq"] = 20;
-  run["eval"] = {{"cadence", 1000000}, {"eval_samples", 64}, {"batch_size", 16}};
-  run["watchdog_seconds"] = watchdog_seconds;
-  run["max_steps"] = max_steps;
-  run["lr_schedule"]["training_steps"] = std::max<std::int64_t>(max_steps, 10);
-  run["warmup_iterations"] = 0;
-  const fs::path path = work_root() / "systems" / (name + ".json");
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << s.dump(2);
-  return path;
-}
 
 std::vector<float> read_floats(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -154,104 +40,6 @@ std::pair<double, double> compare(const std::vector<float>& a, const std::vector
     max_abs = std::max(max_abs, std::abs(d));
   }
   return {norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff), max_abs};
-}
-
-std::string last_mllog_line(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.find(":::MLLOG") != std::string::npos) last = line;
-  return last;
-}
-
-// A job started in its own process group so the test can always clean it up.
-class Job {
- public:
-  Job(const std::string& command, const fs::path& output) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-    REQUIRE(posix_spawn(&pid_, "/bin/sh", &actions, &attributes, const_cast<char**>(argv),
-                        environ) == 0);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-  }
-  ~Job() {
-    ::killpg(pid_, SIGKILL);
-    if (!exited_) ::waitpid(pid_, nullptr, 0);
-  }
-  pid_t pid() const { return pid_; }
-  // Waits up to `seconds`; returns the exit status, or nullopt on timeout.
-  std::optional<int> wait_for(double seconds) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-    while (Clock::now() < deadline) {
-      int status = 0;
-      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return std::nullopt;
-  }
-
- private:
-  pid_t pid_ = 0;
-  bool exited_ = false;
-};
-
-// The pid of the process of MPI rank `rank` running `mlbert train`, or 0.
-pid_t find_rank(int rank) {
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return 0;
-  pid_t found = 0;
-  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
-  while (dirent* entry = ::readdir(proc)) {
-    const pid_t pid = std::atoi(entry->d_name);
-    if (pid <= 0) continue;
-    std::ifstream cmdline("/proc/" + std::string(entry->d_name) + "/cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (args.find("train") == std::string::npos || args.find("mlbert") == std::string::npos)
-      continue;
-    if (args.find(work_root().string()) == std::string::npos) continue;
-    std::ifstream environ_file("/proc/" + std::string(entry->d_name) + "/environ");
-    std::string env((std::istreambuf_iterator<char>(environ_file)),
-                    std::istreambuf_iterator<char>());
-    std::replace(env.begin(), env.end(), '\0', '\n');
-    if (("\n" + env).find("\n" + wanted + "\n") != std::string::npos) {
-      found = pid;
-      break;
-    }
-  }
-  ::closedir(proc);
-  return found;
-}
-
-bool wait_for_text(const fs::path& file, const std::string& text, double seconds) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < deadline) {
-    std::ifstream in(file);
-    std::stringstream content;
-    content << in.rdbuf();
-    if (content.str().find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return false;
-}
-
-std::string train_command(int ranks, const fs::path& system, const TestData& data,
-                          const fs::path& results, const std::string& extra) {
-  return mpirun(ranks) + mlbert_bin().string() + " train --quiet --system " + system.string() +
-         " --data " + data.train.string() + " --eval-data " + data.eval.string() + " --results " +
-         results.string() + " " + extra;
 }
 
 }  // namespace
@@ -295,70 +83,6 @@ TEST_CASE("1 rank vs 2 and 4 ranks: averaged gradients and weights after 3 steps
       CHECK(master_rel < 1e-5);
     }
   }
-}
-
-TEST_CASE("killing one rank mid-run ends every rank non-zero within 30 s, logged as aborted",
-          "[mpi][abort]") {
-  const TestData data = test_data();
-  const fs::path system =
-      write_system("kill", 2, 4, 1, "bucket-before-allreduce", "node-exchange", 20);
-  const fs::path out = work_root() / "kill";
-  fs::remove_all(out);
-  fs::create_directories(out);
-  const fs::path log = out / "results/kill/bert/result_0.txt";
-  Job job(train_command(2, system, data, out / "results", "--seed 7 --run-index 0"),
-          out / "job.out");
-  REQUIRE(wait_for_text(log, "\"block_start\"", 60));
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // well inside the step loop
-  const pid_t victim = find_rank(1);
-  REQUIRE(victim > 0);
-  REQUIRE(::kill(victim, SIGKILL) == 0);
-  const auto killed_at = Clock::now();
-  const auto status = job.wait_for(30);
-  const double elapsed = std::chrono::duration<double>(Clock::now() - killed_at).count();
-  std::ifstream job_output(out / "job.out");
-  INFO(std::string((std::istreambuf_iterator<char>(job_output)), std::istreambuf_iterator<char>()));
-  REQUIRE(status.has_value());
-  CHECK(*status != 0);
-  CHECK(elapsed < 30);
-  CHECK(find_rank(0) == 0);  // rank 0 is gone too
-  const std::string last = last_mllog_line(log);
-  CHECK_THAT(last, Catch::Contains("\"key\": \"run_stop\""));
-  CHECK_THAT(last, Catch::Contains("\"status\": \"aborted\""));
-}
-
-TEST_CASE("a hung rank is caught by the watchdog: every rank non-zero, logged as aborted",
-          "[mpi][abort]") {
-  const TestData data = test_data();
-  const double watchdog = 8;
-  const fs::path system = write_system("hang", 2, 4, 1, "after-allreduce", "none", watchdog);
-  const fs::path out = work_root() / "hang";
-  fs::remove_all(out);
-  fs::create_directories(out);
-  const fs::path log = out / "results/hang/bert/result_0.txt";
-  Job job(train_command(2, system, data, out / "results", "--seed 8 --run-index 0"),
-          out / "job.out");
-  REQUIRE(wait_for_text(log, "\"block_start\"", 60));
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  const pid_t victim = find_rank(1);
-  REQUIRE(victim > 0);
-  REQUIRE(::kill(victim, SIGSTOP) == 0);  // alive but making no progress
-  const auto stopped_at = Clock::now();
-  const auto status = job.wait_for(watchdog + 20);
-  const double elapsed = std::chrono::duration<double>(Clock::now() - stopped_at).count();
-  ::kill(victim, SIGKILL);
-  std::ifstream job_output(out / "job.out");
-  const std::string output((std::istreambuf_iterator<char>(job_output)),
-                           std::istreambuf_iterator<char>());
-  INFO(output);
-  REQUIRE(status.has_value());
-  CHECK(*status != 0);
-  CHECK(elapsed >= watchdog - 1);
-  CHECK(elapsed < watchdog + 20);
-  CHECK_THAT(output, Catch::Contains("watchdog"));
-  const std::string last = last_mllog_line(log);
-  CHECK_THAT(last, Catch::Contains("\"key\": \"run_stop\""));
-  CHECK_THAT(last, Catch::Contains("\"status\": \"aborted\""));
 }
 
 TEST_CASE("a wrong world size, missing data or a bad system fail before init_start",

@@ -41,6 +41,13 @@ TEST_CASE("a published single-node result reads as 1 x 8 A100 with its runs and 
   CHECK(c.run.per_rank_batch == 56);
   CHECK(c.run.load_balancing == LoadBalancing::global_exchange);
   CHECK(c.run.optimizer.kind == OptimizerKind::lamb);
+  // Its launch line: apex's DistributedFusedLAMB over the node, eager PyTorch, unpadded.
+  CHECK(r.distributed_lamb);
+  CHECK_FALSE(r.cuda_graph);
+  CHECK_FALSE(r.padded);
+  const SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.optimizer_shard == OptimizerShard::node);
+  CHECK(o.host_seconds_per_kernel == Approx(kPytorchEagerOpSeconds + kDriverLaunchSeconds));
 }
 
 TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node exchange, Adam",
@@ -58,6 +65,18 @@ TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node ex
   CHECK(c.run.clipping == ClippingMode::bucket_before_allreduce);
   CHECK(c.run.optimizer.kind == OptimizerKind::adamw);
   for (const auto& run : r.runs) CHECK(run.samples == 2932736);
+  // Its own gradient path: overlapped 25 MiB fp16 buckets (DDP), each normed and scaled before
+  // its allreduce; --allreduce_post_accumulation is on the line but only --baseline uses it.
+  CHECK_FALSE(r.distributed_lamb);
+  CHECK_FALSE(r.baseline);
+  CHECK_FALSE(r.cuda_graph);
+  CHECK(c.run.bucket_mb == 50);  // 25 MiB of fp16 in mlbert's f32 bucket units
+  const SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.optimizer_shard == OptimizerShard::none);
+  CHECK(o.overlap);
+  CHECK(o.gradient_wire_bytes == 2);
+  CHECK(o.bucket_norm_bytes_per_element == kDdpBucketNormBytes);
+  CHECK(o.gradient_pass_bytes_per_parameter == kAmpUnscaleBytes);
 }
 
 TEST_CASE("a profile calibrated from one result reproduces that result's time", "[simulate]") {
@@ -67,7 +86,7 @@ TEST_CASE("a profile calibrated from one result reproduces that result's time", 
   const AcceleratorProfile profile = calibrate(r, options);
   CHECK(profile.provenance_kind == "calibrated");
   CHECK(profile.matches_accelerator("NVIDIA A100-SXM4-80GB (400W)"));
-  const double rate = profile.provenance["fit"]["effective_train_tflops"].get<double>();
+  const double rate = profile.provenance["fit"]["tensor_tflops"].get<double>();
   CHECK(rate > 50);   // a physically possible A100 rate for BERT-large
   CHECK(rate < 312);  // below the fp16 peak
   CHECK(profile.run_start_seconds > 0);

@@ -18,6 +18,7 @@
 #include "harness/load_balance.h"
 #include "harness/simulate/network.h"
 #include "harness/simulate/report.h"
+#include "harness/simulate/results.h"
 #include "harness/simulate/settings.h"
 #include "harness/simulate/simulator.h"
 #include "harness/system_config.h"
@@ -33,7 +34,7 @@ std::filesystem::path systems_dir() {
   return mlbert::test::source_dir() / "systems";
 }
 
-// A profile of round numbers (an A100-like rate of 150 TFLOP/s on BERT-large FLOPs).
+// A profile of round numbers (A100-like: 150 TFLOP/s tensor rate, 1.7 TB/s, 108 SMs).
 AcceleratorProfile test_profile() {
   AcceleratorProfile p;
   p.path = "test-profile.json";
@@ -41,8 +42,8 @@ AcceleratorProfile test_profile() {
   p.matches = {"a100-sxm4-80gb"};
   p.provenance_kind = "measured";
   p.provenance = {{"source", "unit test"}};
-  p.train = {1.2e-8, 2.0e-12, 1e-3};
-  p.eval = {4e-9, 0.7e-12, 2e-4};
+  p.tensor_flops_per_second = 150e12;
+  p.multiprocessors = 108;
   p.optimizer_seconds_per_parameter_lamb = 2.9e-11;
   p.optimizer_seconds_per_parameter_adam = 1.7e-11;
   p.memory_bytes_per_second = 1.7e12;
@@ -85,7 +86,7 @@ TEST_CASE("an infinitely fast network leaves compute and imbalance in every step
 TEST_CASE("more NIC bandwidth never slows a step", "[simulate]") {
   const ClusterRun cluster = samsung();
   const AcceleratorProfile profile = test_profile();
-  const Simulation sim(cluster, profile.train, small_options());
+  const Simulation sim(cluster, profile, small_options());
   std::vector<double> previous;
   for (double gbs : {3.0, 12.5, 25.0, 50.0, 100.0, 200.0, 400.0, 1600.0}) {
     NetworkSpec network = cluster.network;
@@ -142,24 +143,36 @@ TEST_CASE("one rank reduces the step to the profile's costs", "[simulate]") {
   const double flat = static_cast<double>(mlbert::bert::flat_size_of(layout));
   const double optimizer = parameters * profile.optimizer_seconds_per_parameter_lamb;
   const double clip = flat * 4 / profile.memory_bytes_per_second + 20e-6;
+  // The model's kernels on this one rank's micro-batches, nothing else.
+  const KernelPlan plan = trace_kernel_plan(c.model);
+  KernelRates rates;
+  rates.tensor_flops_per_second = profile.tensor_flops_per_second;
+  rates.memory_bytes_per_second = profile.memory_bytes_per_second;
+  rates.multiprocessors = profile.multiprocessors;
+  rates.host_seconds_per_kernel = options.host_seconds_per_kernel;
+  const auto shape_of = [&](const std::vector<int>& batch) {
+    MicroBatchShape shape;
+    for (int len : batch) {
+      shape.tokens += len;
+      shape.squares += double(len) * len;
+      shape.sequences += 1;
+      shape.predictions += masked_predictions(len, c.run.max_predictions_per_seq);
+    }
+    return shape;
+  };
   REQUIRE(p.step_seconds.size() == 5);
   for (std::int64_t s = 0; s < 5; ++s) {
-    double tokens = 0, squares = 0;
-    for (const SampleRef& ref : sampler.batch(0, s)) {
-      const double len = lengths.length(ref);
-      tokens += len;
-      squares += len * len;
-    }
-    CHECK(p.step_seconds[s] == Approx(profile.train.seconds(tokens, squares) + clip + optimizer));
+    std::vector<int> batch;
+    for (const SampleRef& ref : sampler.batch(0, s)) batch.push_back(lengths.length(ref));
+    const double compute = KernelPlan::time(plan.train, shape_of(batch), rates).seconds;
+    CHECK(p.step_seconds[s] == Approx(compute + clip + optimizer));
   }
   double eval = 0;
   for (std::size_t first = 0; first < lengths.eval_lengths.size(); first += 16) {
-    double tokens = 0, squares = 0;
-    for (std::size_t i = first; i < std::min(first + 16, lengths.eval_lengths.size()); ++i) {
-      tokens += lengths.eval_lengths[i];
-      squares += double(lengths.eval_lengths[i]) * lengths.eval_lengths[i];
-    }
-    eval += profile.eval.seconds(tokens, squares);
+    std::vector<int> batch(
+        lengths.eval_lengths.begin() + first,
+        lengths.eval_lengths.begin() + std::min(first + 16, lengths.eval_lengths.size()));
+    eval += KernelPlan::time(plan.eval, shape_of(batch), rates).seconds;
   }
   CHECK(p.eval_seconds == Approx(eval));
   CHECK(p.mean_step.exposed_comm == 0);
@@ -294,6 +307,173 @@ TEST_CASE("allreduce costs: one node is a ring, many nodes take the tree, bytes 
   CHECK(allgather_cost(n, 1e5, true).seconds < allgather_cost(n, 1e5, false).seconds);
   n.infinite = true;
   CHECK(allreduce_cost(n, 1e9).seconds == 0);
+}
+
+TEST_CASE(
+    "a sharded reduction moves the allreduce's bytes as reduce-scatter then shards then all-gather",
+    "[simulate]") {
+  NetworkSpec n;
+  n.nodes = 16;
+  n.gpus_per_node = 8;
+  n.nvlink_gbs = 300;
+  n.nics_per_node = 8;
+  n.nic_gbs_per_node = 200;
+  n.algorithm = AlgorithmChoice::hierarchical;
+  const double bytes = 1e9;  // large: the bandwidth terms dominate every latency
+  const double whole = allreduce_cost(n, bytes).seconds;
+  const double sharded = node_sharded_reduction_cost(n, bytes).seconds +
+                         allgather_cost(n, bytes / n.gpus_per_node, true).seconds;
+  INFO("hierarchical allreduce " << whole << " s, reduce-scatter + shards + all-gather " << sharded
+                                 << " s");
+  CHECK(sharded == Approx(whole).epsilon(0.02));
+  // In one node a sharded reduction is the reduce-scatter alone: half the ring allreduce.
+  n.nodes = 1;
+  CHECK(node_sharded_reduction_cost(n, bytes).seconds ==
+        Approx(allreduce_cost(n, bytes).seconds / 2).epsilon(0.02));
+}
+
+TEST_CASE("the traced kernels do BERT-large's training FLOPs (REFERENCE.md section 7)",
+          "[simulate]") {
+  const mlbert::bert::BertConfig c = mlbert::bert::BertConfig::preset("bert-large");
+  const KernelPlan plan = trace_kernel_plan(c);
+  const double h = c.hidden_size, f = c.intermediate_size, layers = c.num_hidden_layers;
+  const double v = c.padded_vocab_size();
+  const Affine gemm = KernelPlan::total_flops(plan.train, KernelKind::gemm);
+  // 2 FLOPs per multiply-add forward, twice that backward: 6 per weight per row it multiplies.
+  CHECK(gemm.t == Approx(6 * layers * (4 * h * h + 2 * h * f)));
+  CHECK(gemm.p == Approx(6 * (h * h + h * v)));  // transform and tied decoder on predictions
+  CHECK(gemm.s == Approx(6 * (h * h + 2 * h)));  // pooler and NSP on [CLS]
+  CHECK(gemm.c0 == 0);
+  CHECK(gemm.q == 0);
+  // Attention: QK^T and PV forward (4 H s^2); backward recomputes P, then dV, dP, dQ, dK (10).
+  CHECK(KernelPlan::total_flops(plan.train, KernelKind::attention).q == Approx(14 * layers * h));
+  // Evaluation is the forward alone: a third of the GEMMs.
+  CHECK(KernelPlan::total_flops(plan.eval, KernelKind::gemm).t == Approx(gemm.t / 3));
+  // Work that does not scale with the batch: zeroing and accumulating the f32 gradient buffer.
+  const double flat =
+      static_cast<double>(mlbert::bert::flat_size_of(mlbert::bert::bert_parameter_layout(c)));
+  double fixed_bytes = 0;
+  for (const Kernel& k : plan.train) fixed_bytes += k.bytes.c0;
+  CHECK(fixed_bytes > 4 * flat);
+}
+
+TEST_CASE("a micro-step is GPU-bound at large batch and waits for the host at small",
+          "[simulate]") {
+  const KernelPlan plan = trace_kernel_plan(mlbert::bert::BertConfig::preset("bert-large"));
+  KernelRates rates;
+  rates.tensor_flops_per_second = 150e12;
+  rates.memory_bytes_per_second = 1.7e12;
+  rates.multiprocessors = 108;
+  const MicroBatchShape large{56 * 260.0, 56, 56 * 39.0, 56 * 260.0 * 300};
+  const MicroBatchShape small{40, 2, 6, 800};
+  rates.host_seconds_per_kernel = 0;
+  const KernelTime gpu_large = KernelPlan::time(plan.train, large, rates);
+  const KernelTime gpu_small = KernelPlan::time(plan.train, small, rates);
+  CHECK(gpu_large.host_bound_seconds() == Approx(0).margin(1e-12));
+  rates.host_seconds_per_kernel = 10e-6;
+  const KernelTime host_large = KernelPlan::time(plan.train, large, rates);
+  CHECK(host_large.seconds == Approx(gpu_large.seconds).epsilon(1e-3));
+  // Issue-bound: every kernel waits for its own issue, so the micro-step is the issue times
+  // (plus what a kernel runs after the host has caught up).
+  rates.host_seconds_per_kernel = 1e-3;
+  const KernelTime slow_host = KernelPlan::time(plan.train, small, rates);
+  const double issue = static_cast<double>(plan.train.size()) * 1e-3;
+  CHECK(slow_host.seconds >= issue);
+  CHECK(slow_host.seconds <= issue + gpu_small.gpu_seconds);
+  // More host time per kernel never makes a micro-step faster.
+  double previous = 0;
+  for (double h : {0.0, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4}) {
+    rates.host_seconds_per_kernel = h;
+    const double t = KernelPlan::time(plan.train, small, rates).seconds;
+    CHECK(t >= previous);
+    previous = t;
+  }
+}
+
+TEST_CASE("wave quantization: one tile more than the SMs takes a second wave", "[simulate]") {
+  CHECK(wave_efficiency(108, 108) == 1);
+  CHECK(wave_efficiency(54, 108) == 0.5);
+  CHECK(wave_efficiency(109, 108) == Approx(109.0 / 216));
+  CHECK(wave_efficiency(216, 108) == 1);
+  CHECK(wave_efficiency(50, 0) == 1);  // no SM count: no quantization
+}
+
+TEST_CASE("a sharded optimizer updates 1/g of the parameters and all-gathers them", "[simulate]") {
+  const ClusterRun cluster = samsung();
+  const AcceleratorProfile profile = test_profile();
+  SimulationOptions options = small_options();
+  const Prediction whole = predict(cluster, profile, options);
+  options.optimizer_shard = OptimizerShard::node;
+  const Prediction node = predict(cluster, profile, options);
+  options.optimizer_shard = OptimizerShard::world;
+  const Prediction world = predict(cluster, profile, options);
+  CHECK(node.mean_step.optimizer == Approx(whole.mean_step.optimizer / 8));
+  CHECK(world.mean_step.optimizer == Approx(whole.mean_step.optimizer / 1024));
+  // The compute is the same; the all-gather of the parameters is communication.
+  CHECK(node.mean_step.compute == Approx(whole.mean_step.compute));
+  CHECK(node.comm_busy > 0);
+  CHECK(node.mean_step.exposed_comm >=
+        allgather_cost(cluster.network, node.gradient_bytes / 4 * 2 / 8, true).seconds);
+}
+
+TEST_CASE("padded micro-batches cost what a batch of full-length sequences costs", "[simulate]") {
+  const ClusterRun cluster = samsung();
+  const AcceleratorProfile profile = test_profile();
+  SimulationOptions options = small_options();
+  const Prediction real = predict(cluster, profile, options);
+  options.padded = true;
+  const Prediction padded = predict(cluster, profile, options);
+  CHECK(padded.mean_step.compute > real.mean_step.compute * 1.3);
+  // Padding equalizes the ranks' GEMM work; only attention (real lengths) can differ.
+  CHECK(padded.mean_step.imbalance < real.mean_step.imbalance);
+}
+
+TEST_CASE("a published launch line sets how the implementation ran", "[simulate]") {
+  PublishedResult r;
+  r.framework = "PyTorch NVIDIA Release 21.05";
+  // An eager framework from Python, mlbert's gradient path when nothing else is stated.
+  SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.host_seconds_per_kernel == Approx(kPytorchEagerOpSeconds + kDriverLaunchSeconds));
+  CHECK(o.optimizer_shard == OptimizerShard::none);
+  CHECK(o.gradient_pass_bytes_per_parameter == 0);
+  CHECK(o.overlap);
+  CHECK_FALSE(o.padded);
+  // NVIDIA's single-node v1.0 line: --distributed_lamb with --allreduce_post_accumulation(_fp16).
+  r.distributed_lamb = r.post_accumulation_allreduce = r.fp16_allreduce = true;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.optimizer_shard == OptimizerShard::node);
+  CHECK(o.gradient_wire_bytes == 2);
+  CHECK(o.gradient_pass_bytes_per_parameter == kDistributedLambPassBytes);
+  CHECK_FALSE(o.overlap);
+  // NVIDIA's flat allreduce after backward, without the sharded optimizer.
+  r.distributed_lamb = false;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.optimizer_shard == OptimizerShard::none);
+  CHECK_FALSE(o.overlap);
+  CHECK(o.gradient_pass_bytes_per_parameter == kPostAccumulationPassBytes);
+  // Samsung's line has --allreduce_post_accumulation too, but --local_gradient_clip without
+  // --baseline takes its DDP path: overlapped fp16 buckets, each normed and scaled first.
+  r.bucket_clipping = true;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.overlap);
+  CHECK(o.gradient_wire_bytes == 2);
+  CHECK(o.bucket_norm_bytes_per_element == kDdpBucketNormBytes);
+  CHECK(o.gradient_pass_bytes_per_parameter == kAmpUnscaleBytes);
+  // With --baseline it is NVIDIA's flat path with the local clip before the allreduce.
+  r.baseline = true;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK_FALSE(o.overlap);
+  CHECK(o.gradient_pass_bytes_per_parameter == kPostAccumulationPassBytes + kLocalClipPassBytes);
+  r.baseline = false;
+  // NVIDIA's at scale: the step in CUDA graphs on padded shapes.
+  r.cuda_graph = r.padded = true;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.host_seconds_per_kernel == 0);
+  CHECK(o.padded);
+  // No framework stated: mlbert's own launches.
+  PublishedResult bare;
+  CHECK(simulation_options_for(bare, SimulationOptions()).host_seconds_per_kernel ==
+        kDriverLaunchSeconds);
 }
 
 TEST_CASE("settings: nodes keeps the global batch, quotas follow the per-rank batch",

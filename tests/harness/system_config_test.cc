@@ -202,3 +202,21 @@ TEST_CASE("bad files are named in the error", "[system][errors]") {
       Catch::Contains("no_such_system.json: cannot open system file (known systems: "));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("run.ruleset is a round with BERT, and only 1.1.0 to 2.1.0 need the bert-large tensors",
+          "[system][errors]") {
+  json root = read_json(systems_dir() / "cpu_demo.json");  // preset "tiny"
+  for (const char* ruleset : {"0.7.0", "1.0.0", "3.0.0", "5.0.0"}) {
+    INFO(ruleset);
+    root["run"]["ruleset"] = ruleset;
+    CHECK(parse_system(root, "systems/test.json").run.ruleset == ruleset);
+  }
+  root["run"]["ruleset"] = "2.0.0";
+  CHECK_THAT(error_of(root), Catch::Contains("run.ruleset: 2.0.0 requires weights_initialization"));
+  // 5.1.0 has compliance rules only to fail BERT logs: no system trains for it.
+  root["run"]["ruleset"] = "5.1.0";
+  const std::string message = error_of(root);
+  CHECK_THAT(message, Catch::Contains("run.ruleset: \"5.1.0\" is not one of"));
+  CHECK_THAT(message, Catch::Contains("\"0.7.0\""));
+  CHECK_THAT(message, Catch::Contains("\"5.0.0\""));
+}

@@ -223,9 +223,68 @@ TEST_CASE("package rejects a missing folder and rulesets without BERT rules",
           "[package][bad-input]") {
   TempDir tmp;
   CHECK_THROWS_AS(check(tmp.path() / "absent"), lg::AuditError);
-  CHECK_THROWS_AS(check(tmp.path(), "5.1.0"), lg::AuditError);
+  CHECK_THROWS_AS(check(tmp.path(), "6.0.0"), lg::AuditError);
   const auto empty = check(tmp.path());  // an empty folder is a package with everything missing
   CHECK_FALSE(empty.passed);
   CHECK(found(empty, kError, "systems", "no systems/ folder"));
   CHECK(found(empty, kError, "results", "no results/ folder"));
+}
+
+TEST_CASE("a 0.7.0 closed package has no seed or RCP check, 1.0.0 and later do", "[package]") {
+  // Every run logs the same seed from the same line and converges far faster than any RCP.
+  auto runs = mlbert::test::ten_good_runs("0.7.0", "closed");
+  for (auto& run : runs) {
+    run.seed = 7;
+    run.samples_to_converge = 1'000'000;
+  }
+  TempDir early, later;
+  mlbert::test::write_package(early.path(), "sys1", "closed", "0.7.0", runs);
+  const auto result = check(early.path(), "0.7.0");
+  for (const auto& f : result.findings) UNSCOPED_INFO(f.where.string() << ": " << f.text);
+  CHECK(result.passed);
+  REQUIRE(result.benchmarks.size() == 1);
+  CHECK_FALSE(result.benchmarks[0].seeds_ok.has_value());
+  CHECK_FALSE(result.benchmarks[0].rcp_ok.has_value());
+  CHECK(found(result, lg::PackageFinding::Level::info, "results/sys1/bert",
+              "no seed or RCP check for ruleset 0.7.0"));
+  for (auto& run : runs) run.ruleset = "1.0.0";
+  mlbert::test::write_package(later.path(), "sys1", "closed", "1.0.0", runs);
+  const auto judged = check(later.path(), "1.0.0");
+  CHECK_FALSE(judged.passed);
+  CHECK(judged.benchmarks[0].seeds_ok == false);
+  CHECK(judged.benchmarks[0].rcp_ok == false);
+}
+
+TEST_CASE("a 0.7.0 package judges no system description but needs its division", "[package]") {
+  TempDir tmp;
+  mlbert::test::write_package(tmp.path(), "sys1", "closed", "0.7.0",
+                              mlbert::test::ten_good_runs("0.7.0", "closed"));
+  const fs::path desc = tmp.path() / "systems" / "sys1.json";
+  auto description = lg::read_json_file(desc);
+  description.erase("cooling");
+  description["status"] = "whatever";
+  mlbert::test::write_text(desc, description.dump());
+  const auto lenient = check(tmp.path(), "0.7.0");
+  CHECK(lenient.passed);
+  CHECK(found(lenient, kWarning, "systems/sys1.json", "not judged in ruleset 0.7.0 packages"));
+  CHECK_FALSE(check(tmp.path(), "1.0.0").passed);
+  description.erase("division");
+  mlbert::test::write_text(desc, description.dump());
+  const auto no_division = check(tmp.path(), "0.7.0");
+  CHECK_FALSE(no_division.passed);
+  CHECK(found(no_division, kError, "results/sys1/bert", "has no readable division field"));
+}
+
+TEST_CASE("a BERT package under 5.1.0 fails: the round has no BERT to check", "[package]") {
+  TempDir tmp;
+  mlbert::test::write_package(tmp.path(), "sys1", "closed", "5.1.0",
+                              mlbert::test::ten_good_runs("5.0.0", "closed"));
+  const auto result = check(tmp.path(), "5.1.0");
+  for (const auto& f : result.findings) UNSCOPED_INFO(f.where.string() << ": " << f.text);
+  CHECK_FALSE(result.passed);
+  CHECK(result.benchmarks.empty());
+  CHECK(result.error_count() == 1);
+  CHECK(found(result, kWarning, "results/sys1/bert", "skipping benchmark 'bert', as officially"));
+  CHECK(found(result, kError, "results",
+              "[layout] bert is not a benchmark of training ruleset 5.1.0"));
 }

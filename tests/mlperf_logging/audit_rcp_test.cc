@@ -11,6 +11,7 @@
 #include "mlperf_logging/rcp.h"
 #include "mlperf_logging/rcp_stats.h"
 #include "mlperf_logging/rcp_table.h"
+#include "mlperf_logging/rulesets.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;
@@ -192,6 +193,12 @@ TEST_CASE("the RCP table maps every BERT ruleset to the official data set", "[rc
   CHECK(lg::bert_rcp_set("1.0.0").records.size() == 8);
   CHECK(lg::bert_rcp_set("2.0.0").records.size() == 13);
   CHECK_THROWS_AS(lg::bert_rcp_set("0.7.0"), std::invalid_argument);
+  // The rulesets with RCPs are the rows of the one ruleset list that say so.
+  std::vector<std::string> listed, tabled;
+  for (const auto& row : mlbert::mllog::training_rulesets())
+    if (row.bert_rcps) listed.emplace_back(row.name);
+  for (auto ruleset : lg::bert_rcp_rulesets()) tabled.emplace_back(ruleset);
+  CHECK(tabled == listed);
   for (auto ruleset : lg::bert_rcp_rulesets()) {
     for (const auto& record : lg::bert_rcp_set(ruleset).records) {
       INFO(ruleset << " " << record.name);
@@ -314,6 +321,20 @@ TEST_CASE("rcp: unusable logs name the file, line and field", "[rcp][check][bad-
   CHECK(mismatch.problems[0].find("result_5.txt: global_batch_size 3072 differs from 4608") !=
         std::string::npos);
 
+  // A batch size that is not a number is named as such, not as differing from itself.
+  TempDir not_a_number;
+  mlbert::test::write_results(not_a_number.path(), runs_at(4608, 2'900'000));
+  std::string log = mlbert::test::read_text(not_a_number.path() / "result_0.txt");
+  const auto value = log.find("4608", log.find("\"global_batch_size\""));
+  REQUIRE(value != std::string::npos);
+  log.replace(value, 4, "NaN");
+  mlbert::test::write_text(not_a_number.path() / "result_0.txt", log);
+  const auto nan = check(not_a_number.path());
+  CHECK(nan.verdict == lg::RcpVerdict::error);
+  REQUIRE(nan.problems.size() == 1);
+  CHECK(nan.problems[0].find("result_0.txt: global_batch_size nan is not a batch size") !=
+        std::string::npos);
+
   mlbert::test::write_results(malformed.path(), runs_at(4608, 2'900'000));
   std::string text = mlbert::test::read_text(malformed.path() / "result_2.txt");
   const auto pos = text.find("\"epoch_num\"", text.find("\"eval_accuracy\""));
@@ -348,4 +369,15 @@ TEST_CASE("rcp: a custom RCP file in the official layout replaces the table", "[
   mlbert::test::write_text(tmp.path() / "bad.json", R"({"x": {"BS": "big"}})");
   CHECK_THROWS_WITH(lg::read_rcp_json(tmp.path() / "bad.json"),
                     Catch::Contains("record 'x'") && Catch::Contains("BS"));
+}
+
+TEST_CASE("0.7.0 had no RCPs: the check says so in words, other rulesets list the known ones",
+          "[rcp][table]") {
+  const std::string early = lg::bert_rcp_absence("0.7.0");
+  CHECK(early.find("ruleset 0.7.0 has no RCPs") == 0);
+  CHECK(early.find("began with ruleset 1.0.0") != std::string::npos);
+  CHECK_THROWS_WITH(lg::RcpCatalog("0.7.0"), early);
+  CHECK(lg::bert_rcp_absence("1.0.0").empty());
+  CHECK(lg::bert_rcp_absence("5.1.0").empty());  // the official 5.1.0 folder still has them
+  CHECK(lg::bert_rcp_absence("6.0.0").find("known: 1.0.0,") != std::string::npos);
 }

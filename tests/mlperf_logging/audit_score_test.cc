@@ -48,7 +48,7 @@ TEST_CASE("olympic_kept names the runs the olympic mean averages", "[score][olym
 
 TEST_CASE("score of ten compliant synthetic runs is the olympic mean of their minutes",
           "[score][dir]") {
-  for (const std::string ruleset : {"2.1.0", "3.1.0", "4.1.0", "5.0.0"}) {
+  for (const std::string ruleset : {"0.7.0", "1.0.0", "2.1.0", "3.1.0", "4.1.0", "5.0.0"}) {
     INFO("ruleset " << ruleset);
     TempDir tmp;
     mlbert::test::write_results(tmp.path(), mlbert::test::ten_good_runs(ruleset, "closed"));
@@ -122,7 +122,7 @@ TEST_CASE("score rejects missing directories, empty ones and unknown rulesets",
   CHECK_THROWS_WITH(lg::score_system(tmp.path(), {"4.1.0", true}),
                     Catch::Contains("no result_*.txt"));
   mlbert::test::write_results(tmp.path(), mlbert::test::ten_good_runs("4.1.0", "closed"));
-  CHECK_THROWS_AS(lg::score_system(tmp.path(), {"0.7.0", true}), lg::AuditError);
+  CHECK_THROWS_AS(lg::score_system(tmp.path(), {"6.0.0", true}), lg::AuditError);
   CHECK_THROWS_AS(lg::score_system(tmp.path(), {"four", true}), lg::AuditError);
 }
 
@@ -147,5 +147,22 @@ TEST_CASE("empty, binary and truncated logs are dropped runs, never a crash",
 TEST_CASE("the ruleset of a published results tree comes from its round", "[score][ruleset]") {
   CHECK(lg::ruleset_from_path("/data/training_results_v3.0/NVIDIA/results/x/bert") == "3.0.0");
   CHECK(lg::ruleset_from_path("fixtures/mlperf_logs/v1.1/Samsung/sys") == "1.1.0");
+  CHECK(lg::ruleset_from_path("training_results_v0.7/Google/results/tpu/bert") == "0.7.0");
+  CHECK(lg::ruleset_from_path("fixtures/mlperf_logs_early/v1.0/NVIDIA/sys") == "1.0.0");
   CHECK_FALSE(lg::ruleset_from_path("/data/results/x").has_value());
+}
+
+TEST_CASE("under 5.1.0 no BERT run counts: no score, and a note that says why", "[score][dir]") {
+  TempDir tmp;
+  mlbert::test::write_results(tmp.path(), mlbert::test::ten_good_runs("5.0.0", "closed"));
+  const auto score = lg::score_system(tmp.path(), {"5.1.0", true});
+  CHECK_FALSE(score.score);
+  CHECK(score.dropped == 10);
+  for (const auto& run : score.runs)
+    CHECK(run.reason.find("bert is not a benchmark of training ruleset 5.1.0") !=
+          std::string::npos);
+  REQUIRE_FALSE(score.notes.empty());
+  CHECK(score.notes[0].find("bert is not a benchmark") == 0);
+  CHECK_THROWS_WITH(lg::score_system(tmp.path(), {"6.0.0", true}),
+                    Catch::Contains("has no BERT compliance rules"));
 }

@@ -1,5 +1,5 @@
 // Synthetic BERT logs for the audit tests. Records are written in the order a real NVIDIA log has
-// them, with every key the BERT rules of 1.1.0 .. 5.0.0 ask for (keys a ruleset does not know are
+// them, with every key the BERT rules of 0.7.0 .. 5.0.0 ask for (keys a ruleset does not know are
 // ignored by its checker), including the 398 weights_initialization tensors.
 #include "tests/mlperf_logging/audit_synthetic.h"
 

@@ -1,5 +1,5 @@
 // Synthetic MLPerf BERT result logs and submission packages for the audit tests: complete enough
-// to pass the compliance checker of any BERT ruleset (1.1.0 .. 5.0.0, closed or open), with the
+// to pass the compliance checker of any BERT ruleset (0.7.0 .. 5.0.0, closed or open), with the
 // figures a test wants to vary (run time, samples to converge, batch size, seed, run_stop status).
 #pragma once
 #include <cstdint>

@@ -26,7 +26,8 @@ bool has_finding(const lg::SystemDescResult& result, const std::string& field,
 
 TEST_CASE("a description with all 33 fields passes", "[system]") {
   CHECK(lg::system_desc_required_fields().size() == 33);
-  for (const std::string ruleset : {"1.1.0", "3.0.0", "4.0.0", "5.0.0"}) {
+  for (const std::string ruleset :
+       {"0.7.0", "1.0.0", "1.1.0", "3.0.0", "4.0.0", "5.0.0", "5.1.0"}) {
     const auto result = lg::check_system_desc(good_desc(ruleset), ruleset, "sys.json");
     INFO(ruleset);
     CHECK(result.valid);

@@ -8,6 +8,8 @@
 #include "mlperf_logging/bert_tensors.h"
 #include "mlperf_logging/checker.h"
 #include "mlperf_logging/example_log.h"
+#include "mlperf_logging/rules.h"
+#include "mlperf_logging/rulesets.h"
 #include "tests/mlperf_logging/log_edit.h"
 
 namespace mllog = mlbert::mllog;
@@ -19,8 +21,6 @@ using mlbert::test::move_after;
 using mlbert::test::set_field;
 
 namespace {
-
-const char* kRulesets[] = {"1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0", "4.0.0", "4.1.0", "5.0.0"};
 
 std::string example(const std::string& ruleset, const std::string& division = "closed") {
   mllog::ExampleLogOptions options;
@@ -61,8 +61,9 @@ std::string record(const std::string& key, const std::string& value,
 
 }  // namespace
 
-TEST_CASE("the compliant example log passes every ruleset in both divisions") {
-  for (const char* ruleset : kRulesets) {
+TEST_CASE("the compliant example log passes every BERT ruleset in both divisions") {
+  REQUIRE(mllog::bert_rulesets().size() == 10);
+  for (const std::string& ruleset : mllog::bert_rulesets()) {
     for (const char* division : {"closed", "open"}) {
       INFO(ruleset << " " << division);
       auto r = check(example(ruleset, division), ruleset);
@@ -404,12 +405,164 @@ TEST_CASE("check_log reads files and streams like text, and rejects unknown rule
   auto from_stream = mllog::check_log(in, options, "s");
   CHECK(from_stream.success);
   CHECK(from_stream.records == check(log, "3.1.0").records);
-  options.ruleset = "5.1.0";
-  CHECK_THROWS_AS(mllog::check_log_text(log, options), std::invalid_argument);
+  for (const char* unknown : {"6.0.0", "0.6.0", "9.9.9"}) {
+    options.ruleset = unknown;
+    CHECK_THROWS_AS(mllog::check_log_text(log, options), std::invalid_argument);
+  }
   options.ruleset = "4.0.0";
   options.usage = "hpc";
   CHECK_THROWS_AS(mllog::check_log_text(log, options), std::invalid_argument);
   options.usage = "training";
   CHECK_THROWS_WITH(mllog::check_log(std::filesystem::path("/no/such/result_0.txt"), options),
                     Catch::Contains("/no/such/result_0.txt"));
+}
+
+TEST_CASE("the checker knows the rows of the ruleset list that have BERT rules, and only those") {
+  std::vector<std::string> with_rules;
+  for (const auto& row : mllog::training_rulesets()) {
+    INFO(row.name);
+    CHECK(mllog::rules::bert_configs(row.name).empty() == !row.bert_rules);
+    CHECK(mllog::is_supported_ruleset(row.name) == row.bert_rules);
+    if (row.bert_benchmark) CHECK(row.bert_rules);
+    if (row.bert_rules) with_rules.emplace_back(row.name);
+  }
+  CHECK(mllog::supported_rulesets() == with_rules);
+  CHECK(with_rules.front() == "0.7.0");
+  CHECK(with_rules.back() == "5.1.0");
+  CHECK(mllog::newest_bert_ruleset() == "5.0.0");
+}
+
+TEST_CASE("0.7.0: a 20-minute init window for both divisions, 1.0.0 and 1.1.0 30 minutes") {
+  auto init_minutes = [](const std::string& log, int minutes) {
+    return edit_key(log, "init_stop", [minutes](const std::string& l) {
+      return set_field(l, "time_ms", std::to_string(1700000000000LL + minutes * 60000LL));
+    });
+  };
+  for (const char* division : {"closed", "open"}) {
+    INFO(division);
+    CHECK(check(init_minutes(example("0.7.0", division), 19), "0.7.0").success);
+    auto late = check(init_minutes(example("0.7.0", division), 21), "0.7.0");
+    CHECK_FALSE(late.success);
+    CHECK(has_error(late, "common:init_stop"));
+    for (const char* ruleset : {"1.0.0", "1.1.0"}) {
+      CHECK(check(init_minutes(example(ruleset, division), 29), ruleset).success);
+      CHECK_FALSE(check(init_minutes(example(ruleset, division), 31), ruleset).success);
+    }
+  }
+}
+
+TEST_CASE(
+    "0.7.0 checks submission_benchmark in common too, gradient_accumulation_steps from 1.0.0") {
+  auto upper = [](const std::string& log) {
+    return edit_key(log, "submission_benchmark",
+                    [](const std::string& l) { return set_field(l, "value", "\"BERT\""); });
+  };
+  // Without a division no division config runs, so only common can object to the benchmark.
+  auto r070 = check(upper(drop_key(example("0.7.0"), "submission_division")), "0.7.0");
+  INFO(error_rules(r070));
+  CHECK(has_error(r070, "common:submission_benchmark"));
+  auto r100 = check(upper(drop_key(example("1.0.0"), "submission_division")), "1.0.0");
+  CHECK_FALSE(has_error(r100, "common:submission_benchmark"));
+  // With a division, closed_common's rule for the key replaces common's message.
+  auto closed = check(upper(example("0.7.0")), "0.7.0");
+  CHECK(has_error(closed, "closed_common:submission_benchmark"));
+  CHECK_FALSE(has_error(closed, "common:submission_benchmark"));
+  // Twice in the log: EXACTLY_ONE counts it in common and in closed_common.
+  auto twice = check(duplicate_key(example("0.7.0"), "submission_benchmark"), "0.7.0", true);
+  CHECK(has_error(twice, "closed_common:submission_benchmark"));
+
+  CHECK(check(drop_key(example("0.7.0"), "gradient_accumulation_steps"), "0.7.0").success);
+  auto r = check(drop_key(example("1.0.0"), "gradient_accumulation_steps"), "1.0.0");
+  CHECK(has_error(r, "closed_common:gradient_accumulation_steps"));
+  CHECK(check(drop_key(example("1.0.0", "open"), "gradient_accumulation_steps"), "1.0.0").success);
+  // Both early rounds name the LAMB epsilon opt_epsilon and need no weights_initialization.
+  for (const char* ruleset : {"0.7.0", "1.0.0"}) {
+    INFO(ruleset);
+    CHECK(has_error(check(drop_key(example(ruleset), "opt_epsilon"), ruleset),
+                    "closed_bert:opt_epsilon"));
+    CHECK(check(drop_key(example(ruleset), "weights_initialization"), ruleset).success);
+  }
+}
+
+TEST_CASE("0.7.0 targets: closed 0.712, or 0.706 from a global batch of 8192, open 0.712 too") {
+  auto accuracy = [](const std::string& log, const std::string& value) {
+    return edit_key(log, "eval_accuracy",
+                    [value](const std::string& l) { return set_field(l, "value", value); });
+  };
+  auto batch = [](const std::string& log, const std::string& value) {
+    return edit_key(log, "global_batch_size",
+                    [value](const std::string& l) { return set_field(l, "value", value); });
+  };
+  const std::string closed = example("0.7.0");
+  CHECK(check(accuracy(closed, "0.712"), "0.7.0").success);
+  auto below = check(accuracy(closed, "0.7119"), "0.7.0");
+  CHECK_FALSE(below.success);
+  CHECK(has_error(below, "closed_bert:eval_accuracy"));
+  CHECK(check(accuracy(batch(closed, "8191"), "0.712"), "0.7.0").success);
+  CHECK_FALSE(check(accuracy(batch(closed, "8191"), "0.711"), "0.7.0").success);
+  CHECK(check(accuracy(batch(closed, "8192"), "0.706"), "0.7.0").success);
+  CHECK_FALSE(check(accuracy(batch(closed, "8192"), "0.7059"), "0.7.0").success);
+  CHECK_FALSE(check(accuracy(closed, "1.0"), "0.7.0").success);
+  // 1.0.0 asks 0.720 whatever the batch size.
+  CHECK_FALSE(check(accuracy(batch(example("1.0.0"), "8192"), "0.719"), "1.0.0").success);
+  CHECK(check(accuracy(example("1.0.0"), "0.72"), "1.0.0").success);
+
+  const std::string open = example("0.7.0", "open");
+  CHECK(check(accuracy(open, "0.712"), "0.7.0").success);
+  CHECK_FALSE(check(accuracy(open, "0.7119"), "0.7.0").success);
+  CHECK(check(accuracy(example("1.0.0", "open"), "0.5"), "1.0.0").success);
+}
+
+TEST_CASE(
+    "0.7.0: the target reads the batch size logged so far, none or a text stops the checker") {
+  // global_batch_size after the evaluations: s['global_batch_size'] raises KeyError.
+  auto late = check(move_after(example("0.7.0"), "global_batch_size", "run_stop"), "0.7.0");
+  CHECK_FALSE(late.success);
+  CHECK(late.official_checker_crashes);
+  CHECK(check(move_after(example("1.0.0"), "global_batch_size", "run_stop"), "1.0.0").success);
+  // A text batch size: '<' between str and int raises TypeError.
+  auto text = check(edit_key(example("0.7.0"), "global_batch_size",
+                             [](const std::string& l) { return set_field(l, "value", "\"448\""); }),
+                    "0.7.0");
+  CHECK(text.official_checker_crashes);
+  // The open division never reads it.
+  CHECK(check(move_after(example("0.7.0", "open"), "global_batch_size", "run_stop"), "0.7.0")
+            .success);
+}
+
+TEST_CASE("5.1.0 fails a BERT log on submission_benchmark and says BERT is not a 5.1.0 benchmark") {
+  // The 5.0.0 example plus the org and platform records 5.1.0 requires again.
+  std::string log = example("4.1.0");
+  for (const char* division : {"closed", "open"}) {
+    INFO(division);
+    auto r = check(edit_key(log, "submission_division",
+                            [division](const std::string& l) {
+                              return set_field(l, "value", "\"" + std::string(division) + "\"");
+                            }),
+                   "5.1.0");
+    INFO(mllog::format_result(r));
+    CHECK_FALSE(r.success);
+    CHECK_FALSE(r.official_checker_crashes);
+    REQUIRE(r.error_count() == 1);
+    const auto& m = r.messages[0];
+    CHECK(m.rule == std::string(division) + "_common:submission_benchmark");
+    CHECK(m.line > 0);
+    CHECK(m.text.find("bert is not a benchmark of training ruleset 5.1.0") != std::string::npos);
+    CHECK(m.text.find("from 0.7.0 to 5.0.0") != std::string::npos);
+    // 5.1.0 still ships the bert configs, and its division config enqueues them.
+    CHECK(r.configs.back() == "training_5.1.0/" + std::string(division) + "_bert.yaml");
+  }
+  // 5.1.0 requires submission_org and submission_platform again (5.0.0 did not).
+  auto no_org = check(drop_key(log, "submission_org"), "5.1.0");
+  CHECK(has_error(no_org, "common:submission_org"));
+  CHECK(check(drop_key(example("5.0.0"), "submission_org"), "5.0.0").success);
+  // A benchmark of 5.1.0 is named as such: the rules of llama31_8b are not encoded here.
+  auto llama =
+      check(edit_key(log, "submission_benchmark",
+                     [](const std::string& l) { return set_field(l, "value", "\"llama31_8b\""); }),
+            "5.1.0");
+  CHECK(has_error(llama, "closed_llama31_8b:config"));
+  CHECK_FALSE(has_error(llama, "closed_common:submission_benchmark"));
+  // There is no compliant BERT example log for 5.1.0.
+  CHECK_THROWS_WITH(example("5.1.0"), Catch::Contains("bert is not a benchmark"));
 }

@@ -2,7 +2,6 @@
 // last ":::MLLOG " of a line, Python's json dialect) and names the line of every error.
 #include <catch2/catch.hpp>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -52,11 +51,31 @@ Parsed parse(const std::string& text) {
   return p;
 }
 
-long max_rss_kib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;
-}
+// Peak memory of one call, not of the process: ru_maxrss is the high-water mark of everything the
+// process did before (earlier test cases included), so it hides growth below that mark. Linux
+// resets the mark (VmHWM) when "5" is written to /proc/self/clear_refs.
+class PeakRss {
+ public:
+  PeakRss() {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+    clear.flush();
+    REQUIRE(clear.good());  // without a reset the measurement would be meaningless
+    start_kib_ = high_water_kib();
+  }
+  // Growth of the high-water mark since construction, in MiB.
+  long growth_mib() const { return (high_water_kib() - start_kib_) / 1024; }
+
+ private:
+  static long high_water_kib() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    FAIL("no VmHWM line in /proc/self/status");
+    return 0;
+  }
+  long start_kib_ = 0;
+};
 
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
@@ -138,6 +157,29 @@ TEST_CASE("a CR LF split across read buffers counts as one line end") {
   std::vector<std::size_t> lines;
   mllog::for_each_record(in, [&](const mllog::LogRecord& r) { lines.push_back(r.line); });
   CHECK(lines == std::vector<std::size_t>{1, 3});
+}
+
+TEST_CASE("the token is found at every offset, after look-alikes, and up to the last byte") {
+  // The token search works 16 bytes at a time: every position relative to a block, next to
+  // near-misses (":::MLLOG" without the space, ":x:M", "::MLLOG "), and at the very end.
+  const std::string decoys = ":::MLLOG\t:x:M ::MLLOG  :::MLLOGX :::mllog ";
+  for (std::size_t pad = 0; pad < 40; ++pad) {
+    INFO("pad " << pad);
+    std::string text = std::string(pad, ':') + decoys + rec("k") + "\n" + decoys;
+    auto p = parse(text + "\n" + std::string(pad, 'M') + rec("last"));
+    REQUIRE(p.records.size() == 2);
+    CHECK(p.records[0].key == "k");
+    CHECK(p.records[0].line == 1);
+    CHECK(p.records[1].key == "last");
+    CHECK(p.records[1].line == 3);
+    CHECK(p.errors.empty());
+    CHECK(parse(text).records.size() == 1);
+    // A token in the last nine bytes: found, and an error since nothing follows it.
+    auto tail = parse(text + ":::MLLOG ");
+    REQUIRE(tail.errors.size() == 1);
+    CHECK(tail.errors[0].line == 2);
+    CHECK(tail.errors[0].message.find("nothing follows") != std::string::npos);
+  }
 }
 
 TEST_CASE("line numbers stay exact across read buffers of plain lines") {
@@ -350,10 +392,10 @@ TEST_CASE("a 48 MiB log without MLLOG lines streams in bounded memory") {
     out << std::string(8u << 20, 'z');  // and a final 8 MiB line with no newline at all
     expected_lines = 48 * (block.size() / line.size()) + 1;
   }
-  long before = max_rss_kib();
+  PeakRss peak;
   mllog::ParseStats stats =
       mllog::for_each_record(path, [](const mllog::LogRecord&) { FAIL("no record expected"); });
-  long growth_mib = (max_rss_kib() - before) / 1024;
+  long growth_mib = peak.growth_mib();
   CHECK(stats.records == 0);
   CHECK(stats.bytes == std::filesystem::file_size(path));
   CHECK(stats.lines == expected_lines);
@@ -374,11 +416,11 @@ TEST_CASE(
   }
   std::vector<std::string> keys;
   std::vector<mllog::ParseError> errors;
-  long before = max_rss_kib();
+  PeakRss peak;
   mllog::for_each_record(
       path, [&](const mllog::LogRecord& r) { keys.push_back(r.key); },
       [&](const mllog::ParseError& e) { errors.push_back(e); });
-  long growth_mib = (max_rss_kib() - before) / 1024;
+  long growth_mib = peak.growth_mib();
   CHECK(keys == std::vector<std::string>{"first", "last"});
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].line == 2);
@@ -392,7 +434,12 @@ TEST_CASE("canonical form: Python == on decoded JSON values") {
   CHECK(canonical("1") == canonical("true"));
   CHECK(canonical("0") == canonical("-0.0"));
   CHECK(canonical("100") == canonical("1e2"));
-  CHECK(canonical("NaN") == canonical("NaN"));
+  // json.loads returns one shared float for every NaN literal, and list.count matches it by
+  // identity: two NaN values are "the same value" to the checker, and only to each other.
+  CHECK(canonical("[NaN, 1]") == canonical("[NaN, 1.0]"));
+  CHECK(canonical("{\"b\": NaN, \"a\": 1}") == canonical("{\"a\": true, \"b\": NaN}"));
+  for (const char* other : {"Infinity", "-Infinity", "0", "null", "\"NaN\"", "1e999", "[NaN]"})
+    CHECK(canonical("NaN") != canonical(other));
   CHECK(canonical("{\"a\": 1, \"b\": [2, \"x\"]}") ==
         canonical("{\"b\": [2.0, \"x\"], \"a\": true}"));
   CHECK(canonical("{\"a\": 1, \"a\": 2}") == canonical("{\"a\": 2}"));

@@ -2,12 +2,15 @@
 """Parity of `mlbert package` with the official package_checker (mlperf_logging, pinned).
 
 Builds BERT submission packages in a temp folder, from synthetic logs and (when ../shared is
-present) from the published fixture logs, and compares the verdict of the official checker
-(check_systems and check_training_result_files, i.e. everything check_training_package runs) with
-`mlbert package`. Every package has the implementation folder mlbert additionally requires. Cases:
+present) from the published fixture logs, and compares the verdict of the official checker (its
+check_training_package, read from the verdict line it logs) with `mlbert package`. Every package has the implementation folder mlbert additionally requires. Cases:
 good closed/open packages in several rulesets, wrong result counts, one and two non-compliant
 runs, repeated and missing seeds, the seed and RCP bypass flags (files and options), RCP failures,
-bad system descriptions, power folders, stray files, several systems.
+bad system descriptions, power folders, stray files, several systems; 0.7.0 packages (no system
+description, seed or RCP verdict; only the division is read) and 1.0.0 ones. Under 5.1.0 the
+official checker skips results/<system>/bert (bert is not a 5.1.0 benchmark) and so passes a BERT
+package having checked nothing; mlbert fails it with a [layout] error that says so: that one
+difference is expected, and checked to be exactly that.
 
 Exit 0 pass, 1 fail, 77 skip (oracle not installed).
 """
@@ -38,16 +41,39 @@ warnings.simplefilter("ignore")
 failures = []
 
 
+class Verdicts(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
 def official_passes(org, ruleset, opts):
+    """The official check_training_package's verdict: it returns nothing and logs one of two lines."""
+    verdicts = Verdicts()
+    root = logging.getLogger()
+    level = root.level
+    logging.disable(logging.NOTSET)
+    root.addHandler(verdicts)
+    root.setLevel(logging.INFO)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            systems_ok = package_checker.check_systems(org, "training", ruleset)
-            results_ok = package_checker.check_training_result_files(
+            package_checker.check_training_package(
                 org, "training", ruleset, opts.get("quiet", False), opts.get("werror", False),
-                opts.get("rcp_bypass", False), opts.get("train_samples", False), opts.get("seed_bypass", False))
-        return systems_ok and results_ok
-    except Exception as e:  # the official tool stops with a traceback: not a passing package
+                opts.get("rcp_bypass", False), opts.get("train_samples", False), opts.get("seed_bypass", False),
+                os.devnull)
+    except Exception:  # the official tool stops with a traceback: not a passing package
         return False
+    finally:
+        root.removeHandler(verdicts)
+        root.setLevel(level)
+        logging.disable(logging.CRITICAL)
+    passed = [line for line in verdicts.lines if "PACKAGE CHECKER FOUND" in line]
+    if len(passed) != 1:
+        raise RuntimeError(f"the official package checker logged {passed} as its verdict for {org}")
+    return "FOUND NO ERRORS" in passed[0]
 
 
 def mlbert_result(org, ruleset, opts):
@@ -62,6 +88,9 @@ def mlbert_result(org, ruleset, opts):
     return json.loads(proc.stdout)
 
 
+NO_BERT_LAYOUT = "[layout] bert is not a benchmark of training ruleset"
+
+
 def compare(what, org, ruleset, opts=None, expect=None):
     opts = opts or {}
     official_copy, ours_copy = org + ".official", org + ".mlbert"
@@ -69,7 +98,13 @@ def compare(what, org, ruleset, opts=None, expect=None):
     shutil.copytree(org, ours_copy)
     theirs = official_passes(official_copy, ruleset, opts)
     ours = mlbert_result(ours_copy, ruleset, opts)
-    if ours["passed"] != theirs:
+    errors = [f["text"] for f in ours["findings"] if f["level"] == "ERROR"]
+    if opts.get("no_bert"):
+        # Official: pass (bert skipped, nothing checked); mlbert: fail with that one layout error.
+        if not (theirs and not ours["passed"] and len(errors) == 1 and errors[0].startswith(NO_BERT_LAYOUT)):
+            failures.append(f"{what}: expected official pass and one mlbert error '{NO_BERT_LAYOUT} ...'; got "
+                            f"official {theirs}, mlbert {ours['passed']} with {errors[:4]}")
+    elif ours["passed"] != theirs:
         errors = [f"{f['where']}: {f['text']}" for f in ours["findings"] if f["level"] == "ERROR"]
         failures.append(f"{what}: mlbert {ours['passed']} vs official {theirs}; mlbert errors: {errors[:4]}")
     if expect is not None and theirs != expect:
@@ -97,9 +132,38 @@ def synthetic_cases(root):
         return org
 
     # The official checker needs ~1 s per package: each rule gets one package, not a sweep.
-    for ruleset in ["2.0.0", "4.1.0", "5.0.0"]:
+    for ruleset in ["0.7.0", "2.0.0", "4.1.0", "5.0.0"]:
         compare(f"good closed {ruleset}", package("good", ruleset), ruleset, expect=True)
+    # 1.0.0's RCPs interpolate to a slower mean at 4608 than later rounds' do.
+    slow = [dict(r, samples_to_converge=r["samples_to_converge"] + 300_000) for r in synth.ten_good_runs("1.0.0", "closed")]
+    compare("good closed 1.0.0", package("good", "1.0.0", runs=slow), "1.0.0", expect=True)
     compare("good open 4.0.0", package("good-open", "4.0.0", "open"), "4.0.0", expect=True)
+    compare("good open 0.7.0", package("good-open", "0.7.0", "open"), "0.7.0", expect=True)
+    compare("BERT package under 5.1.0", package("no-bert", "5.1.0", runs=synth.ten_good_runs("5.0.0", "closed")),
+            "5.1.0", {"no_bert": True})
+
+    # 0.7.0: no seed, RCP or system-description verdict; the division must still be readable.
+    for ruleset, expect in [("0.7.0", True), ("1.0.0", False)]:
+        same_seed = [dict(r, seed=7, ruleset=ruleset) for r in synth.ten_good_runs(ruleset, "closed")]
+        compare(f"repeated seed closed {ruleset}", package("dup-seed", ruleset, runs=same_seed), ruleset,
+                expect=expect)
+        fast_runs = [dict(r, samples_to_converge=1_500_000) for r in synth.ten_good_runs(ruleset, "closed")]
+        compare(f"RCP too fast {ruleset}", package("rcp-fast", ruleset, runs=fast_runs), ruleset, expect=expect)
+        org = package("no-cooling", ruleset, runs=slow if ruleset == "1.0.0" else None)
+        edit(os.path.join(org, "systems/sys1.json"),
+             lambda t: json.dumps({k: v for k, v in json.loads(t).items() if k != "cooling"}))
+        compare(f"system description without cooling {ruleset}", org, ruleset, expect=expect)
+        org = package("no-division", ruleset, runs=slow if ruleset == "1.0.0" else None)
+        edit(os.path.join(org, "systems/sys1.json"),
+             lambda t: json.dumps({k: v for k, v in json.loads(t).items() if k != "division"}))
+        compare(f"system description without division {ruleset}", org, ruleset, expect=False)
+    below = [dict(r) for r in synth.ten_good_runs("0.7.0", "closed")]
+    below[1]["final_accuracy"] = 0.713  # 0.7.0's closed target is 0.712
+    below[6]["final_accuracy"] = 0.7125
+    compare("two runs between 0.712 and 0.720, 0.7.0", package("target-070", "0.7.0", runs=below), "0.7.0",
+            expect=True)
+    compare("two runs between 0.712 and 0.720, 1.0.0",
+            package("target-100", "1.0.0", runs=[dict(r, ruleset="1.0.0") for r in below]), "1.0.0", expect=False)
 
     rs = "4.1.0"
     good = synth.ten_good_runs(rs, "closed")
@@ -195,7 +259,12 @@ def fixture_cases(root):
     if not os.path.isdir(fixtures):
         print(f"note: {fixtures} absent; fixture packages not compared")
         return 0
-    cases = [("v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch", "3.0.0", {}, None),
+    cases = [("../mlperf_logs_early/v0.7/NVIDIA/dgx2h_ngc20.06_pytorch", "0.7.0", {}, None),
+             ("../mlperf_logs_early/v0.7/Google/tpu-v3-32-TF2.0", "0.7.0", {}, None),
+             ("../mlperf_logs_early/v1.0/NVIDIA/dgxa100_ngc21.05_pytorch", "1.0.0", {}, None),
+             ("../mlperf_logs_early/v1.0/NVIDIA/dgxa100_ngc21.05_pytorch", "1.0.0", {"train_samples": True}, None),
+             ("../mlperf_logs_early/v1.0/Supermicro/as-2124gq-nart+", "1.0.0", {}, None),
+             ("v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch", "3.0.0", {}, None),
              ("v4.0/NVIDIA/h200_ngc23.09_pytorch", "4.0.0", {}, None),
              ("v4.0/NVIDIA/h200_ngc23.09_pytorch", "4.0.0", {}, "Available on-premise"),
              ("v1.1/NVIDIA/dgxa100_n8_ngc21.09_pytorch", "1.1.0", {"train_samples": True}, None),
@@ -204,7 +273,7 @@ def fixture_cases(root):
     for i, (system_path, ruleset, opts, status) in enumerate(cases):
         source = os.path.join(fixtures, system_path)
         system = os.path.basename(system_path)
-        org = os.path.join(root, f"fixture_{i}", system_path.split("/")[1])
+        org = os.path.join(root, f"fixture_{i}", system_path.split("/")[-2])
         os.makedirs(os.path.join(org, "systems"))
         desc = json.load(open(os.path.join(source, "system.json")))
         if status:

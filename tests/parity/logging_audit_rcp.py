@@ -4,10 +4,13 @@
 1. Every BERT RCP of every ruleset: olympic mean, stdev, minimum acceptable mean, max speedup and
    whether pruning keeps it.
 2. A grid of batch sizes from 8 to 20,000 per ruleset: which reference a submission at that size
-   meets (exact, interpolated, smallest, none) and that reference's statistics.
-3. Verdicts on result directories: the fixture systems (if ../shared is present) and synthetic
-   directories built here for every branch of the check (pass, scaled pass, fail, interpolation,
-   missing, smaller than every RCP, non-converged runs, bypass, full pass, train_samples mode).
+   meets (exact, interpolated, smallest, none) and that reference's statistics; mlbert must answer
+   for every size of the grid.
+3. Verdicts on result directories: the fixture systems (mlperf_logs and mlperf_logs_early, if
+   ../shared is present) and synthetic directories built here for every branch of the check (pass,
+   scaled pass, fail, interpolation, missing, smaller than every RCP, non-converged runs, bypass,
+   full pass, train_samples mode).
+4. 0.7.0, the BERT round before RCPs: the official checker refuses it, mlbert says it has none.
 
 Exit 0 pass, 1 fail, 77 skip (oracle not installed).
 """
@@ -96,6 +99,11 @@ def check_tables():
             if ours[name]["pruned"] != (name not in checker.pruned_rcp_data):
                 failures.append(f"{what}: pruned {ours[name]['pruned']} vs official "
                                 f"{name not in checker.pruned_rcp_data}")
+        answered = [int(lookup["batch_size"]) for lookup in out["lookups"]]
+        if answered != grid:
+            missing = sorted(set(grid) - set(answered))
+            failures.append(f"{ruleset}: mlbert answered {len(answered)} of the {len(grid)} grid batch sizes "
+                            f"(missing {missing[:10]}), or in another order")
         for lookup in out["lookups"]:
             bs = int(lookup["batch_size"])
             how, record = official_lookup(checker, bs)
@@ -218,13 +226,15 @@ def check_directories():
 
         fixtures = os.path.join(SHARED, "fixtures", "mlperf_logs")
         if os.path.isdir(fixtures):
-            for sub, ruleset in [("v1.1/NVIDIA/dgxa100_n8_ngc21.09_pytorch", "1.1.0"),
+            for sub, ruleset in [("../mlperf_logs_early/v1.0/NVIDIA/dgxa100_ngc21.05_pytorch", "1.0.0"),
+                                 ("../mlperf_logs_early/v1.0/Supermicro/as-2124gq-nart+", "1.0.0"),
+                                 ("v1.1/NVIDIA/dgxa100_n8_ngc21.09_pytorch", "1.1.0"),
                                  ("v1.1/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch", "1.1.0"),
                                  ("v1.1/Graphcore/ipu-pod16-POPART-open", "1.1.0"),
                                  ("v2.0/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch", "2.0.0"),
                                  ("v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch", "3.0.0"),
                                  ("v4.0/NVIDIA/h200_ngc23.09_pytorch", "4.0.0")]:
-                d = os.path.join(root, sub.replace("/", "_"))
+                d = os.path.join(root, sub.replace("../", "").replace("/", "_"))
                 os.makedirs(d)
                 for f in os.listdir(os.path.join(fixtures, sub)):
                     if f.startswith("result_"):
@@ -239,7 +249,25 @@ def check_directories():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def check_no_rcp_round():
+    """0.7.0: the official RCP_Checker raises (RCPs began with 1.0.0); mlbert answers, exit 0, that the
+    round had none."""
+    try:
+        rcp_checker.RCP_Checker("training", "0.7.0", "bert", False)
+        failures.append("0.7.0: the official RCP checker accepted the ruleset; the premise of the test is gone")
+    except Exception:
+        pass
+    proc = subprocess.run([MLBERT, "rcp", "--json", "--ruleset", "0.7.0", "--table"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        failures.append(f"0.7.0: mlbert rcp exited {proc.returncode}: {proc.stderr.strip()}")
+        return
+    out = json.loads(proc.stdout)
+    if out.get("rcps") is not False or "has no RCPs" not in out.get("message", ""):
+        failures.append(f"0.7.0: mlbert rcp says {out}, not that the ruleset has no RCPs")
+
+
 def main():
+    check_no_rcp_round()
     check_tables()
     n = check_directories()
     print(f"compared {len(RULESETS)} rulesets' RCP tables and batch-size grids and {n} synthetic "

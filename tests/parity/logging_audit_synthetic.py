@@ -1,6 +1,6 @@
 """Synthetic MLPerf BERT result logs and submission packages for the logging_audit parity scripts.
 
-The same shapes as tests/mlperf_logging/audit_synthetic.cc: every key the BERT rules of 1.1.0 ..
+The same shapes as tests/mlperf_logging/audit_synthetic.cc: every key the BERT rules of 0.7.0 ..
 5.0.0 ask for (including the 398 weights_initialization tensors, taken from the official rule
 file), with run time, samples to converge, batch size, seed and run_stop status as parameters.
 """

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Parity of `mlbert system-check` with the official system_desc_checker (mlperf_logging, pinned).
 
-Every fixture system description (and a synthetic one) under every training ruleset from 1.0.0 to
-6.1.0, then mutated copies: each required field removed, status values old and new, wrong case,
-non-string values, extra fields, malformed JSON and non-object files. The official verdict of a
-file it cannot parse (a Python exception) counts as invalid.
+Every fixture system description (mlperf_logs, mlperf_logs_early, systems) and a synthetic one
+under every training ruleset the official tools know (0.6.0 to 6.1.0), then mutated copies: each
+required field removed, status values old and new, wrong case, non-string values, extra fields,
+malformed JSON and non-object files. The official checker raising a Python exception counts as an
+invalid verdict only for the files built to make it raise (malformed JSON, null, a non-string
+value in a field it joins into its CSV row); an exception on
+any other file, or a ruleset whose verdicts are all alike, fails the comparison instead of agreeing.
 
 Exit 0 pass, 1 fail, 77 skip (oracle not installed).
 """
@@ -28,16 +31,21 @@ import logging_audit_synthetic as synth  # noqa: E402
 
 MLBERT = os.environ.get("MLBERT_BIN", "mlbert")
 SHARED = os.environ.get("MLBERT_SHARED_DIR", "")
-RULESETS = ["1.0.0", "1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0", "4.0.0", "4.1.0", "5.0.0", "5.1.0", "6.0.0"]
+RULESETS = ["0.6.0", "0.7.0", "1.0.0", "1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0", "4.0.0", "4.1.0", "5.0.0",
+            "5.1.0", "6.0.0", "6.1.0"]
+# The variants that stop the official checker with an exception: JSONDecodeError, TypeError on None,
+# and str.join over a CSV field that is not a string.
+RAISING = {"truncated", "empty", "null", "numbers_not_strings", "framework_null"}
 logging.disable(logging.CRITICAL)
 failures = []
 
 
 def official_valid(path, ruleset):
+    """(valid, the exception the official checker raised or None)."""
     try:
-        return system_desc_checker.check_system_desc(path, "training", ruleset)[0]
-    except Exception:  # json.JSONDecodeError and friends: the official tool stops, i.e. not valid
-        return False
+        return system_desc_checker.check_system_desc(path, "training", ruleset)[0], None
+    except Exception as e:  # json.JSONDecodeError and friends: the official tool stops, i.e. not valid
+        return False, e
 
 
 def mlbert_valid(paths, ruleset):
@@ -54,7 +62,8 @@ def main():
         sources = []
         if os.path.isdir(os.path.join(SHARED, "fixtures")):
             sources += sorted(glob.glob(os.path.join(SHARED, "fixtures", "systems", "*.json")))
-            sources += sorted(glob.glob(os.path.join(SHARED, "fixtures", "mlperf_logs", "*", "*", "*", "system.json")))
+            for logs in ("mlperf_logs", "mlperf_logs_early"):
+                sources += sorted(glob.glob(os.path.join(SHARED, "fixtures", logs, "*", "*", "*", "system.json")))
         else:
             print("note: ../shared fixtures absent; synthetic descriptions only")
         synthetic = os.path.join(root, "synthetic.json")
@@ -65,10 +74,14 @@ def main():
         base = json.load(open(synthetic))
         n = 0
 
+        raising = set()
+
         def variant(name, content):
             nonlocal n
             path = os.path.join(root, f"{n:03d}_{name}.json")
             n += 1
+            if name in RAISING:
+                raising.add(path)
             synth.write(path, content if isinstance(content, str) else json.dumps(content, indent=2))
             files.append(path)
 
@@ -94,11 +107,20 @@ def main():
         compared = 0
         for ruleset in RULESETS:
             ours = mlbert_valid(files, ruleset)
+            verdicts = set()
             for path in files:
-                theirs = official_valid(path, ruleset)
+                theirs, raised = official_valid(path, ruleset)
                 compared += 1
-                if ours[path] != theirs:
-                    failures.append(f"{ruleset} {os.path.basename(path)}: mlbert {ours[path]} vs official {theirs}")
+                if (raised is not None) != (path in raising):
+                    failures.append(f"{ruleset} {os.path.basename(path)}: the official checker "
+                                    f"{'raised ' + repr(raised) if raised else 'did not raise'}, "
+                                    f"which the case was not built for: nothing to compare")
+                    continue
+                verdicts.add(theirs)
+                if ours.get(path) != theirs:
+                    failures.append(f"{ruleset} {os.path.basename(path)}: mlbert {ours.get(path)} vs official {theirs}")
+            if verdicts != {True, False}:
+                failures.append(f"{ruleset}: the official verdicts are all {verdicts}: a one-sided comparison")
         print(f"compared {compared} (file, ruleset) verdicts over {len(files)} files")
     finally:
         shutil.rmtree(root, ignore_errors=True)

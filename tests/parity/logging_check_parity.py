@@ -2,15 +2,19 @@
 """Compliance checker parity: `mlbert check` gives the official checker's verdict, log by log.
 
 1. Rule tables: `mlbert check --print-rules` must reproduce every official YAML config a BERT log can
-   reach (KEY names, REQ, CHECK/POST/ATLEAST_ONE_CHECK sources, BEGIN and END code) for each ruleset.
+   reach (KEY names, REQ, CHECK/POST/ATLEAST_ONE_CHECK sources, BEGIN and END code) for each ruleset;
+   the configs reachable are found by following the official files' enqueue_config calls, so a
+   config mlbert leaves out is a difference, not a comparison skipped.
 2. Verdicts: a clean synthetic BERT log of this script's own making (and the fixture logs of
    ../shared when present) is mutated in many ways -- dropped keys, duplicated keys with equal and
    unequal values, init after run_start, init windows, accuracy below target, missing epoch_num,
    bad JSON, truncation, wrong division or benchmark, missing weights tensors, empty and binary
    files, invalid UTF-8, deep nesting, huge numbers, odd line endings... -- for every ruleset, both
    divisions, with and without --werror. The official checker (the pinned mlperf-logging package,
-   imported in-process) and `mlbert check` judge every log; any difference fails the test.
-Exit status: 0 pass, 1 difference (the differing cases are printed), 77 oracle missing.
+   imported in-process) and `mlbert check` judge every log; any difference fails the test. Under
+   5.1.0 (no BERT) every BERT log fails: there mlbert must also name the rule the official checker
+   fails it on, submission_benchmark, with the reason.
+Exit status: 0 pass, 1 difference or no mlbert binary, 77 oracle missing.
 """
 import functools
 import json
@@ -33,10 +37,12 @@ except ImportError as e:  # pragma: no cover
 
 MLBERT = os.environ.get("MLBERT_BIN")
 if not MLBERT or not os.path.exists(MLBERT):
-    print("SKIPPED: MLBERT_BIN does not name the mlbert binary")
-    sys.exit(77)
+    # The oracle is here, the project is not: that is a broken build, not a skip.
+    print(f"FAILED: MLBERT_BIN ({MLBERT!r}) does not name the mlbert binary")
+    sys.exit(1)
 SHARED = os.environ.get("MLBERT_SHARED_DIR", "")
-RULESETS = ["1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0", "4.0.0", "4.1.0", "5.0.0"]
+RULESETS = ["0.7.0", "1.0.0", "1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0", "4.0.0", "4.1.0", "5.0.0", "5.1.0"]
+NO_BERT = {"5.1.0"}  # rulesets whose benchmark lists no longer hold bert
 PACKAGE_DIR = os.path.dirname(mlp_compliance.__file__)
 rng = random.Random(7)
 
@@ -53,10 +59,40 @@ def yaml_config(name):
         return yaml.load(f, Loader=yaml.BaseLoader)
 
 
+def reachable_configs(ruleset):
+    """The config files the official queue can reach from common.yaml for a BERT log: each POST
+    enqueue_config('X{}.yaml'.format(v['value'])) of submission_division (closed or open) and of
+    submission_benchmark (bert), kept when the package ships the file."""
+    values = {"submission_division": ["closed", "open"], "submission_benchmark": ["bert"]}
+    found, queue = [], [f"training_{ruleset}/common.yaml"]
+    while queue:
+        name = queue.pop(0)
+        if name in found or not os.path.exists(os.path.join(PACKAGE_DIR, name)):
+            continue
+        found.append(name)
+        for record in yaml_config(name):
+            if list(record)[0] != "KEY":
+                continue
+            key = record["KEY"]
+            post = key.get("POST", "")
+            if "enqueue_config(" not in post or key["NAME"] not in values:
+                continue
+            pattern = post.split("enqueue_config('", 1)[1].split("'", 1)[0]
+            queue += [pattern.format(v) for v in values[key["NAME"]]]
+    return found
+
+
 def compare_rules(ruleset):
     problems = []
     out = subprocess.run([MLBERT, "check", "--ruleset", ruleset, "--print-rules"], capture_output=True, check=True)
     mine = json.loads(out.stdout)
+    printed = [config["name"] for config in mine["configs"]]
+    reachable = reachable_configs(ruleset)
+    if sorted(printed) != sorted(reachable):
+        problems.append(f"{ruleset}: mlbert encodes configs {sorted(printed)}, the official queue reaches "
+                        f"{sorted(reachable)}")
+    if len(reachable) < 3:
+        problems.append(f"{ruleset}: only {reachable} reachable: the reachability walk found nothing to compare")
     for config in mine["configs"]:
         official = yaml_config(config["name"])
         where = f"{ruleset} {config['name']}"
@@ -120,13 +156,13 @@ def clean_log(ruleset, division):
     L.append(line(t, P, "cache_clear", True))
     L.append(line(t, S, "init_start"))
     L.append(line(t + 1, P, "submission_benchmark", "bert"))
-    if ruleset <= "4.1.0":
+    if ruleset != "5.0.0":  # the one round without them
         L.append(line(t + 1, P, "submission_org", "Parity Inc."))
         L.append(line(t + 1, P, "submission_platform", "8xH200"))
     L.append(line(t + 1, P, "submission_division", division))
     if ruleset <= "4.0.0":
         L.append(line(t + 1, P, "submission_status", "research"))
-    if ruleset <= "2.1.0":  # later rulesets ignore them; leaving them out keeps the corpus fast
+    if "1.1.0" <= ruleset <= "2.1.0":  # other rulesets ignore them; leaving them out keeps the corpus fast
         for tensor in bert_tensors():
             L.append(line(t + 2, P, "weights_initialization", None, {"tensor": tensor}))
     for key, value in [("global_batch_size", 4096), ("opt_base_learning_rate", 0.0024),
@@ -323,6 +359,8 @@ def mutations(base):
         ("second init_start after run_start", insert_after(base, "run_start", base[1])),
         ("division after init_stop", move_after(base, "submission_division", "init_stop")),
         ("benchmark after run_stop", move_after(base, "submission_benchmark", "run_stop")),
+        ("init 19 minutes", edit(base, "init_stop", shift_time("init_stop", 19 * 60000 - 600000))),
+        ("init 21 minutes", edit(base, "init_stop", shift_time("init_stop", 21 * 60000 - 600000))),
         ("init 29 minutes", edit(base, "init_stop", shift_time("init_stop", 29 * 60000 - 600000))),
         ("init 31 minutes", edit(base, "init_stop", shift_time("init_stop", 31 * 60000 - 600000))),
         ("init 239 minutes", edit(base, "init_stop", shift_time("init_stop", 239 * 60000 - 600000))),
@@ -339,6 +377,20 @@ def mutations(base):
         ("time_ms text", insert_after(base, "run_start", encode({"time_ms": "soon", "key": "x", "value": 1,
                                                                   "metadata": {}}))),
         ("accuracy below target", edit(base, "eval_accuracy", setv(0.7199))),
+        ("accuracy 0.712", edit(base, "eval_accuracy", setv(0.712))),
+        ("accuracy 0.7119", edit(base, "eval_accuracy", setv(0.7119))),
+        ("batch 8191, accuracy 0.711", edit(edit(base, "global_batch_size", setv(8191)), "eval_accuracy",
+                                            setv(0.711))),
+        ("batch 8192, accuracy 0.706", edit(edit(base, "global_batch_size", setv(8192)), "eval_accuracy",
+                                            setv(0.706))),
+        ("batch 8192.0, accuracy 0.7059", edit(edit(base, "global_batch_size", setv(8192.0)), "eval_accuracy",
+                                               setv(0.7059))),
+        ("batch as text", edit(base, "global_batch_size", setv("4096"))),
+        ("batch null", edit(base, "global_batch_size", setv(None))),
+        ("batch after the evaluations", move_after(base, "global_batch_size", "run_stop")),
+        ("a second batch size 8192 before the evals", insert_after(
+            edit(base, "eval_accuracy", setv(0.707)), "block_start",
+            line(1650000600100, "POINT_IN_TIME", "global_batch_size", 8192) + "\n")),
         ("accuracy exactly 0.720", edit(edit(base, "eval_accuracy", setv(0.5)), "eval_accuracy", setv(0.72), -1)),
         ("accuracy 1.0", edit(base, "eval_accuracy", setv(1.0))),
         ("accuracy NaN then 0.75", edit(edit(base, "eval_accuracy", setv(float("nan")), 0), "eval_accuracy",
@@ -464,16 +516,18 @@ def cache_rule_files():
 
 
 def official_verdict(path, ruleset, werror):
+    """(verdict, keys of the rule messages it would print, or None when it crashed)."""
     mlp_compliance.enqueued_configs.clear()  # module-level queue: a crash would leave entries behind
     checker = mlp_compliance.make_checker("training", ruleset, False, werror)
     try:
         ok = checker.check_file(path, f"training_{ruleset}/common.yaml")
     except Exception:  # the command line tool dies with a traceback: exit status 1, FAILED
-        return "FAILED"
-    return "SUCCESS" if ok else "FAILED"
+        return "FAILED", None
+    return ("SUCCESS" if ok else "FAILED"), sorted(checker.overwritable)
 
 
 def mlbert_verdicts(paths, ruleset, werror):
+    """{path: (verdict, that log's output)}"""
     verdicts = {}
     for start in range(0, len(paths), 200):
         chunk = paths[start:start + 200]
@@ -481,11 +535,35 @@ def mlbert_verdicts(paths, ruleset, werror):
         out = subprocess.run(args, capture_output=True)
         if out.returncode not in (0, 1):
             print(out.stdout.decode(errors="replace")[-2000:], out.stderr.decode(errors="replace")[-2000:])
+        current = None
         for text in out.stdout.decode("utf-8", errors="replace").splitlines():
             for word in ("SUCCESS ", "FAILED  ", "ERROR   "):
                 if text.startswith(word) and text[8:] in chunk:
-                    verdicts[text[8:]] = word.strip()
+                    current = text[8:]
+                    verdicts[current] = (word.strip(), [])
+            if current and not text.startswith(("SUCCESS ", "FAILED  ", "ERROR   ")):
+                verdicts[current][1].append(text)
     return verdicts
+
+
+def logs_bert(path):
+    """Whether the log's first submission_benchmark record says bert (the one the checker judges)."""
+    with open(path, "rb") as f:
+        for text in f:
+            r = record_of(text.decode("latin-1"))
+            if isinstance(r, dict) and r.get("key") == "submission_benchmark":
+                return r.get("value") == "bert"
+    return False
+
+
+def benchmark_reason_missing(output):
+    """Under 5.1.0 the official checker fails a BERT log on submission_benchmark; mlbert must name that
+    rule and say why (an empty string when it does)."""
+    for text in output:
+        if ("_common:submission_benchmark" in text and text.lstrip().startswith("error")
+                and "bert is not a benchmark of training ruleset 5.1.0" in text):
+            return ""
+    return "no submission_benchmark error saying that bert is not a 5.1.0 benchmark"
 
 
 def encode_lines(lines):
@@ -493,22 +571,30 @@ def encode_lines(lines):
     return "".join(lines).encode("latin-1")
 
 
+FIXTURE_DIRS = ["mlperf_logs", "mlperf_logs_early"]
+
+
 def fixture_bases():
-    """(label, ruleset, lines) for one log of every fixture system, when ../shared is present."""
-    tsv = os.path.join(SHARED, "fixtures", "mlperf_logs", "EXPECTED.tsv")
-    if not SHARED or not os.path.exists(tsv):
-        return []
+    """(label, ruleset, lines) for one log of every fixture system, when ../shared is present; each
+    v4.0 system also under 5.1.0, the round without BERT."""
     seen, bases = set(), []
-    for row in open(tsv):
-        if row.startswith("#") or not row.strip():
+    for folder in FIXTURE_DIRS:
+        tsv = os.path.join(SHARED, "fixtures", folder, "EXPECTED.tsv")
+        if not SHARED or not os.path.exists(tsv):
             continue
-        log, ruleset, _ = row.rstrip("\n").split("\t")
-        system = os.path.dirname(log)
-        if system in seen:
-            continue
-        seen.add(system)
-        with open(os.path.join(SHARED, "fixtures", "mlperf_logs", log), encoding="latin-1", newline="") as f:
-            bases.append((log, ruleset, f.read().splitlines(keepends=True)))
+        for row in open(tsv):
+            if row.startswith("#") or not row.strip():
+                continue
+            log, ruleset, _ = row.rstrip("\n").split("\t")
+            system = os.path.dirname(log)
+            if system in seen:
+                continue
+            seen.add(system)
+            with open(os.path.join(SHARED, "fixtures", folder, log), encoding="latin-1", newline="") as f:
+                lines = f.read().splitlines(keepends=True)
+            bases.append((log, ruleset, lines))
+            if ruleset == "4.0.0":
+                bases.append((log, "5.1.0", lines))
     return bases
 
 
@@ -559,17 +645,24 @@ def main():
         jobs = [(path, ruleset, werror) for (ruleset, werror), items in groups.items() for path, _ in items]
         with multiprocessing.Pool(min(2, os.cpu_count() or 1)) as pool:
             official = dict(zip([j[0] for j in jobs], pool.starmap(official_verdict, jobs, chunksize=16)))
+        no_bert_named = 0
         for (ruleset, werror), items in groups.items():
             ours = mlbert_verdicts([p for p, _ in items], ruleset, werror)
             for path, description in items:
-                theirs = official[path]
+                theirs, keys = official[path]
                 counts[theirs] += 1
-                mine = ours.get(path, "missing")
+                mine, output = ours.get(path, ("missing", []))
                 if mine != theirs:
                     if NON_BERT in description and mine == "FAILED":
                         out_of_scope.append(f"{description}: official {theirs}, mlbert {mine}")
                     else:
                         differences.append(f"{description}: official {theirs}, mlbert {mine}")
+                elif ruleset in NO_BERT and keys and "submission_benchmark" in keys and logs_bert(path):
+                    missing = benchmark_reason_missing(output)
+                    no_bert_named += 1
+                    if missing:
+                        differences.append(f"{description}: the official checker fails it on submission_benchmark; "
+                                           f"mlbert: {missing}")
     for d in out_of_scope:
         print("OUT OF SCOPE:", d)
     for d in differences:
@@ -577,8 +670,8 @@ def main():
     print(f"{len(cases)} logs ({fixture_cases} from fixtures): official SUCCESS {counts['SUCCESS']}, "
           f"FAILED {counts['FAILED']}; {len(differences)} verdict difference(s), {len(problems)} rule table "
           f"difference(s), {len(out_of_scope)} non-BERT log(s) judged by another benchmark's rules; "
-          f"{time.time() - started:.1f} s")
-    if counts["SUCCESS"] < 20 or counts["FAILED"] < 100:
+          f"{no_bert_named} 5.1.0 log(s) with the submission_benchmark reason checked; {time.time() - started:.1f} s")
+    if counts["SUCCESS"] < 20 or counts["FAILED"] < 100 or no_bert_named < 50:
         print("FAILED: the corpus is one-sided, the comparison would prove little")
         return 1
     return 1 if differences or problems else 0

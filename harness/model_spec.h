@@ -1,0 +1,20 @@
+// The model a system file's run.model names: a bert/config.h preset or a bert_config.json, with the
+// file's overrides applied.
+//
+// Design choice: one function for everything that reads run.model (the trainer, the simulator), so
+// a system file names the same model wherever it is read; what depends on the data (the vocabulary
+// of run.model.vocab_from_data) stays with the caller that has the data.
+#pragma once
+
+#include <filesystem>
+
+#include "bert/config.h"
+#include "harness/system_config.h"
+
+namespace mlbert::harness {
+
+// The preset or file of `spec`, then spec.overrides merged field by field; `origin` (the system
+// file) names the overrides in errors.
+bert::BertConfig model_from_spec(const ModelSpec& spec, const std::filesystem::path& origin);
+
+}  // namespace mlbert::harness

@@ -1,0 +1,38 @@
+// The MLPerf Training rulesets the official mlperf_logging tools know (0.6.0 .. 6.1.0), with what
+// each means for BERT. This is the project's one list of rulesets: the checker, the audit commands,
+// the harness and the CLI all ask it, so a new round is one row here plus its rule table.
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlbert::mllog {
+
+struct TrainingRuleset {
+  std::string_view name;  // "4.1.0"
+  bool bert_benchmark;    // BERT is one of the round's benchmarks (0.7.0 .. 5.0.0)
+  bool bert_rules;        // `mlbert check` holds the configs a BERT log reaches (0.7.0 .. 5.1.0)
+  bool bert_rcps;         // the official rcp_checker has BERT RCPs (1.0.0 .. 5.1.0)
+  bool package_audits;    // the package checker checks system descriptions, seeds and RCPs
+  bool weights_initialization;  // closed BERT logs name the 398 tensors (1.1.0 .. 2.1.0)
+};
+
+// Every training ruleset of the official tools, oldest first.
+std::span<const TrainingRuleset> training_rulesets();
+
+// The row of `name`, or nullptr when the official tools know no such training ruleset.
+const TrainingRuleset* find_training_ruleset(std::string_view name);
+
+// Names of the rows with `bert_benchmark` set, oldest first; and the newest of them.
+const std::vector<std::string>& bert_rulesets();
+std::string_view newest_bert_ruleset();
+
+// Names of the rows a predicate accepts, joined with ", " (for messages listing what is known).
+std::string ruleset_names(bool (*accept)(const TrainingRuleset&));
+
+// Why a BERT result cannot be judged by `ruleset`: "bert is not a benchmark of training ruleset
+// 5.1.0; BERT was one from 0.7.0 to 5.0.0"; empty when BERT is one of its benchmarks.
+std::string bert_absence(std::string_view ruleset);
+
+}  // namespace mlbert::mllog

@@ -1,0 +1,399 @@
+// Crash consistency of every command that writes files: `mlbert data prep`, `data stratify`,
+// `data pack`, `checkpoint import`, `checkpoint export`, `train` and `demo` are each killed with
+// SIGKILL 20 times at moments drawn uniformly over an uninterrupted run's duration (a seeded RNG:
+// MLBERT_CRASH_SEED reproduces a run; the seed is printed), each run starting from what the last
+// kill left. After every kill, each file under a final name must equal the uninterrupted run's
+// file of that name (shards: validated by `mlbert data inspect` and the same summary; result logs:
+// ending in run_stop); anything else must be a temporary name. Then a rerun must succeed, produce
+// the uninterrupted run's files and leave no temporary behind.
+//
+// A kill hits the command's whole process tree at once (mpirun and every rank for `train`); every
+// other kill of `demo` hits the demo process alone, whose training job must then end by itself.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "tests/harness/train_job.h"
+
+using namespace mlbert::test;
+
+namespace {
+
+constexpr int kKills = 20;
+
+fs::path crash_root() {
+  return work_root() / "crash";
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::uint64_t crash_seed() {
+  static const std::uint64_t seed = [] {
+    const char* env = std::getenv("MLBERT_CRASH_SEED");
+    const std::uint64_t s = env && *env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    std::printf("crash test seed: %llu (MLBERT_CRASH_SEED=%llu reproduces it)\n",
+                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
+    std::fflush(stdout);
+    return s;
+  }();
+  return seed;
+}
+
+// A name no reader takes for output: a writer's temporary (".<name>.partial-...") or a result
+// log still being written ("result_<N>.txt.partial"); the demo's lock file.
+bool is_temporary(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return (name[0] == '.' && name.find(".partial-") != std::string::npos) ||
+         std::regex_match(name, std::regex("result_[0-9]+\\.txt\\.partial"));
+}
+bool is_lock(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return name[0] == '.' && name.ends_with(".demo-lock");
+}
+
+// What a complete output of this name holds, comparable between runs. Result logs and the demo's
+// report differ in their times, so only their completeness is compared; names differ in their run
+// index.
+std::pair<std::string, std::string> signature(const fs::path& root, const fs::path& file) {
+  std::string relative = fs::relative(file, root).string();
+  const std::string name = file.filename().string();
+  if (std::regex_match(name, std::regex("result_[0-9]+\\.txt"))) {
+    relative = std::regex_replace(relative, std::regex("result_[0-9]+\\.txt$"), "result_N.txt");
+    const std::string last = last_mllog_line(file);
+    return {relative, last.find("\"key\": \"run_stop\"") != std::string::npos
+                          ? "a result log ending in run_stop"
+                          : "A RESULT LOG WITHOUT run_stop: " + last};
+  }
+  if (std::regex_match(name, std::regex("train_[0-9]+\\.out"))) return {relative, "console"};
+  if (file.extension() == ".html") {
+    // The demo's report carries its run's timings: complete means the page ends.
+    std::string text = read_text(file);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    return {relative, text.ends_with("</html>")
+                          ? "a complete HTML page"
+                          : "AN HTML PAGE CUT SHORT: ..." +
+                                text.substr(text.size() - std::min<std::size_t>(text.size(), 80))};
+  }
+  if (file.extension() == ".hdf5") {
+    // Every row validated; the summary without the path. A file not changed since it was last
+    // inspected (same inode, size and time) is not inspected again.
+    static std::map<std::string, std::string> inspected;
+    struct stat st {};
+    ::stat(file.c_str(), &st);
+    const std::string key = file.string() + "@" + std::to_string(st.st_ino) + ":" +
+                            std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                            "." + std::to_string(st.st_mtim.tv_nsec);
+    auto& summary = inspected[key];
+    if (summary.empty()) {
+      auto [status, output] = run_command(mlbert_bin().string() + " data inspect " + file.string());
+      output.erase(0, output.find(": ") + 2);
+      summary = "inspect status " + std::to_string(status) + ": " + output;
+    }
+    return {relative, summary};
+  }
+  return {relative, read_text(file)};
+}
+
+using Outputs = std::map<std::string, std::string>;
+
+// The final-named files under `root` by signature; temporaries counted apart.
+Outputs outputs_of(const fs::path& root, int* temporaries = nullptr) {
+  Outputs outputs;
+  if (!fs::exists(root)) return outputs;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file() || is_lock(entry.path())) continue;
+    if (is_temporary(entry.path())) {
+      if (temporaries) ++*temporaries;
+      continue;
+    }
+    auto [name, content] = signature(root, entry.path());
+    outputs.emplace(name, content);  // result_N.txt: all must agree (checked by the caller)
+  }
+  return outputs;
+}
+
+// Checks every final-named file under `root`: it is one the uninterrupted run wrote, with the
+// same content.
+void check_no_partial_output(const fs::path& root, const Outputs& reference) {
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file() || is_lock(entry.path()) || is_temporary(entry.path())) continue;
+    const auto [name, content] = signature(root, entry.path());
+    INFO(entry.path().string());
+    const auto it = reference.find(name);
+    REQUIRE(it != reference.end());  // not an output of this command
+    CHECK(content == it->second);    // complete, equal to the uninterrupted run's
+  }
+}
+
+struct Command {
+  std::string name;
+  std::string line;       // run with /bin/sh from the output root; "{out}" is replaced by it
+  int status = 0;         // the uninterrupted run's exit status
+  bool tree_only = true;  // false: every other kill hits the main process alone
+};
+
+// A process: its pid and start time (which tells a recycled pid apart).
+struct Process {
+  pid_t pid = 0;
+  std::string start_time;
+};
+
+// pid -> (parent pid, start time) of every process, from /proc/<pid>/stat.
+std::map<pid_t, std::pair<pid_t, std::string>> process_table() {
+  std::map<pid_t, std::pair<pid_t, std::string>> table;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const pid_t pid = std::atoi(entry.path().filename().c_str());
+    if (pid <= 0) continue;
+    const std::string stat = read_proc_file(entry.path() / "stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::vector<std::string> f((std::istream_iterator<std::string>(fields)),
+                               std::istream_iterator<std::string>());
+    if (f.size() > 19) table[pid] = {std::atoi(f[1].c_str()), f[19]};  // fields 4 and 22
+  }
+  return table;
+}
+
+// `root` and all its descendants.
+std::vector<Process> process_tree(pid_t root) {
+  const auto table = process_table();
+  std::vector<Process> tree;
+  if (auto it = table.find(root); it != table.end()) tree.push_back({root, it->second.second});
+  for (std::size_t k = 0; k < tree.size(); ++k)
+    for (const auto& [pid, parent] : table)
+      if (parent.first == tree[k].pid) tree.push_back({pid, parent.second});
+  return tree;
+}
+
+bool alive(const Process& p) {
+  const auto table = process_table();
+  const auto it = table.find(p.pid);
+  return it != table.end() && it->second.second == p.start_time;
+}
+
+// SIGKILL for `root` and every process it started (mpirun puts its ranks in their own process
+// groups), frozen first so none can start another meanwhile.
+void kill_tree(pid_t root) {
+  const auto tree = process_tree(root);
+  for (const auto& p : tree) ::kill(p.pid, SIGSTOP);
+  for (const auto& p : process_tree(root)) ::kill(p.pid, SIGKILL);
+  for (const auto& p : tree) ::kill(p.pid, SIGKILL);
+}
+
+// Waits until every process of `tree` has ended.
+bool ended(const std::vector<Process>& tree, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    bool any = false;
+    for (const auto& p : tree) any |= alive(p);
+    if (!any) return true;
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::string with_root(std::string line, const fs::path& root) {
+  for (std::size_t at; (at = line.find("{out}")) != std::string::npos;)
+    line.replace(at, 5, root.string());
+  return line;
+}
+
+void kill_and_rerun(const Command& c) {
+  std::mt19937_64 rng(crash_seed() ^ std::hash<std::string>{}(c.name));
+  const fs::path base = crash_root() / c.name;
+  fs::remove_all(base);
+  const fs::path reference_root = base / "reference", root = base / "killed";
+  fs::create_directories(reference_root);
+  fs::create_directories(root);
+
+  // The uninterrupted run: its duration spreads the kills, its files are the reference.
+  const auto started = Clock::now();
+  {
+    Job job("exec " + with_root(c.line, reference_root), base / "reference.out");
+    const auto status = job.wait_for(300);
+    INFO(read_text(base / "reference.out"));
+    REQUIRE(status == c.status);
+  }
+  const double duration = std::chrono::duration<double>(Clock::now() - started).count();
+  const Outputs reference = outputs_of(reference_root);
+  REQUIRE_FALSE(reference.empty());
+  for (const auto& [name, content] : reference) {
+    INFO(name);
+    CHECK(content.find("RESULT LOG WITHOUT") == std::string::npos);
+  }
+
+  std::uniform_real_distribution<double> moment(0.0, duration);
+  int temporaries_seen = 0;
+  for (int k = 0; k < kKills; ++k) {
+    const double at = moment(rng);
+    const bool whole_tree = c.tree_only || k % 2 == 0;
+    INFO(c.name << ": kill " << k + 1 << " at " << at << " s of " << duration << " s"
+                << (whole_tree ? " (process tree)" : " (main process)"));
+    {
+      Job job("exec " + with_root(c.line, root), base / ("kill_" + std::to_string(k) + ".out"));
+      std::this_thread::sleep_for(std::chrono::duration<double>(at));
+      const auto tree = process_tree(job.pid());
+      if (whole_tree)
+        kill_tree(job.pid());
+      else
+        ::kill(job.pid(), SIGKILL);
+      REQUIRE(job.wait_for(30).has_value());
+      // What the main process started must end by itself (the demo's training job).
+      CHECK(ended(tree, 30));
+    }
+    int temporaries = 0;
+    outputs_of(root, &temporaries);
+    temporaries_seen += temporaries;
+    check_no_partial_output(root, reference);
+  }
+
+  // The rerun succeeds from whatever the kills left, with the uninterrupted run's outputs.
+  {
+    Job job("exec " + with_root(c.line, root), base / "rerun.out");
+    const auto status = job.wait_for(300);
+    INFO(read_text(base / "rerun.out"));
+    REQUIRE(status == c.status);
+  }
+  int left = 0;
+  const Outputs rerun = outputs_of(root, &left);
+  CHECK(rerun == reference);
+  CHECK(left == 0);  // the rerun removed every temporary the kills left
+  check_no_partial_output(root, reference);
+  std::printf(
+      "crash %s: %d kills over %.2f s runs survived, %d temporaries seen after kills, "
+      "rerun complete\n",
+      c.name.c_str(), kKills, duration, temporaries_seen);
+  std::fflush(stdout);
+  fs::remove_all(base);
+}
+
+// Inputs shared by the commands: a demo corpus of 6 parts, the multi-rank tests' shards and eval
+// set, the TF bundle of the checkpoint tests.
+struct Inputs {
+  fs::path vocab, shards, eval, checkpoint, checkpoint_config;
+  std::string parts, shard_list;
+};
+
+Inputs inputs() {
+  const TestData data = test_data();
+  Inputs in;
+  const fs::path corpus = crash_root() / "corpus";
+  if (!fs::exists(corpus / "vocab.txt")) {
+    const fs::path tmp = crash_root() / "corpus.tmp";
+    fs::remove_all(tmp);
+    const auto [status, output] =
+        run_command(mlbert_bin().string() + " data demo-corpus --output " + tmp.string() +
+                    " --documents 900 --parts 6");
+    INFO(output);
+    REQUIRE(status == 0);
+    fs::rename(tmp, corpus);
+  }
+  in.vocab = corpus / "vocab.txt";
+  in.shards = data.train;
+  in.eval = data.eval;
+  in.checkpoint = source_dir() / "tests/bert/data/tf_bundle/model.ckpt-7";
+  in.checkpoint_config = source_dir() / "tests/bert/data/tf_bundle/bert_config.json";
+  std::set<std::string> parts, shards;
+  for (const auto& f : fs::directory_iterator(corpus))
+    if (f.path().filename().string().starts_with("part-")) parts.insert(f.path().string());
+  for (const auto& f : fs::directory_iterator(in.shards))
+    if (f.path().extension() == ".hdf5") shards.insert(f.path().string());
+  for (const auto& p : parts) in.parts += " " + p;
+  for (const auto& p : shards) in.shard_list += " " + p;
+  return in;
+}
+
+const std::string kShape = " --max-seq-length 128 --max-predictions-per-seq 20";
+
+}  // namespace
+
+TEST_CASE("data prep killed at random moments leaves only complete shards and a rerun completes",
+          "[crash]") {
+  const Inputs in = inputs();
+  kill_and_rerun({"prep", mlbert_bin().string() + " data prep --vocab " + in.vocab.string() +
+                              " --input" + in.parts +
+                              " --output {out}/train --threads 1 --dupe-factor 3" + kShape +
+                              " --progress never"});
+}
+
+TEST_CASE("data stratify killed at random moments leaves only complete shards", "[crash]") {
+  const Inputs in = inputs();
+  // A memory budget of about a third of the output: shards are built and committed in groups.
+  kill_and_rerun({"stratify", mlbert_bin().string() + " data stratify --input" + in.shard_list +
+                                  " --output {out}/stratified --shards 3 --bounds 32,64,96,128" +
+                                  kShape + " --memory-gb 0.0008"});
+}
+
+TEST_CASE("data pack killed at random moments leaves only complete shards", "[crash]") {
+  const Inputs in = inputs();
+  kill_and_rerun({"pack", mlbert_bin().string() + " data pack --input" + in.shard_list +
+                              " --output {out}/packed --shards 4" + kShape +
+                              " --memory-gb 0.0008"});
+}
+
+TEST_CASE("checkpoint import killed at random moments never leaves a partial checkpoint",
+          "[crash]") {
+  const Inputs in = inputs();
+  kill_and_rerun({"import", mlbert_bin().string() + " checkpoint import " + in.checkpoint.string() +
+                                " --config " + in.checkpoint_config.string() +
+                                " --out {out}/model.safetensors"});
+}
+
+TEST_CASE("checkpoint export killed at random moments never leaves a partial checkpoint",
+          "[crash]") {
+  const Inputs in = inputs();
+  const fs::path source = crash_root() / "export_source.safetensors";
+  fs::create_directories(crash_root());
+  const auto [status, output] =
+      run_command(mlbert_bin().string() + " checkpoint import " + in.checkpoint.string() +
+                  " --config " + in.checkpoint_config.string() + " --out " + source.string());
+  INFO(output);
+  REQUIRE(status == 0);
+  kill_and_rerun({"export", mlbert_bin().string() + " checkpoint export " + source.string() +
+                                " --out {out}/hf/model.safetensors"});
+}
+
+TEST_CASE("train killed while writing its result log leaves no log cut short under a final name",
+          "[crash][mpi]") {
+  const Inputs in = inputs();
+  const fs::path system = write_system("crash_train", 2, 4, 1, "after-allreduce", "none", 20, 4, 8);
+  // 4 steps, an eval after each: the log grows the whole run; exit 3 (max steps, not converged).
+  kill_and_rerun({"train",
+                  mpirun(2) + mlbert_bin().string() + " train --quiet --system " + system.string() +
+                      " --data " + in.shards.string() + " --eval-data " + in.eval.string() +
+                      " --results {out} --seed 5",
+                  3});
+}
+
+TEST_CASE("demo killed at random moments leaves only complete outputs and a rerun completes",
+          "[crash][mpi]") {
+  // The demo system with a target its first eval reaches: a short run.
+  json s = demo_system();
+  s["system_name"] = "crash_demo";
+  s["run"]["target_accuracy"] = 0.01;
+  s["run"]["eval"] = {{"cadence", 32}, {"eval_samples", 100}, {"batch_size", 50}};
+  s["run"]["warmup_iterations"] = 0;
+  const fs::path systems = crash_root() / "systems";
+  fs::create_directories(systems);
+  std::ofstream(systems / "crash_demo.json") << s.dump(2);
+  Command demo{"demo",
+               mlbert_bin().string() + " demo --system crash_demo --systems-dir " +
+                   systems.string() + " --results {out} --seed 3",
+               0};
+  demo.tree_only = false;
+  kill_and_rerun(demo);
+}
