@@ -16,7 +16,7 @@
 # default build-venv/bin/python, the venv `make test` makes, when it exists)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-excluded='parity|logging_report_browser|harness_demo|device_check|harness_crash|harness_faults'
+excluded='parity|logging_report_browser|harness_demo|device_check: the one-GPU training run|harness_crash|harness_faults'
 [[ ${1:-} == --all ]] && excluded='^$'
 build=build-asan
 jobs=$(nproc)
@@ -33,7 +33,7 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
 cd "$build"
-multirank='harness_mpi|harness_demo|device_check|harness_crash|harness_faults'
+multirank='harness_mpi|harness_demo|device_check: the one-GPU training run|harness_crash|harness_faults'
 echo "ci_sanitize: left out (see the header of $0 for why):"
 ctest -N -R "$excluded" | sed -n 's/^ *Test *#[0-9]*: /  /p'
 start=$SECONDS
