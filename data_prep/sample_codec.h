@@ -68,6 +68,7 @@ class ByteReader {
  private:
   void take(void* dst, std::size_t n) {
     if (n > remaining()) truncated();
+    if (n == 0) return;  // an empty array's data() may be null, and memcpy(null, ..., 0) is UB
     std::memcpy(dst, bytes_.data() + offset_, n);
     offset_ += n;
   }

@@ -197,6 +197,9 @@ class ReaderProcess {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, sv[1], STDIN_FILENO);  // dup2 clears CLOEXEC
+    // Nothing else of this process's: an MPI rank's launcher and transport descriptors (PMIx,
+    // shared memory, sockets) held by the reader would outlive the rank and keep mpirun waiting.
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
     const std::string exe_name = exe.string();
     char* argv[] = {const_cast<char*>(exe_name.c_str()), nullptr};
     pid_t pid = -1;

@@ -196,8 +196,11 @@ TEST_CASE("the loader reports a read error of its thread", "[data][errors]") {
   CHECK_THROWS_WITH(loader.next(), Catch::Contains("a.hdf5"));
 }
 
-TEST_CASE("samples survive serialization, corrupt blocks are errors", "[exchange]") {
-  std::vector<data::Sample> samples = {make_sample(1, 9), make_sample(2, 33)};
+TEST_CASE("samples survive serialization, empty arrays included, and corrupt blocks are errors",
+          "[exchange]") {
+  std::vector<data::Sample> samples = {make_sample(1, 9), make_sample(2, 33), make_sample(3, 5)};
+  samples[2].masked_lm_positions.clear();  // empty arrays: the decoder must not memcpy into null
+  samples[2].masked_lm_ids.clear();
   const auto bytes = data::serialize_samples(samples);
   CHECK(data::deserialize_samples(bytes, "test") == samples);
   auto truncated = bytes;
