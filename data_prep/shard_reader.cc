@@ -5,6 +5,7 @@
 // 1 or 2: a std::runtime_error or std::invalid_argument message follows), then the result.
 #include "data_prep/shard_reader.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -197,6 +198,15 @@ class ReaderProcess {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, sv[1], STDIN_FILENO);  // dup2 clears CLOEXEC
+    // Not this process's stdout and stderr either: under mpirun they are the launcher's output
+    // pipes, and a reader holding them made mpirun miss an abort (a stopped rank was then never
+    // killed). The reader reports through its socket; what it prints (a sanitizer's report) goes
+    // to MLBERT_SHARD_READER_LOG when that is set.
+    const char* log = std::getenv("MLBERT_SHARD_READER_LOG");
+    const char* output = log && *log ? log : "/dev/null";
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output, O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     // Nothing else of this process's: an MPI rank's launcher and transport descriptors (PMIx,
     // shared memory, sockets) held by the reader would outlive the rank and keep mpirun waiting.
     posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);

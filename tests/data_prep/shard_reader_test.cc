@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 
 #include "data_prep/hdf5_direct.h"
@@ -59,6 +60,11 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 const std::filesystem::path kHangingShard = std::filesystem::path(MLBERT_SOURCE_DIR) /
                                             "tests/fuzz/seeds/fuzz_data_shard/hdf5_heap_loop.hdf5";
@@ -133,6 +139,35 @@ TEST_CASE("a reader process that crashes is an error naming the shard and the si
                    Catch::Contains("killed by signal 11"));
   }
   CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);  // the real reader, started afresh
+}
+
+TEST_CASE("a reader process writes to MLBERT_SHARD_READER_LOG or nowhere, never to our output") {
+  // Under mpirun a rank's stdout and stderr are the launcher's pipes: a reader holding them made
+  // mpirun miss an abort. The stand-in reader says where its output goes, then crashes.
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  const auto talker = dir / "talking-reader";
+  mlbert::test::write_file(talker,
+                           "#!/bin/sh\necho reader-stdout\necho reader-stderr >&2\n"
+                           "out=$(readlink /proc/$$/fd/1); err=$(readlink /proc/$$/fd/2)\n"
+                           "echo \"$out\" > " +
+                               (dir / "fd1").string() + "\necho \"$err\" > " +
+                               (dir / "fd2").string() + "\nkill -SEGV $$\n");
+  ::chmod(talker.c_str(), 0755);
+  const ScopedEnv reader("MLBERT_SHARD_READER", talker.string());
+  SECTION("no log: /dev/null") {
+    CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
+               Catch::Contains("killed by signal 11"));
+    CHECK(read_text(dir / "fd1") == "/dev/null\n");
+    CHECK(read_text(dir / "fd2") == "/dev/null\n");
+  }
+  SECTION("a log file: both streams appended to it") {
+    const ScopedEnv log("MLBERT_SHARD_READER_LOG", (dir / "reader.log").string());
+    CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
+               Catch::Contains("killed by signal 11"));
+    CHECK(read_text(dir / "reader.log") == "reader-stdout\nreader-stderr\n");
+    CHECK(read_text(dir / "fd1") == (dir / "reader.log").string() + "\n");
+  }
 }
 
 TEST_CASE("a shard reader that cannot start is a clear error naming it") {
