@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target (fuzz_*, clang -fsanitize=fuzzer,address,undefined) in build-fuzz
-# and runs the targets one after another:
+# and runs them, FUZZ_JOBS at a time (default: one per core):
 #   scripts/fuzz.sh [SECONDS]       each target for SECONDS (default 20; what CI runs)
 #   scripts/fuzz.sh --campaign N [SECONDS]
 #                                   each target until N executions (or SECONDS, when given, if that
@@ -40,39 +40,61 @@ extra_flags() {
   esac
 }
 
-summary=()
-for t in "${targets[@]}"; do
-  corpus="$build/corpus/$t" artifacts="$build/artifacts/$t"
+# One target: its run, then its row of the table in $build/fuzz-$t.row (or exit non-zero).
+run_target() {
+  local t=$1 corpus="$build/corpus/$1" artifacts="$build/artifacts/$1"
   mkdir -p "$corpus" "$artifacts"
-  seeds=()
+  local seeds=() d
   for d in "tests/fuzz/seeds/$t" "$build/fuzz-seeds/$t"; do [[ -d $d ]] && seeds+=("$d"); done
-  flags=(-timeout=60 -print_final_stats=1 -artifact_prefix="$artifacts/")
+  local flags=(-timeout=60 -print_final_stats=1 -artifact_prefix="$artifacts/")
   [[ $mode == campaign ]] && flags+=(-runs="$runs")
   [[ $seconds -gt 0 ]] && flags+=(-max_total_time="$seconds")
   # shellcheck disable=SC2207
   flags+=($(extra_flags "$t"))
+  local log="$build/fuzz-$t.log" start status=0
+  start=$(date +%s)
+  "$build/bin/$t" "${flags[@]}" "$corpus" "${seeds[@]}" > "$log" 2>&1 || status=$?
+  local elapsed=$(( $(date +%s) - start ))
+  echo "fuzz: $t ended (exit status $status, ${elapsed}s); its last lines:"
+  tail -n 12 "$log"
+  if [[ $status -ne 0 ]]; then
+    echo "fuzz: $t FAILED (exit status $status); reproducer and log: $artifacts/, $log"
+    return 1
+  fi
+  local execs rate cov
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  cov=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p')
+  # shellcheck disable=SC2086
+  printf '%-22s %12s %8s %7s %7s %7s %6ss\n' "$t" "$execs" "$rate" \
+    "$(find "$corpus" -type f | wc -l)" ${cov:-? ?} "$elapsed" > "$build/fuzz-$t.row"
+}
+
+# FUZZ_JOBS targets at a time (default: one per core); the first failure fails the run once the
+# targets already running have ended.
+jobs=${FUZZ_JOBS:-$(nproc)}
+failed=0 running=0
+for t in "${targets[@]}"; do
+  rm -f "$build/fuzz-$t.row"
   if [[ $mode == campaign ]]; then
     echo "fuzz: $t for $runs executions$([[ $seconds -gt 0 ]] && echo " or ${seconds}s")"
   else
     echo "fuzz: $t for ${seconds}s"
   fi
-  log="$build/fuzz-$t.log"
-  start=$(date +%s)
-  status=0
-  "$build/bin/$t" "${flags[@]}" "$corpus" "${seeds[@]}" > "$log" 2>&1 || status=$?
-  elapsed=$(( $(date +%s) - start ))
-  tail -n 12 "$log"
-  if [[ $status -ne 0 ]]; then
-    echo "fuzz: $t FAILED (exit status $status); reproducer and log: $artifacts/, $log"
-    exit 1
+  run_target "$t" &
+  running=$((running + 1))
+  if [[ $running -ge $jobs ]]; then
+    wait -n || failed=1
+    running=$((running - 1))
   fi
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-  cov=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p')
-  summary+=("$(printf '%-22s %12s %8s %7s %7s %7s %6ss' "$t" "$execs" "$rate" \
-    "$(find "$corpus" -type f | wc -l)" ${cov:-? ?} "$elapsed")")
+  [[ $failed -eq 0 ]] || break
 done
+while [[ $running -gt 0 ]]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+[[ $failed -eq 0 ]] || exit 1
 echo
 printf '%-22s %12s %8s %7s %7s %7s %7s\n' target executions exec/s corpus cov ft time
-printf '%s\n' "${summary[@]}"
+for t in "${targets[@]}"; do cat "$build/fuzz-$t.row"; done
 echo "fuzz: ${#targets[@]} target(s) without a crash"

@@ -45,9 +45,13 @@ std::string error_of(const std::function<void()>& f) {
 // Sets an environment variable for one scope.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  // Unset for the scope when `value` is empty.
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
     if (old_)
@@ -156,6 +160,7 @@ TEST_CASE("a reader process writes to MLBERT_SHARD_READER_LOG or nowhere, never 
   ::chmod(talker.c_str(), 0755);
   const ScopedEnv reader("MLBERT_SHARD_READER", talker.string());
   SECTION("no log: /dev/null") {
+    const ScopedEnv no_log("MLBERT_SHARD_READER_LOG", std::nullopt);
     CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
                Catch::Contains("killed by signal 11"));
     CHECK(read_text(dir / "fd1") == "/dev/null\n");

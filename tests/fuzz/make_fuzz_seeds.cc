@@ -1,8 +1,8 @@
 // make_fuzz_seeds <out_dir>: writes the seeds of the fuzz targets that read files, one folder per
 // target, from the project's own writers (shards of the three layouts from demo-corpus samples,
-// the demo vocab.txt, example result logs) and from real files (systems/*.json, the test
-// bert_config.json, and ../shared's real system descriptions and result logs when present).
-// Seeds are made at build time, never committed: the real files stay where they are.
+// their length index, the demo vocab.txt, example result logs) and from real files (systems/*.json,
+// the test bert_config.json, and ../shared's real system descriptions and result logs when
+// present). Seeds are made at build time, never committed: the real files stay where they are.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +15,7 @@
 
 #include "data_prep/demo_corpus.h"
 #include "data_prep/hdf5_io.h"
+#include "data_prep/length_index.h"
 #include "data_prep/pretraining.h"
 #include "data_prep/tokenizer.h"
 #include "data_prep/vocab.h"
@@ -92,6 +93,10 @@ void shard_and_vocab_seeds(const fs::path& out) {
   }
   packed.add(row);
   packed.commit();
+
+  // The length index of those three shards, as `data index` writes it.
+  fs::create_directories(out / "fuzz_data_length_index");
+  write_length_index(build_length_index(dir), out / "fuzz_data_length_index" / "lengths.index");
 }
 
 // A fuzz_mllog_package input: flag bytes, then "@@ <path>\n<bytes>" entries.
