@@ -15,6 +15,6 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLBERT_CUDA=ON -DBUILD_TESTING=OFF \
  && cmake --build build \
- && install -m 755 build/bin/mlbert build/bin/mlbert-core /usr/local/bin/
+ && install -m 755 build/bin/mlbert build/bin/mlbert-core build/bin/mlbert-shard-reader /usr/local/bin/
 ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CMD ["mlbert", "--help"]

@@ -68,9 +68,32 @@ void BertConfig::validate() const {
   probability("attention_probs_dropout_prob", attention_probs_dropout_prob);
   if (!(initializer_range > 0.0)) fail(src, "initializer_range", "must be positive");
   if (!(layer_norm_eps > 0.0)) fail(src, "layer_norm_eps", "must be positive");
-  if (vocab_size > (int64_t{1} << 30) || hidden_size > (int64_t{1} << 20) ||
-      intermediate_size > (int64_t{1} << 22) || max_position_embeddings > (int64_t{1} << 20)) {
-    fail(src, "vocab_size/hidden_size/intermediate_size", "is implausibly large");
+  // Upper bounds, far above any published BERT, that keep every size derived from the config (the
+  // padded vocabulary, parameter offsets, per-layer tables) clear of int64 overflow.
+  auto at_most = [&](const char* field, int64_t value, int64_t limit) {
+    if (value > limit) {
+      fail(src, field,
+           "is implausibly large (" + std::to_string(value) + " > " + std::to_string(limit) + ")");
+    }
+  };
+  at_most("vocab_size", vocab_size, int64_t{1} << 30);
+  at_most("hidden_size", hidden_size, int64_t{1} << 20);
+  at_most("num_hidden_layers", num_hidden_layers, int64_t{1} << 12);
+  at_most("intermediate_size", intermediate_size, int64_t{1} << 22);
+  at_most("max_position_embeddings", max_position_embeddings, int64_t{1} << 20);
+  at_most("type_vocab_size", type_vocab_size, int64_t{1} << 16);
+  at_most("vocab_pad_multiple", vocab_pad_multiple, int64_t{1} << 16);
+  // Every rank holds the whole model (data parallelism only), so the parameter count is bounded by
+  // what one rank can allocate; with the bounds above this sum cannot overflow.
+  const int64_t h = hidden_size;
+  const int64_t embeddings = (padded_vocab_size() + max_position_embeddings + type_vocab_size) * h;
+  const int64_t per_layer = 4 * h * h + 2 * h * intermediate_size + 9 * h + intermediate_size;
+  constexpr int64_t kMaxParameters = int64_t{1} << 36;
+  if (embeddings + num_hidden_layers * per_layer > kMaxParameters) {
+    fail(src, "num_hidden_layers",
+         "with these sizes gives about " +
+             std::to_string(embeddings + num_hidden_layers * per_layer) +
+             " parameters, more than one rank can hold (2^36)");
   }
 }
 

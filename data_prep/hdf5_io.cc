@@ -1,6 +1,6 @@
 // HDF5 C API plumbing for the three layouts. Writers buffer rows and write each dataset in one
-// call; readers convert any integer file type to int32 in memory and check every row before
-// returning.
+// call; readers (hdf5_direct.h: they run in the shard reader process) convert any integer file
+// type to int32 in memory and check every row before returning.
 #include "data_prep/hdf5_io.h"
 
 #include <hdf5.h>
@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "common/atomic_file.h"
+#include "data_prep/hdf5_direct.h"
 
 namespace mlbert::data {
 namespace {
@@ -135,7 +136,28 @@ struct Dataset {
   int rank = 0;
   hsize_t dims[2] = {0, 0};
   bool vlen = false;
+  hsize_t stored_bytes = 0;  // what the file holds for it (compressed chunks count compressed)
 };
+
+// HDF5 reads storage that was never written as fill values, so a corrupt or truncated header can
+// claim any number of rows at no cost in file size. Before a read allocates for `rows` rows, the
+// rows must fit what the file stores for the dataset at the best ratio deflate (the compression
+// real shards use) can reach, 1032:1.
+constexpr unsigned __int128 kMaxCompressionRatio = 1032;
+
+void check_stored(const Dataset& d, const std::filesystem::path& path, const char* name,
+                  hsize_t rows) {
+  const hsize_t cols = d.rank == 2 ? d.dims[1] : 1;
+  // A vlen element is stored as a 16-byte global heap reference.
+  const size_t element_bytes = d.vlen ? 16 : H5Tget_size(d.type.get());
+  const unsigned __int128 claimed =
+      static_cast<unsigned __int128>(rows) * cols * std::max<size_t>(element_bytes, 1);
+  if (claimed > kMaxCompressionRatio * d.stored_bytes) {
+    throw std::runtime_error(where(path, name) + ": claims " + std::to_string(d.dims[0]) +
+                             " rows but the file stores only " + std::to_string(d.stored_bytes) +
+                             " bytes for it (truncated or corrupt file?)");
+  }
+}
 
 Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* name) {
   Dataset d;
@@ -153,6 +175,7 @@ Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* 
                              std::to_string(d.rank));
   }
   H5Sget_simple_extent_dims(d.space.get(), d.dims, nullptr);
+  d.stored_bytes = H5Dget_storage_size(d.dset.get());
   const H5T_class_t cls = H5Tget_class(d.type.get());
   if (cls == H5T_VLEN) {
     H5Id super(H5Tget_super(d.type.get()), H5Tclose);
@@ -186,8 +209,9 @@ void widen_into(const std::vector<T>& in, std::vector<int32_t>& out) {
 std::vector<int32_t> read_fixed(Dataset& d, const std::filesystem::path& path, const char* name,
                                 hsize_t begin, hsize_t count) {
   const hsize_t cols = d.rank == 2 ? d.dims[1] : 1;
+  if (count == 0) return {};
+  check_stored(d, path, name, count);
   std::vector<int32_t> out(count * cols);
-  if (count == 0) return out;
   const hsize_t start[2] = {begin, 0}, extent[2] = {count, cols};
   H5Id file_space(H5Scopy(d.space.get()), H5Sclose);
   H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr);
@@ -247,6 +271,7 @@ void read_vlen(Dataset& d, const std::filesystem::path& path, const char* name, 
   flat.clear();
   offsets.assign(1, 0);
   if (count == 0) return;
+  check_stored(d, path, name, count);
   H5Id super(H5Tget_super(d.type.get()), H5Tclose);
   switch (direct_size(super.get())) {
     case 1:
@@ -672,6 +697,8 @@ Layout parse_layout(const std::string& name) {
   throw std::invalid_argument("unknown HDF5 layout '" + name + "' (fixed, varlen or packed)");
 }
 
+namespace direct {
+
 ShardInfo inspect_shard(const std::filesystem::path& path) {
   File f(path);
   ShardInfo info;
@@ -806,6 +833,8 @@ std::vector<int32_t> read_lengths(const std::filesystem::path& path) {
   }
   return lengths;
 }
+
+}  // namespace direct
 
 // ------------------------------------------------------------------------------------------------
 // ShardWriter

@@ -13,6 +13,10 @@
 //            packed_input_len vlen<i16>, packed_masked_lm_len vlen<i16>; all [N].
 // Readers accept any integer dtype (the eval picker of the reference writes int16 fixed files) and
 // convert to int32; the layout is detected from the datasets present.
+//
+// The readers hand the file to the HDF5 library in a separate process (shard_reader.h), because
+// the library can crash or loop forever on a corrupt file: such a file then gives an error naming
+// it, like any other bad shard, instead of taking the calling process (a training rank) down.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -46,20 +50,23 @@ struct ShardInfo {
   int32_t row_width = 0;  // fixed: S of [N,S]; 0 otherwise
 };
 
+// Readers (in the shard reader process; errors name the file, dataset and row).
 ShardInfo inspect_shard(const std::filesystem::path& path);
 
-// One shard opened for many reads: the file and its datasets stay open, their shapes checked
-// once, so a reader that visits rows all over many shards (the trainer) pays each HDF5 open once.
+// One shard opened for many reads: the shard reader process keeps the file and its datasets open
+// (shapes checked once) until this object goes, so a reader that visits rows all over many shards
+// (the trainer) pays each HDF5 open once, and one request per read. Should the reader process die
+// (a corrupt shard elsewhere), the next read reopens the shard in the new one.
 class ShardReader {
  public:
-  explicit ShardReader(const std::filesystem::path& path);
+  explicit ShardReader(const std::filesystem::path& path);  // opens it: the shapes are checked
   ~ShardReader();
   ShardReader(ShardReader&&) noexcept;
   ShardReader& operator=(ShardReader&&) noexcept;
 
-  const std::filesystem::path& path() const;
-  Layout layout() const;
-  int64_t rows() const;  // HDF5 rows
+  const std::filesystem::path& path() const { return path_; }
+  Layout layout() const { return layout_; }
+  int64_t rows() const { return rows_; }  // HDF5 rows
   // Rows [begin, begin + count) (for packed, the sequences of those rows).
   std::vector<Sample> read_range(int64_t begin, int64_t count, const ReadOptions& options);
   // Arbitrary rows (repeats allowed), returned in the order given, read in ascending runs.
@@ -67,8 +74,11 @@ class ShardReader {
   std::vector<PackedRow> read_packed(const ReadOptions& options);  // every row of a packed shard
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  void close() noexcept;
+  std::filesystem::path path_;
+  Layout layout_ = Layout::kFixed;
+  int64_t rows_ = 0;
+  uint64_t handle_ = 0;  // its name in the reader process; 0: moved from
 };
 
 // Every sequence of the shard; packed rows are split back into their sequences.

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <regex>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "data_prep/sample_codec.h"
 #include "harness/load_balance.h"
 
 namespace mlbert::harness {
@@ -197,92 +197,10 @@ TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSp
 }
 
 // ---------------------------------------------------------------------------------------------
-// serialization
-
-namespace {
-
-template <typename T>
-void put(std::vector<std::byte>& out, const T& value) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof(T));
-}
-template <typename T>
-void put_array(std::vector<std::byte>& out, const std::vector<T>& values) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(values.data());
-  out.insert(out.end(), bytes, bytes + values.size() * sizeof(T));
-}
-
-class Reader {
- public:
-  Reader(std::span<const std::byte> bytes, const std::string& origin)
-      : bytes_(bytes), origin_(origin) {}
-  template <typename T>
-  T get() {
-    T value;
-    take(&value, sizeof(T));
-    return value;
-  }
-  template <typename T>
-  std::vector<T> get_array(std::size_t count) {
-    std::vector<T> values(count);
-    take(values.data(), count * sizeof(T));
-    return values;
-  }
-  bool done() const { return offset_ == bytes_.size(); }
-
- private:
-  void take(void* dst, std::size_t n) {
-    if (n > bytes_.size() - offset_)
-      throw std::runtime_error(origin_ + ": truncated sample block (" +
-                               std::to_string(bytes_.size()) + " bytes)");
-    std::memcpy(dst, bytes_.data() + offset_, n);
-    offset_ += n;
-  }
-  std::span<const std::byte> bytes_;
-  std::string origin_;
-  std::size_t offset_ = 0;
-};
-
-}  // namespace
-
-std::vector<std::byte> serialize_samples(std::span<const data::Sample> samples) {
-  std::vector<std::byte> out;
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(samples.size()));
-  for (const auto& s : samples) {
-    put<std::uint32_t>(out, static_cast<std::uint32_t>(s.input_ids.size()));
-    put<std::uint32_t>(out, static_cast<std::uint32_t>(s.masked_lm_positions.size()));
-    put<std::int8_t>(out, s.next_sentence_label);
-    put_array(out, s.input_ids);
-    put_array(out, s.segment_ids);
-    put_array(out, s.masked_lm_positions);
-    put_array(out, s.masked_lm_ids);
-  }
-  return out;
-}
-
-std::vector<data::Sample> deserialize_samples(std::span<const std::byte> bytes,
-                                              const std::string& origin) {
-  Reader in(bytes, origin);
-  const auto count = in.get<std::uint32_t>();
-  if (count > bytes.size()) throw std::runtime_error(origin + ": corrupt sample count");
-  std::vector<data::Sample> samples(count);
-  for (auto& s : samples) {
-    const auto tokens = in.get<std::uint32_t>();
-    const auto masked = in.get<std::uint32_t>();
-    if (tokens > bytes.size() || masked > tokens)
-      throw std::runtime_error(origin + ": corrupt sample sizes");
-    s.next_sentence_label = in.get<std::int8_t>();
-    s.input_ids = in.get_array<std::int32_t>(tokens);
-    s.segment_ids = in.get_array<std::int8_t>(tokens);
-    s.masked_lm_positions = in.get_array<std::int32_t>(masked);
-    s.masked_lm_ids = in.get_array<std::int32_t>(masked);
-  }
-  if (!in.done()) throw std::runtime_error(origin + ": trailing bytes after the samples");
-  return samples;
-}
+// exchange
 
 std::uint64_t sample_fingerprint(const data::Sample& sample) {
-  const auto bytes = serialize_samples(std::span<const data::Sample>(&sample, 1));
+  const auto bytes = data::serialize_samples(std::span<const data::Sample>(&sample, 1));
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
@@ -294,14 +212,14 @@ std::vector<data::Sample> exchange_samples(Communicator& group, std::vector<data
     for (int i : longest_first(lengths)) sorted.push_back(std::move(local[i]));
     return sorted;
   }
-  const auto blocks = group.allgatherv(serialize_samples(local));
+  const auto blocks = group.allgatherv(data::serialize_samples(local));
   std::vector<std::vector<data::Sample>> pooled(blocks.size());
   std::vector<std::vector<int>> lengths(blocks.size());
   for (std::size_t r = 0; r < blocks.size(); ++r) {
     pooled[r] =
         static_cast<int>(r) == group.rank()
             ? std::move(local)
-            : deserialize_samples(blocks[r], "samples from group rank " + std::to_string(r));
+            : data::deserialize_samples(blocks[r], "samples from group rank " + std::to_string(r));
     for (const auto& s : pooled[r]) lengths[r].push_back(s.length());
   }
   const auto plan = plan_group_exchange(lengths);

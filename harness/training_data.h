@@ -5,9 +5,10 @@
 // Design choice: every rank knows the whole data set layout (shard row counts only, cheap) and
 // computes which rows it reads from the pure Sampler, so no rank ever waits on another to know its
 // samples; the only communication is the optional exchange of the already-loaded samples inside a
-// group (the node for node-exchange), which serializes them and all-gathers the bytes. With
-// global-deal a rank also knows every row's length (the length index), plans the world's deal on
-// the prefetch thread and reads its own share straight from the shards, which stay open.
+// group (the node for node-exchange), which serializes them (data_prep/sample_codec.h) and
+// all-gathers the bytes. With global-deal a rank also knows every row's length (the length index),
+// plans the world's deal on the prefetch thread and reads its own share straight from the shards,
+// which stay open.
 #pragma once
 
 #include <condition_variable>
@@ -72,11 +73,6 @@ TrainingDataset open_training_data(const std::filesystem::path& dir, const RunSp
 void check_length_index(const TrainingDataset& data, int rank, int world);
 
 using data::find_shards;
-
-// Sample <-> bytes for the exchange (little-endian, length-prefixed; decoding validates sizes).
-std::vector<std::byte> serialize_samples(std::span<const data::Sample> samples);
-std::vector<data::Sample> deserialize_samples(std::span<const std::byte> bytes,
-                                              const std::string& origin);
 
 // A sample's identity (XXH3-64 of its serialized form): what test dumps compare across runs.
 std::uint64_t sample_fingerprint(const data::Sample& sample);

@@ -1,25 +1,100 @@
 #!/usr/bin/env bash
-# Builds every libFuzzer target (tests/fuzz/, clang -fsanitize=fuzzer,address,undefined) in build-fuzz
-# and runs each for the given number of seconds (default 60). A crash or sanitizer report fails.
+# Builds every libFuzzer target (fuzz_*, clang -fsanitize=fuzzer,address,undefined) in build-fuzz
+# and runs them, FUZZ_JOBS at a time (default: one per core):
+#   scripts/fuzz.sh [SECONDS]       each target for SECONDS (default 20; what CI runs)
+#   scripts/fuzz.sh --campaign N [SECONDS]
+#                                   each target until N executions (or SECONDS, when given, if that
+#                                   comes first); the table then shows how many it reached
+# FUZZ_TARGETS (an extended regex) picks targets, e.g. FUZZ_TARGETS='shard|vocab'.
+# Seeds: tests/fuzz/seeds/<target>/ (committed: small inputs and regression reproducers) and
+# build-fuzz/fuzz-seeds/<target>/ (written by make_fuzz_seeds from the project's own writers and
+# ../shared's real files). The corpus grows in build-fuzz/corpus/<target>/ across runs. A crash, a
+# sanitizer report, a hang (-timeout) or running out of memory fails the run; the reproducer is
+# left in build-fuzz/artifacts/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
+mode=time seconds=20 runs=0
+if [[ ${1:-} == --campaign ]]; then
+  mode=campaign runs=${2:?usage: scripts/fuzz.sh --campaign EXECUTIONS [SECONDS]} seconds=${3:-0}
+elif [[ -n ${1:-} ]]; then
+  seconds=$1
+fi
 build=build-fuzz
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DMLBERT_FUZZ=ON -DMLBERT_CUDA=OFF \
-  -DBUILD_TESTING=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build.configure.log" 2>&1 \
-  || { cat "$build.configure.log"; exit 1; }
-mapfile -t targets < <(ninja -C "$build" -t targets all | sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)
+  -DMLBERT_BENCH=OFF -DBUILD_TESTING=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+mapfile -t targets < <(ninja -C "$build" -t targets all |
+  sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u | grep -E "${FUZZ_TARGETS:-.}" || true)
 if [[ ${#targets[@]} -eq 0 ]]; then
   echo "fuzz: no fuzz_* target was configured (MLBERT_FUZZ=ON in $build); see $build.configure.log"
   exit 1
 fi
-cmake --build "$build" --target "${targets[@]}"
+cmake --build "$build" --target "${targets[@]}" make_fuzz_seeds
+"$build/bin/make_fuzz_seeds" "$build/fuzz-seeds"
+
+# Per-target libFuzzer flags. The shard target's HDF5 may ask malloc for gigabytes on a corrupt
+# file (production gets the memory or a null pointer, both handled); only real use (rss) counts.
+extra_flags() {
+  case $1 in
+    fuzz_data_shard) echo "-malloc_limit_mb=65536" ;;
+  esac
+}
+
+# One target: its run, then its row of the table in $build/fuzz-$t.row (or exit non-zero).
+run_target() {
+  local t=$1 corpus="$build/corpus/$1" artifacts="$build/artifacts/$1"
+  mkdir -p "$corpus" "$artifacts"
+  local seeds=() d
+  for d in "tests/fuzz/seeds/$t" "$build/fuzz-seeds/$t"; do [[ -d $d ]] && seeds+=("$d"); done
+  local flags=(-timeout=60 -print_final_stats=1 -artifact_prefix="$artifacts/")
+  [[ $mode == campaign ]] && flags+=(-runs="$runs")
+  [[ $seconds -gt 0 ]] && flags+=(-max_total_time="$seconds")
+  # shellcheck disable=SC2207
+  flags+=($(extra_flags "$t"))
+  local log="$build/fuzz-$t.log" start status=0
+  start=$(date +%s)
+  "$build/bin/$t" "${flags[@]}" "$corpus" "${seeds[@]}" > "$log" 2>&1 || status=$?
+  local elapsed=$(( $(date +%s) - start ))
+  echo "fuzz: $t ended (exit status $status, ${elapsed}s); its last lines:"
+  tail -n 12 "$log"
+  if [[ $status -ne 0 ]]; then
+    echo "fuzz: $t FAILED (exit status $status); reproducer and log: $artifacts/, $log"
+    return 1
+  fi
+  local execs rate cov
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  cov=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p')
+  # shellcheck disable=SC2086
+  printf '%-22s %12s %8s %7s %7s %7s %6ss\n' "$t" "$execs" "$rate" \
+    "$(find "$corpus" -type f | wc -l)" ${cov:-? ?} "$elapsed" > "$build/fuzz-$t.row"
+}
+
+# FUZZ_JOBS targets at a time (default: one per core); the first failure fails the run once the
+# targets already running have ended.
+jobs=${FUZZ_JOBS:-$(nproc)}
+failed=0 running=0
 for t in "${targets[@]}"; do
-  corpus="$build/corpus/$t"
-  mkdir -p "$corpus"
-  seeds=()
-  [[ -d "tests/fuzz/seeds/$t" ]] && seeds=("tests/fuzz/seeds/$t")
-  echo "fuzz: $t for ${seconds}s"
-  "$build/bin/$t" -max_total_time="$seconds" -print_final_stats=1 "$corpus" "${seeds[@]}" 2>&1 | tail -n 15
+  rm -f "$build/fuzz-$t.row"
+  if [[ $mode == campaign ]]; then
+    echo "fuzz: $t for $runs executions$([[ $seconds -gt 0 ]] && echo " or ${seconds}s")"
+  else
+    echo "fuzz: $t for ${seconds}s"
+  fi
+  run_target "$t" &
+  running=$((running + 1))
+  if [[ $running -ge $jobs ]]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  [[ $failed -eq 0 ]] || break
 done
-echo "fuzz: ${#targets[@]} target(s) ran ${seconds}s each without a crash"
+while [[ $running -gt 0 ]]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+[[ $failed -eq 0 ]] || exit 1
+echo
+printf '%-22s %12s %8s %7s %7s %7s %7s\n' target executions exec/s corpus cov ft time
+for t in "${targets[@]}"; do cat "$build/fuzz-$t.row"; done
+echo "fuzz: ${#targets[@]} target(s) without a crash"

@@ -4,10 +4,10 @@
 //
 // Design choice: every mode reads the same rows, from a cold page cache (each shard's pages are
 // dropped with posix_fadvise before a mode starts), and is measured by the kernel's own counters
-// (/proc/self/io: rchar, the bytes the process's reads asked for; read_bytes, what the block
-// layer fetched from the disk). "Bytes used" is what the rows hold on disk: 3 bytes a token
-// (input_ids int16, segment_ids int8), 4 a prediction (positions and ids int16), 1 for the label.
-// Modes:
+// (/proc/<pid>/io of the process and its shard reader child: rchar, the bytes the process's reads
+// asked for; read_bytes, what the block layer fetched from the disk). "Bytes used" is what the rows
+// hold on disk: 3 bytes a token (input_ids int16, segment_ids int8), 4 a prediction (positions and
+// ids int16), 1 for the label. Modes:
 //   loader-new  the trainer's path (BatchLoader with dealt_batches: plan on the prefetch thread,
 //               rows grouped per shard, shards kept open) from its start: each shard is opened
 //               on first use;
@@ -27,10 +27,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -107,15 +109,35 @@ void make_data_set(const fs::path& dir, int rows_per_shard) {
 struct IoCounters {
   long long rchar = 0, read_bytes = 0, syscr = 0;
 };
-IoCounters io_now() {
-  IoCounters c;
-  std::ifstream in("/proc/self/io");
+void add_io(const std::string& file, IoCounters& c) {
+  std::ifstream in(file);
   std::string key;
   long long value = 0;
   while (in >> key >> value) {
-    if (key == "rchar:") c.rchar = value;
-    if (key == "read_bytes:") c.read_bytes = value;
-    if (key == "syscr:") c.syscr = value;
+    if (key == "rchar:") c.rchar += value;
+    if (key == "read_bytes:") c.read_bytes += value;
+    if (key == "syscr:") c.syscr += value;
+  }
+}
+
+// This process and its live children: the shard readers' HDF5 reads happen in the child process
+// mlbert-shard-reader (the counts of a reaped child are already in the parent's).
+IoCounters io_now() {
+  IoCounters c;
+  add_io("/proc/self/io", c);
+  const std::string self = std::to_string(::getpid());
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state, ppid;
+    if (rest >> state >> ppid && ppid == self) add_io((entry.path() / "io").string(), c);
   }
   return c;
 }

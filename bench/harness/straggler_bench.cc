@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "data_prep/sample_codec.h"
 #include "harness/length_distribution.h"
 #include "harness/load_balance.h"
 #include "harness/sampler.h"
@@ -117,7 +118,7 @@ std::vector<int> stratified_quotas(int batch) {
 // the reference's prediction count, min(76, max(1, round(0.15 * length))).
 std::vector<std::int64_t> exchange_bytes_by_length() {
   std::vector<std::int64_t> bytes(513, 0);
-  const auto empty = static_cast<std::int64_t>(serialize_samples({}).size());
+  const auto empty = static_cast<std::int64_t>(mlbert::data::serialize_samples({}).size());
   for (int length = 1; length <= 512; ++length) {
     mlbert::data::Sample s;
     s.input_ids.assign(length, 1000);
@@ -125,7 +126,8 @@ std::vector<std::int64_t> exchange_bytes_by_length() {
     const int masked = std::min(76, std::max(1, static_cast<int>(std::lround(0.15 * length))));
     s.masked_lm_positions.assign(masked, 1);
     s.masked_lm_ids.assign(masked, 1000);
-    bytes[length] = static_cast<std::int64_t>(serialize_samples({&s, 1}).size()) - empty;
+    bytes[length] =
+        static_cast<std::int64_t>(mlbert::data::serialize_samples({&s, 1}).size()) - empty;
   }
   return bytes;
 }

@@ -46,7 +46,7 @@ LengthSource shard_lengths(const std::filesystem::path& dir, const RunSpec& run,
 // at least 1, at most `max_predictions`.
 int masked_predictions(int length, int max_predictions);
 
-// Bytes a sample takes in the exchange's serialization (training_data.cc serialize_samples).
+// Bytes a sample takes in the exchange's serialization (data_prep/sample_codec.cc put_samples).
 double exchange_bytes(int length, int max_predictions);
 
 // One micro-step after the deal.

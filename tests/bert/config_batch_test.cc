@@ -95,6 +95,30 @@ TEST_CASE("bert_config.json parsing: standard fields, defaults and clear errors"
                     Catch::Contains("/nonexistent/bert_config.json"));
 }
 
+TEST_CASE("bert_config.json sizes beyond any machine are refused with the field named") {
+  const auto json = BertConfig::preset("tiny").to_json();
+  for (const auto& [field, value] :
+       std::vector<std::pair<const char*, int64_t>>{{"vocab_pad_multiple", INT64_MAX},
+                                                    {"num_hidden_layers", 200000000000},
+                                                    {"type_vocab_size", int64_t{1} << 40},
+                                                    {"vocab_size", int64_t{1} << 40}}) {
+    auto bad = json;
+    bad[field] = value;
+    INFO(field);
+    CHECK_THROWS_WITH(BertConfig::from_json(bad, "x.json"),
+                      Catch::Contains("x.json") && Catch::Contains(field) &&
+                          Catch::Contains("implausibly large"));
+  }
+  // Each size alone is plausible, together they are not.
+  auto wide = json;
+  wide["hidden_size"] = 1 << 16;
+  wide["num_attention_heads"] = 16;
+  wide["num_hidden_layers"] = 1024;
+  CHECK_THROWS_WITH(BertConfig::from_json(wide, "x.json"),
+                    Catch::Contains("num_hidden_layers") && Catch::Contains("2^36"));
+  CHECK_NOTHROW(BertConfig::from_json(BertConfig::preset("bert-large").to_json()));
+}
+
 TEST_CASE("padded arrays convert to an unpadded batch with flat masked positions") {
   // Two rows of length 6: lengths 4 and 6; row 0 has 2 predictions, row 1 has 1 (+padding).
   const std::vector<int32_t> ids{101, 7, 8, 102, 0, 0, 101, 9, 10, 11, 12, 102};

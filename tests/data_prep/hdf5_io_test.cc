@@ -194,6 +194,33 @@ TEST_CASE("readers reject wrong dtypes, wrong shapes, missing datasets and trunc
              Catch::Contains("absent.hdf5") && Catch::Contains("no such"));
 }
 
+TEST_CASE("a dataset claiming more rows than the file stores is refused before the read") {
+  // HDF5 reads never-written storage as fill values: a header alone can claim 10^12 rows.
+  TempDir dir;
+  const auto path = dir / "claims.hdf5";
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  for (const char* name :
+       {"input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids"}) {
+    const hsize_t dims[2] = {1000000000000, 16};
+    hid_t space = H5Screate_simple(2, dims, nullptr);
+    H5Dclose(H5Dcreate2(f, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Sclose(space);
+  }
+  const hsize_t n = 1000000000000;
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  H5Dclose(H5Dcreate2(f, "next_sentence_labels", H5T_STD_I8LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                      H5P_DEFAULT));
+  H5Sclose(space);
+  H5Fclose(f);
+  CHECK(inspect_shard(path).rows == 1000000000000);
+  for (const auto& error :
+       {error_of([&] { read_lengths(path); }), error_of([&] { read_shard(path, {}); }),
+        error_of([&] { read_row_range(path, 5, 100000000, {}); })}) {
+    CHECK_THAT(error, Catch::Contains("claims.hdf5: dataset '") &&
+                          Catch::Contains("claims 1000000000000 rows but the file stores only 0"));
+  }
+}
+
 TEST_CASE("readers check segment ids, labels and masked positions row by row") {
   TempDir dir;
   const auto path = dir / "v.hdf5";

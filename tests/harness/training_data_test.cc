@@ -11,14 +11,17 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "bert/parameters.h"
 #include "data_prep/hdf5_io.h"
+#include "data_prep/sample_codec.h"
 #include "harness/load_balance.h"
 #include "harness/training_data.h"
 #include "mlperf_logging/bert_tensors.h"
@@ -193,17 +196,20 @@ TEST_CASE("the loader reports a read error of its thread", "[data][errors]") {
   CHECK_THROWS_WITH(loader.next(), Catch::Contains("a.hdf5"));
 }
 
-TEST_CASE("samples survive serialization, corrupt blocks are errors", "[exchange]") {
-  std::vector<data::Sample> samples = {make_sample(1, 9), make_sample(2, 33)};
-  const auto bytes = harness::serialize_samples(samples);
-  CHECK(harness::deserialize_samples(bytes, "test") == samples);
+TEST_CASE("samples survive serialization, empty arrays included, and corrupt blocks are errors",
+          "[exchange]") {
+  std::vector<data::Sample> samples = {make_sample(1, 9), make_sample(2, 33), make_sample(3, 5)};
+  samples[2].masked_lm_positions.clear();  // empty arrays: the decoder must not memcpy into null
+  samples[2].masked_lm_ids.clear();
+  const auto bytes = data::serialize_samples(samples);
+  CHECK(data::deserialize_samples(bytes, "test") == samples);
   auto truncated = bytes;
   truncated.resize(truncated.size() - 3);
-  CHECK_THROWS_WITH(harness::deserialize_samples(truncated, "block from rank 1"),
+  CHECK_THROWS_WITH(data::deserialize_samples(truncated, "block from rank 1"),
                     Catch::Contains("block from rank 1: truncated"));
   auto trailing = bytes;
   trailing.push_back(std::byte{0});
-  CHECK_THROWS_WITH(harness::deserialize_samples(trailing, "x"), Catch::Contains("trailing bytes"));
+  CHECK_THROWS_WITH(data::deserialize_samples(trailing, "x"), Catch::Contains("trailing bytes"));
 }
 
 TEST_CASE("the exchange keeps the group's samples and balances tokens", "[exchange]") {
@@ -412,6 +418,25 @@ TEST_CASE("global-deal: a row whose length differs from the index stops the load
                              " tokens but the length index"));
 }
 
+// /proc/<pid> of this process's child mlbert-shard-reader (REQUIREd to exist).
+static fs::path shard_reader_process() {
+  const std::string self = std::to_string(::getpid());
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || stat.find("(mlbert-shard-re") == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string state, parent;
+    fields >> state >> parent;
+    if (parent == self) return entry.path();
+  }
+  FAIL("no mlbert-shard-reader child of this process");
+  return {};
+}
+
 TEST_CASE("the loader keeps shards open and still reads the sampler's rows past its limit",
           "[data]") {
   // More shards than the loader may keep open at once (the limit follows RLIMIT_NOFILE): with
@@ -446,10 +471,13 @@ TEST_CASE("the loader keeps shards open and still reads the sampler's rows past 
     }
     CHECK(seen.size() == 300);  // a whole epoch: every shard opened, most of them reopened
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the thread's read-ahead ends
+    // The files are open in this process's shard reader process (data_prep/shard_reader.h).
     int open_shards = 0;
-    for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
-      std::error_code ec;
-      if (fs::read_symlink(fd.path(), ec).extension() == ".hdf5") ++open_shards;
+    for (const fs::path& process : {fs::path("/proc/self"), shard_reader_process()}) {
+      for (const auto& fd : fs::directory_iterator(process / "fd")) {
+        std::error_code ec;
+        if (fs::read_symlink(fd.path(), ec).extension() == ".hdf5") ++open_shards;
+      }
     }
     CHECK(open_shards == 64);  // kept open, up to (256 - 128) / 2
   }

@@ -77,6 +77,30 @@ class PeakRss {
   long start_kib_ = 0;
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// Peak-RSS growth against a bound. Under AddressSanitizer the figure is ASan's: freed buffers stay
+// resident in its quarantine (256 MiB by default) and every block carries redzones, so the bound is
+// checked in the ordinary build only and the sanitized one says so.
+void check_rss_growth(long growth_mib, long bound_mib) {
+  if (kAddressSanitizer) {
+    WARN("peak RSS grew " << growth_mib << " MiB (bound " << bound_mib
+                          << " MiB not checked under AddressSanitizer)");
+    return;
+  }
+  CHECK(growth_mib < bound_mib);
+}
+
 // A fresh directory for one test's files, removed with everything in it when the test ends.
 struct ScratchDir {
   std::filesystem::path path;
@@ -375,7 +399,7 @@ TEST_CASE("a 48 MiB log without MLLOG lines streams in bounded memory") {
   CHECK(stats.records == 0);
   CHECK(stats.bytes == std::filesystem::file_size(path));
   CHECK(stats.lines == expected_lines);
-  CHECK(growth_mib < 24);
+  check_rss_growth(growth_mib, 24);
 }
 
 TEST_CASE(
@@ -401,7 +425,7 @@ TEST_CASE(
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].line == 2);
   CHECK(errors[0].message.find("MiB limit") != std::string::npos);
-  CHECK(growth_mib < 3 * static_cast<long>(mllog::max_record_bytes >> 20));
+  check_rss_growth(growth_mib, 3 * static_cast<long>(mllog::max_record_bytes >> 20));
 }
 
 TEST_CASE("canonical form: Python == on decoded JSON values") {

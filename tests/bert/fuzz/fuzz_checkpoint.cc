@@ -1,40 +1,22 @@
 // libFuzzer targets for the checkpoint readers: arbitrary bytes as a safetensors file, or as a TF
 // bundle index (with a fixed small data shard), must give an exception or a result, never a crash,
 // a hang or an unbounded allocation.
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "bert/checkpoint/safetensors.h"
 #include "bert/checkpoint/tf_bundle.h"
+#include "tests/fuzz/fuzz_scratch.h"
 
-namespace {
-
-std::filesystem::path scratch() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("mlbert_fuzz_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-void write(const std::filesystem::path& path, const uint8_t* data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-}
-
-}  // namespace
+using mlbert::fuzz::scratch_dir;
+using mlbert::fuzz::write_file;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #if defined(MLBERT_FUZZ_SAFETENSORS)
-  const auto path = scratch() / "input.safetensors";
-  write(path, data, size);
+  const auto path = scratch_dir() / "input.safetensors";
+  write_file(path, data, size);
   try {
     mlbert::bert::SafetensorsReader reader(path);
     for (const auto& e : reader.entries()) {
@@ -46,11 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception&) {
   }
 #else
-  const auto prefix = scratch() / "model.ckpt";
-  write(prefix.string() + ".index", data, size);
+  const auto prefix = scratch_dir() / "model.ckpt";
+  write_file(prefix.string() + ".index", data, size);
   static const bool shard_written = [&] {
     const uint8_t shard[64] = {1, 2, 3, 4, 5, 6, 7, 8};
-    write(prefix.string() + ".data-00000-of-00001", shard, sizeof(shard));
+    write_file(prefix.string() + ".data-00000-of-00001", shard, sizeof(shard));
     return true;
   }();
   (void)shard_written;

@@ -1,0 +1,229 @@
+// The shard reader process: the readers of hdf5_io.h return what the in-process readers return,
+// and a reader that crashes, hangs or cannot start gives an error naming the shard, after which
+// the next read works.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+
+#include "data_prep/hdf5_direct.h"
+#include "data_prep/hdf5_io.h"
+#include "data_prep/shard_reader.h"
+#include "test_util.h"
+
+using namespace mlbert::data;
+using mlbert::test::TempDir;
+
+namespace {
+
+Sample sample(int seed, int length) {
+  Sample s;
+  for (int i = 0; i < length; ++i) {
+    s.input_ids.push_back(i == 0 ? 101 : i == length - 1 ? 102 : 1000 + (seed * 7 + i) % 900);
+    s.segment_ids.push_back(i < length / 2 ? 0 : 1);
+  }
+  for (int p = 1; p + 1 < length && p < 12; p += 4) {
+    s.masked_lm_positions.push_back(p);
+    s.masked_lm_ids.push_back(1500 + p);
+  }
+  s.next_sentence_label = static_cast<int8_t>(seed % 2);
+  return s;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  // Unset for the scope when `value` is empty.
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+const std::filesystem::path kHangingShard = std::filesystem::path(MLBERT_SOURCE_DIR) /
+                                            "tests/fuzz/seeds/fuzz_data_shard/hdf5_heap_loop.hdf5";
+
+}  // namespace
+
+TEST_CASE("the shard reader process returns what the in-process readers return") {
+  TempDir dir;
+  std::vector<Sample> samples;
+  for (int i = 0; i < 7; ++i) samples.push_back(sample(i, 5 + 9 * i));
+  ShardFormat narrow;
+  narrow.max_seq_length = 64;
+  write_shard(dir / "fixed.hdf5", Layout::kFixed, samples, narrow);
+  write_shard(dir / "varlen.hdf5", Layout::kVarlen, samples);
+  ShardWriter packed(dir / "packed.hdf5", Layout::kPacked);
+  packed.add(PackedRow{{samples[0], samples[1], samples[2]}});
+  packed.add(PackedRow{{samples[3]}});
+  packed.commit();
+  ReadOptions o;
+  o.vocab_size = 30522;
+  const std::vector<int64_t> rows = {1, 0, 1};
+  for (const char* name : {"fixed.hdf5", "varlen.hdf5", "packed.hdf5"}) {
+    INFO(name);
+    const auto path = dir / name;
+    CHECK(inspect_shard(path).rows == direct::inspect_shard(path).rows);
+    CHECK(inspect_shard(path).layout == direct::inspect_shard(path).layout);
+    CHECK(inspect_shard(path).row_width == direct::inspect_shard(path).row_width);
+    CHECK(read_lengths(path) == direct::read_lengths(path));
+    CHECK(read_shard(path, o) == direct::read_shard(path, o));
+    CHECK(read_rows(path, rows, o) == direct::read_rows(path, rows, o));
+    CHECK(read_row_range(path, 1, 1, o) == direct::read_row_range(path, 1, 1, o));
+  }
+  CHECK(read_shard(dir / "varlen.hdf5", o) == samples);
+  const auto rows_read = read_packed_shard(dir / "packed.hdf5", o);
+  REQUIRE(rows_read.size() == 2);
+  CHECK(rows_read[0].samples == std::vector<Sample>{samples[0], samples[1], samples[2]});
+  // Errors keep their text and type across the process boundary.
+  CHECK(error_of([&] { read_shard(dir / "absent.hdf5", o); }) ==
+        error_of([&] { direct::read_shard(dir / "absent.hdf5", o); }));
+  CHECK_THROWS_AS(read_row_range(dir / "varlen.hdf5", -1, 1, o), std::invalid_argument);
+  CHECK_THAT(error_of([&] { read_packed_shard(dir / "varlen.hdf5", o); }),
+             Catch::Contains("varlen.hdf5") && Catch::Contains("not a packed shard"));
+}
+
+TEST_CASE("a shard on which HDF5 never finishes is an error naming it after the read timeout") {
+  // Found by fuzz_data_shard: a corrupt global heap sends HDF5 1.10 into an endless loop.
+  REQUIRE(std::filesystem::exists(kHangingShard));
+  const ScopedEnv timeout("MLBERT_SHARD_READ_TIMEOUT", "2");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string error = error_of([&] { read_lengths(kHangingShard); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK_THAT(error, Catch::Contains("hdf5_heap_loop.hdf5") &&
+                        Catch::Contains("HDF5 did not finish reading the file within 2 s"));
+  CHECK(seconds >= 2);
+  CHECK(seconds < 30);
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);  // a fresh reader process
+}
+
+TEST_CASE("a reader process that crashes is an error naming the shard and the signal") {
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  const auto crasher = dir / "crashing-reader";
+  mlbert::test::write_file(crasher, "#!/bin/sh\nkill -SEGV $$\n");
+  ::chmod(crasher.c_str(), 0755);
+  {
+    const ScopedEnv reader("MLBERT_SHARD_READER", crasher.string());
+    CHECK_THAT(error_of([&] { read_shard(dir / "good.hdf5", {}); }),
+               Catch::Contains("good.hdf5: HDF5 crashed reading the file") &&
+                   Catch::Contains("killed by signal 11"));
+  }
+  CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);  // the real reader, started afresh
+}
+
+TEST_CASE("a reader process writes to MLBERT_SHARD_READER_LOG or nowhere, never to our output") {
+  // Under mpirun a rank's stdout and stderr are the launcher's pipes: a reader holding them made
+  // mpirun miss an abort. The stand-in reader says where its output goes, then crashes.
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  const auto talker = dir / "talking-reader";
+  mlbert::test::write_file(talker,
+                           "#!/bin/sh\necho reader-stdout\necho reader-stderr >&2\n"
+                           "out=$(readlink /proc/$$/fd/1); err=$(readlink /proc/$$/fd/2)\n"
+                           "echo \"$out\" > " +
+                               (dir / "fd1").string() + "\necho \"$err\" > " +
+                               (dir / "fd2").string() + "\nkill -SEGV $$\n");
+  ::chmod(talker.c_str(), 0755);
+  const ScopedEnv reader("MLBERT_SHARD_READER", talker.string());
+  SECTION("no log: /dev/null") {
+    const ScopedEnv no_log("MLBERT_SHARD_READER_LOG", std::nullopt);
+    CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
+               Catch::Contains("killed by signal 11"));
+    CHECK(read_text(dir / "fd1") == "/dev/null\n");
+    CHECK(read_text(dir / "fd2") == "/dev/null\n");
+  }
+  SECTION("a log file: both streams appended to it") {
+    const ScopedEnv log("MLBERT_SHARD_READER_LOG", (dir / "reader.log").string());
+    CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
+               Catch::Contains("killed by signal 11"));
+    CHECK(read_text(dir / "reader.log") == "reader-stdout\nreader-stderr\n");
+    CHECK(read_text(dir / "fd1") == (dir / "reader.log").string() + "\n");
+  }
+}
+
+TEST_CASE("a shard reader that cannot start is a clear error naming it") {
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  const ScopedEnv reader("MLBERT_SHARD_READER", (dir / "no-such-reader").string());
+  CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
+             Catch::Contains("good.hdf5: cannot start the shard reader") &&
+                 Catch::Contains("no-such-reader") && Catch::Contains("MLBERT_SHARD_READER"));
+}
+
+TEST_CASE("a ShardReader reads its shard as it was opened, and opens it again in a new reader") {
+  TempDir dir;
+  std::vector<Sample> before, after;
+  for (int i = 0; i < 7; ++i) before.push_back(sample(i, 5 + 9 * i));
+  for (int i = 0; i < 7; ++i) after.push_back(sample(100 + i, 40 - 3 * i));
+  const auto path = dir / "varlen.hdf5";
+  write_shard(path, Layout::kVarlen, before);
+  ShardWriter packed_writer(dir / "packed.hdf5", Layout::kPacked);
+  packed_writer.add(PackedRow{{before[0], before[1]}});
+  packed_writer.add(PackedRow{{before[2]}});
+  packed_writer.commit();
+  ReadOptions o;
+  o.vocab_size = 30522;
+  const std::vector<int64_t> rows = {6, 0, 3, 3};
+
+  ShardReader reader(path);
+  CHECK(reader.layout() == Layout::kVarlen);
+  CHECK(reader.rows() == 7);
+  CHECK(reader.read_rows(rows, o) == direct::read_rows(path, rows, o));
+  CHECK(reader.read_range(2, 3, o) == direct::read_row_range(path, 2, 3, o));
+  ShardReader packed(dir / "packed.hdf5");
+  const auto packed_rows = packed.read_packed(o);
+  REQUIRE(packed_rows.size() == 2);
+  CHECK(packed_rows[0].samples == std::vector<Sample>{before[0], before[1]});
+  CHECK(packed_rows[1].samples == std::vector<Sample>{before[2]});
+
+  // Kept open: a new shard renamed over the name changes what one-shot reads see, not this one.
+  write_shard(path, Layout::kVarlen, after);
+  CHECK(read_rows(path, rows, o) == direct::read_rows(path, rows, o));
+  CHECK(reader.read_rows(rows, o) ==
+        std::vector<Sample>{before[6], before[0], before[3], before[3]});
+
+  // The reader process killed (a hanging shard, a 2 s limit): the next read opens the shard again.
+  {
+    const ScopedEnv timeout("MLBERT_SHARD_READ_TIMEOUT", "2");
+    CHECK_THAT(error_of([&] { read_lengths(kHangingShard); }), Catch::Contains("did not finish"));
+  }
+  CHECK(reader.read_rows(rows, o) == std::vector<Sample>{after[6], after[0], after[3], after[3]});
+
+  ShardReader moved = std::move(reader);
+  CHECK(moved.read_range(0, 1, o) == std::vector<Sample>{after[0]});
+  CHECK_THAT(error_of([&] { reader.read_range(0, 1, o); }), Catch::Contains("moved-from"));
+}
