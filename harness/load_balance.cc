@@ -11,19 +11,24 @@ namespace mlbert::harness {
 void longest_first(std::span<const int> lengths, std::vector<int>& order,
                    std::vector<int>& counts) {
   order.resize(lengths.size());
-  const auto [lo, hi] = std::minmax_element(lengths.begin(), lengths.end());
-  if (lengths.empty() || *lo < 0 || *hi > 0xffff) {
+  if (lengths.empty()) return;
+  int lo = lengths[0], hi = lengths[0];  // by value, not minmax_element's positions: vectorizes
+  for (int length : lengths) {
+    lo = std::min(lo, length);
+    hi = std::max(hi, length);
+  }
+  if (lo < 0 || hi > 0xffff) {
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return lengths[a] > lengths[b]; });
     return;
   }
   // Counting sort, longest first: the start of each length's run, then every index in order.
-  counts.assign(static_cast<std::size_t>(*hi - *lo) + 2, 0);
-  for (int length : lengths) ++counts[static_cast<std::size_t>(*hi - length) + 1];
+  counts.assign(static_cast<std::size_t>(hi - lo) + 2, 0);
+  for (int length : lengths) ++counts[static_cast<std::size_t>(hi - length) + 1];
   for (std::size_t k = 1; k < counts.size(); ++k) counts[k] += counts[k - 1];
   for (std::size_t i = 0; i < lengths.size(); ++i)
-    order[static_cast<std::size_t>(counts[static_cast<std::size_t>(*hi - lengths[i])]++)] =
+    order[static_cast<std::size_t>(counts[static_cast<std::size_t>(hi - lengths[i])]++)] =
         static_cast<int>(i);
 }
 
