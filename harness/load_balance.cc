@@ -133,13 +133,16 @@ std::vector<SampleRef> GlobalDeal::operator()(int rank, std::int64_t micro_step)
   for (std::size_t s = 0; s < places_.size(); ++s) {
     const auto quota = static_cast<std::size_t>(sampler_.quotas()[s]);
     const std::uint64_t* index = draw_.indices[s].data();
+    const SampleStream* places = places_[s] ? &*places_[s] : nullptr;
+    // One run of the table (the MLPerf layouts): a sample's place is the run's start + its index.
+    const bool one_run = places && places->range_count() == 1;
+    const auto run_start = one_run ? static_cast<std::uint64_t>(places->at(0).row) : 0;
     for (std::size_t r = 0; r < static_cast<std::size_t>(world); ++r)
-      for (std::size_t j = 0; j < quota; ++j) {
-        const auto at = static_cast<std::int64_t>(*index++);
+      for (std::size_t j = 0; j < quota; ++j, ++index)
         pooled_rows_[r * batch + offsets_[s] + j] =
-            places_[s] ? static_cast<std::uint64_t>(places_[s]->at(at).row)
-                       : lengths_.place(sampler_.streams()[s].at(at));
-      }
+            one_run  ? run_start + *index
+            : places ? static_cast<std::uint64_t>(places->at(static_cast<std::int64_t>(*index)).row)
+                     : lengths_.place(sampler_.streams()[s].at(static_cast<std::int64_t>(*index)));
   }
   // The lengths are scattered over the whole table: each is asked for a few reads ahead, so that
   // the cache misses overlap instead of queueing.

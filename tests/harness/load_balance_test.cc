@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 
 #include "harness/load_balance.h"
 
@@ -197,6 +198,14 @@ Sampler random_sampler(const SyntheticData& d, int world, int batch, std::uint64
   return Sampler({all}, {batch}, world, seed);
 }
 
+// Two streams of whole shards, even shards in one and odd in the other, 8 samples each.
+Sampler alternating_sampler(const SyntheticData& d, int world, std::uint64_t seed) {
+  std::vector<SampleStream> halves(2);
+  for (std::size_t s = 0; s + 1 < d.first_row.size(); ++s)
+    halves[s % 2].add(static_cast<std::int32_t>(s), 0, d.first_row[s + 1] - d.first_row[s]);
+  return Sampler(halves, {8, 8}, world, seed);
+}
+
 Sampler stratified_sampler(const SyntheticData& d, int world, std::uint64_t seed) {
   std::vector<SampleStream> bins(4);
   for (std::size_t s = 0; s + 1 < d.first_row.size(); ++s)
@@ -233,16 +242,18 @@ TEST_CASE("global-deal gives every rank its global-exchange share of the sampler
   std::mt19937_64 rng(4);
   const SyntheticData d = synthetic_data(9, 400, rng);
   for (int world : {1, 2, 3, 8}) {
-    for (bool stratified : {false, true}) {
-      const Sampler sampler =
-          stratified ? stratified_sampler(d, world, 77) : random_sampler(d, world, 16, 77);
+    // Streams of one run of the table, of whole shards apart, of rows binned one by one.
+    for (const std::string kind : {"random", "alternate shards", "stratified"}) {
+      const Sampler sampler = kind == "random"             ? random_sampler(d, world, 16, 77)
+                              : kind == "alternate shards" ? alternating_sampler(d, world, 77)
+                                                           : stratified_sampler(d, world, 77);
       // A planner kept from step to step, as the loader keeps it, into the next epoch too.
       std::vector<GlobalDeal> kept;
       for (int r = 0; r < world; ++r) kept.emplace_back(sampler, d.row_lengths());
       const std::int64_t epoch = sampler.micro_steps_per_epoch();
       for (std::int64_t m :
            {std::int64_t{0}, std::int64_t{1}, std::int64_t{2}, epoch - 1, epoch, epoch + 1}) {
-        INFO(world << " ranks, " << (stratified ? "stratified" : "random") << ", micro-step " << m);
+        INFO(world << " ranks, " << kind << ", micro-step " << m);
         // What global-exchange does: every rank's sampled batch, their lengths, the plan.
         std::vector<std::vector<SampleRef>> sampled(world);
         std::vector<std::vector<int>> lengths(world);
