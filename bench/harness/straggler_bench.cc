@@ -255,6 +255,8 @@ bool deal_phases(const DataSet& data, int world, int batch, int steps) {
   const auto run_start = static_cast<std::uint64_t>(places.at(0).row);
   const auto n = static_cast<std::size_t>(world) * static_cast<std::size_t>(batch);
   const RandomPermutation order(static_cast<std::uint64_t>(stream.size()), 12345);
+  const std::uint64_t steps_in_order = order.size() / n;
+  if (steps_in_order < 2) return true;  // a data set too small to time this on
   double start = thread_seconds();
   TabulatedPermutation tabulated(order);
   const double table_us = (thread_seconds() - start) * 1e6;
@@ -282,8 +284,6 @@ bool deal_phases(const DataSet& data, int world, int batch, int steps) {
     }
     return thread_seconds() - t0;
   };
-  const std::uint64_t steps_in_order = order.size() / n;
-  if (steps_in_order < 2) return true;  // a data set too small to time this on
   for (int step = 0; step < steps; ++step) {
     const std::uint64_t first = static_cast<std::uint64_t>(step) % steps_in_order * n;
     start = thread_seconds();
