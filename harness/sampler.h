@@ -83,9 +83,9 @@ class RandomPermutation {
 // A Feistel round's function reads only the right half-word, so each of the four rounds is a
 // table of 2^half_bits half-words (4 x 32 KiB for the MLPerf set's 156.7M rows), and map() runs
 // one round over every index before the next, so that the cache holds one round's table. The
-// values are RandomPermutation::map's, about 3x faster per index, after a build of 4 x 2^half_bits
-// round evaluations (a quarter of a millisecond for the MLPerf set). Domains past 2^32, whose
-// half-words do not fit 16 bits, are mapped without tables.
+// values are RandomPermutation::map's, about 2.5x faster per index (harness_bench_straggler),
+// after a build of 4 x 2^half_bits round evaluations (about 0.1 ms for the MLPerf set). Domains
+// past 2^32, whose half-words do not fit 16 bits, are mapped without tables.
 class TabulatedPermutation {
  public:
   explicit TabulatedPermutation(const RandomPermutation& order);
