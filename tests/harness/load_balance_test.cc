@@ -296,6 +296,12 @@ TEST_CASE("global-deal refuses a sampler that draws rows outside the row lengths
   const Sampler binned({rows}, {17}, 3, 1);  // 51 rows: one step draws them all
   GlobalDeal deal(binned, d.row_lengths());
   CHECK_THROWS_WITH(deal(0, 0), Catch::Contains("outside the indexed data set"));
+  // Row lengths shorter than the shards they claim to cover.
+  const std::vector<std::uint16_t> short_lengths(250, 100);
+  const RowLengths truncated{d.first_row, short_lengths};
+  const Sampler one_by_one({rows}, {1}, 1, 1);
+  CHECK_THROWS_WITH(GlobalDeal(one_by_one, truncated),
+                    Catch::Contains("the row lengths cover fewer rows than their shards"));
 }
 
 TEST_CASE("global-deal balances 256 ranks x 16 to max/mean tokens <= 1.02 where none is > 1.3",
