@@ -11,19 +11,24 @@ namespace mlbert::harness {
 void longest_first(std::span<const int> lengths, std::vector<int>& order,
                    std::vector<int>& counts) {
   order.resize(lengths.size());
-  const auto [lo, hi] = std::minmax_element(lengths.begin(), lengths.end());
-  if (lengths.empty() || *lo < 0 || *hi > 0xffff) {
+  if (lengths.empty()) return;
+  int lo = lengths[0], hi = lengths[0];  // by value, not minmax_element's positions: vectorizes
+  for (int length : lengths) {
+    lo = std::min(lo, length);
+    hi = std::max(hi, length);
+  }
+  if (lo < 0 || hi > 0xffff) {
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return lengths[a] > lengths[b]; });
     return;
   }
   // Counting sort, longest first: the start of each length's run, then every index in order.
-  counts.assign(static_cast<std::size_t>(*hi - *lo) + 2, 0);
-  for (int length : lengths) ++counts[static_cast<std::size_t>(*hi - length) + 1];
+  counts.assign(static_cast<std::size_t>(hi - lo) + 2, 0);
+  for (int length : lengths) ++counts[static_cast<std::size_t>(hi - length) + 1];
   for (std::size_t k = 1; k < counts.size(); ++k) counts[k] += counts[k - 1];
   for (std::size_t i = 0; i < lengths.size(); ++i)
-    order[static_cast<std::size_t>(counts[static_cast<std::size_t>(*hi - lengths[i])]++)] =
+    order[static_cast<std::size_t>(counts[static_cast<std::size_t>(hi - lengths[i])]++)] =
         static_cast<int>(i);
 }
 
@@ -100,27 +105,53 @@ std::vector<std::vector<SampleSource>> plan_exchange(
   return plan;
 }
 
+GlobalDeal::GlobalDeal(const Sampler& sampler, RowLengths lengths)
+    : sampler_(sampler), lengths_(lengths) {
+  if (lengths_.first_row.empty() ||
+      lengths_.first_row.back() > static_cast<std::int64_t>(lengths_.lengths.size()))
+    throw std::invalid_argument("global deal: the row lengths cover fewer rows than their shards");
+  std::size_t offset = 0;
+  for (std::size_t s = 0; s < sampler_.streams().size(); ++s) {
+    const SampleStream& stream = sampler_.streams()[s];
+    places_.push_back(stream.range_count() < lengths_.first_row.size()
+                          ? std::optional(stream.in_concatenation(lengths_.first_row))
+                          : std::nullopt);
+    offsets_.push_back(offset);
+    offset += static_cast<std::size_t>(sampler_.quotas()[s]);
+  }
+}
+
 std::vector<SampleRef> GlobalDeal::operator()(int rank, std::int64_t micro_step) {
   const int world = sampler_.world();
   if (rank < 0 || rank >= world) throw std::out_of_range("global deal: rank outside the world");
-  // The pooled order of global-exchange: rank-major, each rank's batch in sampler order.
-  sampler_.global_batch(micro_step, pooled_, indices_);
-  // The lengths are scattered over the whole table: ask for each a few lookups ahead, so that
+  sampler_.draw_world(micro_step, draw_);
+  // The pooled order of global-exchange: rank-major, each rank's batch in sampler order. Only
+  // the rows' places in the length table are needed to sort (checked, here or at construction).
+  const auto batch = static_cast<std::size_t>(sampler_.per_rank_batch());
+  const std::size_t n = batch * static_cast<std::size_t>(world);
+  pooled_rows_.resize(n);
+  for (std::size_t s = 0; s < places_.size(); ++s) {
+    const auto quota = static_cast<std::size_t>(sampler_.quotas()[s]);
+    const std::uint64_t* index = draw_.indices[s].data();
+    const SampleStream* places = places_[s] ? &*places_[s] : nullptr;
+    // One run of the table (the MLPerf layouts): a sample's place is the run's start + its index.
+    const bool one_run = places && places->range_count() == 1;
+    const auto run_start = one_run ? static_cast<std::uint64_t>(places->at(0).row) : 0;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(world); ++r)
+      for (std::size_t j = 0; j < quota; ++j, ++index)
+        pooled_rows_[r * batch + offsets_[s] + j] =
+            one_run  ? run_start + *index
+            : places ? static_cast<std::uint64_t>(places->at(static_cast<std::int64_t>(*index)).row)
+                     : lengths_.place(sampler_.streams()[s].at(static_cast<std::int64_t>(*index)));
+  }
+  // The lengths are scattered over the whole table: each is asked for a few reads ahead, so that
   // the cache misses overlap instead of queueing.
-  constexpr std::size_t kAhead = 16;
-  const std::size_t n = pooled_.size();
+  constexpr std::size_t kAhead = 32;
+  const std::uint16_t* table = lengths_.lengths.data();
   pooled_lengths_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) {
-      const SampleRef& ahead = pooled_[i + kAhead];
-      if (ahead.shard >= 0 &&
-          static_cast<std::size_t>(ahead.shard) + 1 < lengths_.first_row.size()) {
-        const std::int64_t at = lengths_.first_row[ahead.shard] + ahead.row;
-        if (at >= 0 && static_cast<std::size_t>(at) < lengths_.lengths.size())
-          __builtin_prefetch(lengths_.lengths.data() + at);
-      }
-    }
-    pooled_lengths_[i] = lengths_.of(pooled_[i]);
+    if (i + kAhead < n) __builtin_prefetch(table + pooled_rows_[i + kAhead]);
+    pooled_lengths_[i] = table[pooled_rows_[i]];
   }
   longest_first(pooled_lengths_, order_, counts_);
   // This rank's column of the snake: one sample of each row of `world` sorted samples.
@@ -129,7 +160,13 @@ std::vector<SampleRef> GlobalDeal::operator()(int rank, std::int64_t micro_step)
   mine.reserve(rows);
   for (std::size_t row = 0; row < rows; ++row) {
     const int column = snake_rank(row, rank, world);  // the snake is its own inverse
-    mine.push_back(pooled_[static_cast<std::size_t>(order_[row * world + column])]);
+    const auto pooled = static_cast<std::size_t>(order_[row * world + column]);
+    const std::size_t r = pooled / batch, place = pooled % batch;
+    std::size_t s = 0;  // the stream whose quota holds `place`
+    while (place >= offsets_[s] + static_cast<std::size_t>(sampler_.quotas()[s])) ++s;
+    const std::uint64_t index =
+        draw_.indices[s][r * static_cast<std::size_t>(sampler_.quotas()[s]) + place - offsets_[s]];
+    mine.push_back(sampler_.streams()[s].at(static_cast<std::int64_t>(index)));
   }
   return mine;
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -59,17 +60,28 @@ std::vector<std::vector<SampleSource>> plan_group_exchange(
 // world's batch comes from the sampler, each sample's length from `lengths`; the deal is
 // plan_exchange(..., global_exchange, ...) of those lengths, so this rank gets exactly the samples,
 // in the order, that global-exchange would hand it, and nothing is sent or received.
+//
+// A plan runs every micro-step on the loader thread (16,384 samples at 1,024 x 16), so the
+// planner keeps what it can from step to step: the epoch's tabulated permutations, a stream of
+// whole shards as places in the length table (the MLPerf layouts, consecutive shards per stream,
+// are one range there: an addition per sample), and its buffers. It makes refs only of its own
+// samples.
 class GlobalDeal {
  public:
-  GlobalDeal(const Sampler& sampler, RowLengths lengths) : sampler_(sampler), lengths_(lengths) {}
+  // Throws if a stream of whole shards holds rows outside `lengths` (any other stream: when a
+  // step draws such a row).
+  GlobalDeal(const Sampler& sampler, RowLengths lengths);
   std::vector<SampleRef> operator()(int rank, std::int64_t micro_step);
 
  private:
   const Sampler& sampler_;
   RowLengths lengths_;
-  // Buffers kept from step to step (a step's batch is 16,384 samples at 1,024 x 16).
-  std::vector<SampleRef> pooled_;
-  std::vector<std::uint64_t> indices_;
+  // Per stream: its rows as places in lengths_.lengths, if it has at most a range per shard (a
+  // stream of rows binned one by one is looked up through its shards instead, not copied).
+  std::vector<std::optional<SampleStream>> places_;
+  std::vector<std::size_t> offsets_;  // of each stream's quota in a rank's batch
+  WorldDraw draw_;
+  std::vector<std::uint64_t> pooled_rows_;  // pooled order: the row's place in the table
   std::vector<int> pooled_lengths_, order_, counts_;
 };
 

@@ -12,12 +12,17 @@
 
 namespace mlbert::harness {
 
-int RowLengths::of(const SampleRef& ref) const {
+std::size_t RowLengths::place(const SampleRef& ref) const {
   if (ref.shard < 0 || static_cast<std::size_t>(ref.shard) + 1 >= first_row.size() || ref.row < 0 ||
-      ref.row >= first_row[ref.shard + 1] - first_row[ref.shard])
+      ref.row >= first_row[ref.shard + 1] - first_row[ref.shard] ||
+      static_cast<std::size_t>(first_row[ref.shard] + ref.row) >= lengths.size())
     throw std::out_of_range("row lengths: shard " + std::to_string(ref.shard) + " row " +
                             std::to_string(ref.row) + " is outside the indexed data set");
-  return lengths[static_cast<std::size_t>(first_row[ref.shard] + ref.row)];
+  return static_cast<std::size_t>(first_row[ref.shard] + ref.row);
+}
+
+int RowLengths::of(const SampleRef& ref) const {
+  return lengths[place(ref)];
 }
 
 LengthTable::LengthTable(std::size_t size) : size_(size) {

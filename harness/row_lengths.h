@@ -20,7 +20,8 @@ struct SampleRef;
 struct RowLengths {
   std::span<const std::int64_t> first_row;
   std::span<const std::uint16_t> lengths;
-  int of(const SampleRef& ref) const;  // throws for a ref outside the data set
+  int of(const SampleRef& ref) const;             // throws for a ref outside the data set
+  std::size_t place(const SampleRef& ref) const;  // its index in `lengths`; throws as of()
 };
 
 // Owns `size` zero-initialized lengths (see the design note); move-only.

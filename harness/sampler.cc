@@ -45,6 +45,21 @@ SampleRef SampleStream::at(std::int64_t index) const {
   return SampleRef{range.shard, range.first_row + (index - range.start)};
 }
 
+SampleStream SampleStream::in_concatenation(std::span<const std::int64_t> first_row) const {
+  SampleStream concatenated;
+  for (const Range& range : ranges_) {
+    if (range.shard < 0 || static_cast<std::size_t>(range.shard) + 1 >= first_row.size() ||
+        range.first_row < 0 ||
+        range.first_row + range.rows > first_row[range.shard + 1] - first_row[range.shard])
+      throw std::out_of_range("sample stream: rows " + std::to_string(range.first_row) + ".." +
+                              std::to_string(range.first_row + range.rows - 1) + " of shard " +
+                              std::to_string(range.shard) + " are outside the data set");
+    concatenated.add(0, first_row[range.shard] + range.first_row, range.rows);
+  }
+  concatenated.build_lookup();
+  return concatenated;
+}
+
 void SampleStream::build_lookup() {
   lookup_.clear();
   if (ranges_.size() < 16) return;  // a short binary search is as fast
@@ -142,6 +157,57 @@ void RandomPermutation::map(std::uint64_t first, std::size_t count, std::uint64_
   }
 }
 
+TabulatedPermutation::TabulatedPermutation(const RandomPermutation& order) : order_(order) {
+  const int half_bits = order_.half_bits_;
+  if (half_bits > 16) return;  // the half-words do not fit the tables' 16 bits
+  const std::size_t entries = std::size_t{1} << half_bits;
+  rounds_.resize(4 * entries);
+  for (std::size_t k = 0; k < 4; ++k)
+    for (std::size_t right = 0; right < entries; ++right)
+      rounds_[k * entries + right] =
+          static_cast<std::uint16_t>(mix64(right ^ order_.round_keys_[k]) & order_.half_mask_);
+}
+
+void TabulatedPermutation::map(std::uint64_t first, std::size_t count, std::uint64_t* out) {
+  if (rounds_.empty() || count > std::numeric_limits<std::uint32_t>::max())
+    return order_.map(first, count, out);
+  if (count == 0) return;
+  if (first >= order_.n_ || count > order_.n_ - first)
+    throw std::out_of_range("permutation indices outside its domain");
+  const int half_bits = order_.half_bits_;
+  const std::size_t entries = std::size_t{1} << half_bits;
+  left_.resize(count);
+  right_.resize(count);
+  slot_.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    left_[i] = static_cast<std::uint16_t>((first + i) >> half_bits);
+    right_[i] = static_cast<std::uint16_t>((first + i) & order_.half_mask_);
+    slot_[i] = static_cast<std::uint32_t>(i);
+  }
+  // Each pass walks every index still outside [0, n) once more around its cycle. A round turns
+  // (left, right) into (right, left ^ f(right)); done in place the halves trade places instead,
+  // and after the four rounds they are back where they started.
+  std::size_t walking = count;
+  while (walking > 0) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::uint16_t* f = rounds_.data() + k * entries;
+      std::uint16_t* changed = k % 2 == 0 ? left_.data() : right_.data();
+      const std::uint16_t* read = k % 2 == 0 ? right_.data() : left_.data();
+      for (std::size_t i = 0; i < walking; ++i) changed[i] ^= f[read[i]];
+    }
+    std::size_t still = 0;  // the values outside [0, n) move to the front, without branches
+    for (std::size_t i = 0; i < walking; ++i) {
+      const std::uint64_t value = (std::uint64_t{left_[i]} << half_bits) | right_[i];
+      out[slot_[i]] = value;  // written again by a later pass if it walks on
+      left_[still] = left_[i];
+      right_[still] = right_[i];
+      slot_[still] = slot_[i];
+      still += value >= order_.n_;
+    }
+    walking = still;
+  }
+}
+
 Sampler::Sampler(std::vector<SampleStream> streams, std::vector<int> quotas, int world,
                  std::uint64_t seed)
     : streams_(std::move(streams)), quotas_(std::move(quotas)), world_(world), seed_(seed) {
@@ -198,35 +264,38 @@ std::vector<SampleRef> Sampler::batch(int rank, std::int64_t micro_step) const {
 }
 
 std::vector<SampleRef> Sampler::global_batch(std::int64_t micro_step) const {
-  std::vector<SampleRef> samples;
-  std::vector<std::uint64_t> indices;
-  global_batch(micro_step, samples, indices);
-  return samples;
-}
-
-void Sampler::global_batch(std::int64_t micro_step, std::vector<SampleRef>& out,
-                           std::vector<std::uint64_t>& indices) const {
-  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
-  const auto epoch_orders = orders(micro_step / per_epoch_);
-  const std::int64_t step_in_epoch = micro_step % per_epoch_;
-  // The world's positions in a stream are one contiguous run (rank r's quota after rank r-1's):
-  // map the run at once, then place each rank's share at its place in the rank-major batch.
+  WorldDraw draw;
+  draw_world(micro_step, draw);
   const auto batch = static_cast<std::size_t>(per_rank_batch_);
-  out.resize(batch * static_cast<std::size_t>(world_));
+  std::vector<SampleRef> samples(batch * static_cast<std::size_t>(world_));
   std::size_t offset = 0;  // of stream s's quota inside a rank's batch
   for (std::size_t s = 0; s < streams_.size(); ++s) {
     const auto quota = static_cast<std::size_t>(quotas_[s]);
-    if (quota == 0) continue;
-    indices.resize(quota * static_cast<std::size_t>(world_));
-    epoch_orders[s].map(static_cast<std::uint64_t>(step_in_epoch * world_) * quota, indices.size(),
-                        indices.data());
-    const std::uint64_t* index = indices.data();
-    for (std::size_t rank = 0; rank < static_cast<std::size_t>(world_); ++rank) {
-      SampleRef* place = out.data() + rank * batch + offset;
+    const std::uint64_t* index = draw.indices[s].data();
+    for (std::size_t rank = 0; rank < static_cast<std::size_t>(world_); ++rank)
       for (std::size_t j = 0; j < quota; ++j)
-        place[j] = streams_[s].at(static_cast<std::int64_t>(*index++));
-    }
+        samples[rank * batch + offset + j] = streams_[s].at(static_cast<std::int64_t>(*index++));
     offset += quota;
+  }
+  return samples;
+}
+
+void Sampler::draw_world(std::int64_t micro_step, WorldDraw& draw) const {
+  if (micro_step < 0) throw std::out_of_range("sampler: negative micro-step");
+  const std::int64_t epoch = micro_step / per_epoch_;
+  if (draw.epoch != epoch || draw.orders.size() != streams_.size()) {
+    draw.orders.clear();
+    for (const RandomPermutation& order : orders(epoch)) draw.orders.emplace_back(order);
+    draw.epoch = epoch;
+  }
+  draw.indices.resize(streams_.size());
+  // The world's positions in a stream are one contiguous run (rank r's quota after rank r-1's).
+  const std::int64_t step_in_epoch = micro_step % per_epoch_;
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    const auto quota = static_cast<std::size_t>(quotas_[s]);
+    draw.indices[s].resize(quota * static_cast<std::size_t>(world_));
+    draw.orders[s].map(static_cast<std::uint64_t>(step_in_epoch * world_) * quota,
+                       draw.indices[s].size(), draw.indices[s].data());
   }
 }
 

@@ -33,7 +33,13 @@ class SampleStream {
   // Appends rows [first_row, first_row + rows) of `shard`; adjacent ranges merge.
   void add(std::int32_t shard, std::int64_t first_row, std::int64_t rows);
   std::int64_t size() const { return total_; }
-  SampleRef at(std::int64_t index) const;  // in add() order
+  std::size_t range_count() const { return ranges_.size(); }  // after merging
+  SampleRef at(std::int64_t index) const;                     // in add() order
+  // The same stream over the concatenation of its shards' rows, as one shard 0: index i maps to
+  // row first_row[at(i).shard] + at(i).row (first_row: where each shard starts, plus the total at
+  // the end). Ranges that meet there merge, so a stream of whole consecutive shards is one range.
+  // Throws for a range outside first_row's shards.
+  SampleStream in_concatenation(std::span<const std::int64_t> first_row) const;
   // A table of the range at every 2^k-th index, so at() searches a bucket, not every range
   // (the sampler builds it once; add() drops it).
   void build_lookup();
@@ -63,6 +69,7 @@ class RandomPermutation {
   std::uint64_t size() const { return n_; }
 
  private:
+  friend class TabulatedPermutation;
   std::uint64_t feistel(std::uint64_t x) const;  // one pass over the 2*half_bits domain
   std::uint64_t n_;
   int half_bits_;
@@ -70,8 +77,40 @@ class RandomPermutation {
   std::uint64_t round_keys_[4];
 };
 
+// A RandomPermutation with its round functions tabulated, for a caller that maps many indices of
+// one permutation (a planner that draws the world's batch every micro-step of an epoch).
+//
+// A Feistel round's function reads only the right half-word, so each of the four rounds is a
+// table of 2^half_bits half-words (4 x 32 KiB for the MLPerf set's 156.7M rows), and map() runs
+// one round over every index before the next, so that the cache holds one round's table. The
+// values are RandomPermutation::map's, about 2.5x faster per index (harness_bench_straggler),
+// after a build of 4 x 2^half_bits round evaluations (about 0.1 ms for the MLPerf set). Domains
+// past 2^32, whose half-words do not fit 16 bits, are mapped without tables.
+class TabulatedPermutation {
+ public:
+  explicit TabulatedPermutation(const RandomPermutation& order);
+  // As RandomPermutation::map. It works in buffers of this object: one thread at a time.
+  void map(std::uint64_t first, std::size_t count, std::uint64_t* out);
+  bool tabulated() const { return !rounds_.empty(); }
+
+ private:
+  RandomPermutation order_;
+  std::vector<std::uint16_t> rounds_;  // round k's function at [k << half_bits, (k + 1) << ...)
+  std::vector<std::uint16_t> left_, right_;
+  std::vector<std::uint32_t> slot_;  // where each index still walking its cycle goes in `out`
+};
+
 // splitmix64: the mixing function behind every seed derivation here.
 std::uint64_t mix64(std::uint64_t x);
+
+// What a caller that draws the world's batch of one sampler every micro-step keeps from one to
+// the next: the epoch's permutations with their round tables (rebuilt when the epoch changes)
+// and the draw.
+struct WorldDraw {
+  std::int64_t epoch = -1;
+  std::vector<TabulatedPermutation> orders;         // per stream
+  std::vector<std::vector<std::uint64_t>> indices;  // per stream, see Sampler::draw_world
+};
 
 class Sampler {
  public:
@@ -84,6 +123,8 @@ class Sampler {
   std::int64_t micro_steps_per_epoch() const { return per_epoch_; }
   int per_rank_batch() const { return per_rank_batch_; }
   int world() const { return world_; }
+  const std::vector<SampleStream>& streams() const { return streams_; }
+  const std::vector<int>& quotas() const { return quotas_; }
 
   // The samples of rank `rank` in global micro-step `micro_step` (0, 1, ... across epochs),
   // stream 0's quota first.
@@ -91,10 +132,11 @@ class Sampler {
   // The whole world's samples of `micro_step`, rank-major: batch(0, m), then batch(1, m), ...
   // (each stream's permutation built once, not once per rank).
   std::vector<SampleRef> global_batch(std::int64_t micro_step) const;
-  // The same into `out`, with `indices` as scratch: what a planner that runs every step calls,
-  // so that its buffers are allocated once.
-  void global_batch(std::int64_t micro_step, std::vector<SampleRef>& out,
-                    std::vector<std::uint64_t>& indices) const;
+  // The same as indices into the streams, for a planner that needs refs of only a few of them:
+  // sample j of stream s in rank r's batch (its place in batch(r, m) is j plus the quotas of the
+  // streams before s) is streams()[s].at(draw.indices[s][r * quotas()[s] + j]). `draw` keeps the
+  // epoch's tabulated permutations from call to call.
+  void draw_world(std::int64_t micro_step, WorldDraw& draw) const;
 
  private:
   std::vector<RandomPermutation> orders(std::int64_t epoch) const;

@@ -17,8 +17,12 @@
 // Bytes exchanged: what the sample exchange all-gathers (serialize_samples), received per rank.
 // Planning (CPU time of one thread, median and fastest step): one rank's work to know its samples:
 // its sampled batch plus its group's plan (the exchange methods, after the all-gather), or the
-// whole global_deal (the world's batch from the sampler, the lengths, the sort and its column of
-// the snake). Usage: harness_bench_straggler [--rows N] [--steps N]
+// whole global deal (the world's batch from the sampler, the lengths, the sort and its column of
+// the snake) by a GlobalDeal kept from step to step, as the trainer's loader keeps it, timed
+// first in each step so that no read of this program's has brought the step's lengths into the
+// cache. A last block times each building block of that deal beside the baseline it replaced.
+// Usage: harness_bench_straggler [--rows N] [--steps N]
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -151,7 +156,18 @@ Outcome measure(const Method& method, const DataSet& data, const std::vector<int
   const RowLengths row_lengths = data.row_lengths();
   Outcome out;
   std::vector<double> plan_seconds;
+  GlobalDeal deal(sampler, row_lengths);  // kept from step to step, as the trainer's loader does
   for (int step = 0; step < steps; ++step) {
+    // One rank's planning, timed: a different rank every step.
+    const int rank = static_cast<int>((static_cast<std::int64_t>(step) * 131) % world);
+    std::vector<SampleRef> dealt;
+    if (method.balancing == LoadBalancing::global_deal) {
+      // First in the step, before this program reads any of the step's lengths itself: the
+      // deal's reads of the length table find them no nearer than the loader thread does.
+      const double start = thread_seconds();
+      dealt = deal(rank, step);
+      plan_seconds.push_back(thread_seconds() - start);
+    }
     std::vector<std::vector<int>> lengths(world);
     std::vector<std::vector<SampleRef>> sampled(world);
     for (int r = 0; r < world; ++r) {
@@ -159,16 +175,12 @@ Outcome measure(const Method& method, const DataSet& data, const std::vector<int
       for (const auto& ref : sampled[r]) lengths[r].push_back(row_lengths.of(ref));
     }
     const auto plan = plan_exchange(lengths, method.balancing, kRanksPerNode);
-    // One rank's planning, timed: a different rank every step.
-    const int rank = static_cast<int>((static_cast<std::int64_t>(step) * 131) % world);
-    const double start = thread_seconds();
     if (method.balancing == LoadBalancing::global_deal) {
-      const auto mine = global_deal(sampler, row_lengths, rank, step);
-      plan_seconds.push_back(thread_seconds() - start);
       std::vector<SampleRef> exchanged;
       for (const auto& s : plan[rank]) exchanged.push_back(sampled[s.rank][s.index]);
-      out.same_as_global_exchange &= mine == exchanged;
+      out.same_as_global_exchange &= dealt == exchanged;
     } else {
+      const double start = thread_seconds();
       const auto own = sampler.batch(rank, step);
       if (method.balancing != LoadBalancing::none) {
         const int group =
@@ -223,6 +235,115 @@ std::string bytes_text(double bytes) {
   else
     std::snprintf(text, sizeof text, "%.1f kB", bytes / 1e3);
   return text;
+}
+
+// Median and fastest of timed seconds, in microseconds.
+struct Timing {
+  double median_us = 0, min_us = 0;
+};
+Timing timing(std::vector<double> seconds) {
+  std::sort(seconds.begin(), seconds.end());
+  return {seconds[seconds.size() / 2] * 1e6, seconds.front() * 1e6};
+}
+
+// Where global-deal's planning time goes at `world` x `batch` on the mixed set: each building
+// block of GlobalDeal timed alone (thread CPU time per step), beside the baseline it replaced,
+// on the same steps. Returns false if a block disagrees with its baseline.
+bool deal_phases(const DataSet& data, int world, int batch, int steps) {
+  const RowLengths row_lengths = data.row_lengths();
+  SampleStream stream = data.streams[0];
+  stream.build_lookup();  // as the sampler does
+  const SampleStream places = stream.in_concatenation(data.first_row);
+  const auto run_start = static_cast<std::uint64_t>(places.at(0).row);
+  const auto n = static_cast<std::size_t>(world) * static_cast<std::size_t>(batch);
+  const RandomPermutation order(static_cast<std::uint64_t>(stream.size()), 12345);
+  const std::uint64_t steps_in_order = order.size() / n;
+  if (steps_in_order < 2) return true;  // a data set too small to time this on
+  double start = thread_seconds();
+  TabulatedPermutation tabulated(order);
+  const double table_us = (thread_seconds() - start) * 1e6;
+  // The baseline for the page size: the same lengths in 4 KiB pages.
+  const std::size_t bytes = data.lengths.size() * sizeof(std::uint16_t);
+  void* small_pages =
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (small_pages == MAP_FAILED) std::abort();
+  ::madvise(small_pages, bytes, MADV_NOHUGEPAGE);
+  std::memcpy(small_pages, data.lengths.data(), bytes);
+  const auto* small_table = static_cast<const std::uint16_t*>(small_pages);
+
+  std::vector<std::uint64_t> computed(n), indices(n), by_refs(n), rows(n), other_rows(n);
+  std::vector<int> lengths(n), other_lengths(n), sorted, counts;
+  std::vector<double> t_computed, t_tabulated, t_refs, t_places, t_run, t_small, t_huge, t_sort;
+  bool same = true;
+  // Lengths read from a list of places, prefetched a few reads ahead (as GlobalDeal does).
+  auto read = [&](const std::uint16_t* table, const std::vector<std::uint64_t>& at,
+                  std::vector<int>& out) {
+    constexpr std::size_t kAhead = 32;
+    const double t0 = thread_seconds();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) __builtin_prefetch(table + at[i + kAhead]);
+      out[i] = table[at[i]];
+    }
+    return thread_seconds() - t0;
+  };
+  for (int step = 0; step < steps; ++step) {
+    const std::uint64_t first = static_cast<std::uint64_t>(step) % steps_in_order * n;
+    start = thread_seconds();
+    order.map(first, n, computed.data());
+    t_computed.push_back(thread_seconds() - start);
+    start = thread_seconds();
+    tabulated.map(first, n, indices.data());
+    t_tabulated.push_back(thread_seconds() - start);
+    same &= computed == indices;
+    start = thread_seconds();
+    for (std::size_t i = 0; i < n; ++i)
+      by_refs[i] = row_lengths.place(stream.at(static_cast<std::int64_t>(indices[i])));
+    t_refs.push_back(thread_seconds() - start);
+    start = thread_seconds();
+    for (std::size_t i = 0; i < n; ++i)
+      rows[i] = static_cast<std::uint64_t>(places.at(static_cast<std::int64_t>(indices[i])).row);
+    t_places.push_back(thread_seconds() - start);
+    same &= by_refs == rows;
+    start = thread_seconds();
+    for (std::size_t i = 0; i < n; ++i) rows[i] = run_start + indices[i];
+    t_run.push_back(thread_seconds() - start);
+    same &= by_refs == rows;
+    // Each page size reads rows no timed read has touched yet: another step's draw.
+    tabulated.map((first + steps_in_order / 2 * n) % (steps_in_order * n), n, indices.data());
+    for (std::size_t i = 0; i < n; ++i)
+      other_rows[i] =
+          static_cast<std::uint64_t>(places.at(static_cast<std::int64_t>(indices[i])).row);
+    t_huge.push_back(read(data.lengths.data(), rows, lengths));
+    t_small.push_back(read(small_table, other_rows, other_lengths));
+    start = thread_seconds();
+    longest_first(lengths, sorted, counts);
+    t_sort.push_back(thread_seconds() - start);
+  }
+  ::munmap(small_pages, bytes);
+  std::printf(
+      "\nglobal-deal planning by phase at %d ranks x %d (random; %zu samples a step): thread CPU "
+      "us per step, median (fastest), each block alone beside its baseline\n",
+      world, batch, n);
+  const auto line = [](const char* what, Timing t, const Timing* baseline) {
+    std::printf("  %-66s %8.1f (%6.1f)", what, t.median_us, t.min_us);
+    if (baseline) std::printf("  %5.2fx", baseline->median_us / t.median_us);
+    std::printf("\n");
+  };
+  const Timing computed_t = timing(t_computed), refs_t = timing(t_refs), small_t = timing(t_small);
+  line("draw: the permutation computed index by index (baseline)", computed_t, nullptr);
+  char tabulated_what[96];
+  std::snprintf(tabulated_what, sizeof tabulated_what,
+                "draw: the permutation tabulated (tables built once an epoch: %.0f us)", table_us);
+  line(tabulated_what, timing(t_tabulated), &computed_t);
+  line("places: through the refs (stream ranges, then the shard's first row)", refs_t, nullptr);
+  line("places: through the stream over the concatenated shards", timing(t_places), &refs_t);
+  line("places: that stream is one run of the table: its start + the index", timing(t_run),
+       &refs_t);
+  line("lengths: random reads of the table in 4 KiB pages (baseline)", small_t, nullptr);
+  line("lengths: random reads of the table in 2 MiB pages", timing(t_huge), &small_t);
+  line("sort: longest first (counting sort)", timing(t_sort), nullptr);
+  std::printf("  blocks agree with their baselines: %s\n", same ? "yes" : "NO");
+  return same;
 }
 
 std::int64_t flag(int argc, char** argv, const std::string& name, std::int64_t fallback) {
@@ -286,6 +407,7 @@ int main(int argc, char** argv) {
                   bytes_text(o.bytes_per_rank * world).c_str(), o.plan_us, o.plan_min_us);
     }
   }
+  deal_matches &= deal_phases(mixed, 1024, 16, steps);
   std::printf(
       "\n\"vs none\": speed-up of a compute-bound step (slowest rank's FLOPs) over no balancing. "
       "bytes/rank: sample bytes a rank receives per step in the exchange (global-deal: none, and "

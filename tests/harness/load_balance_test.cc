@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 
 #include "harness/load_balance.h"
 
@@ -197,6 +198,14 @@ Sampler random_sampler(const SyntheticData& d, int world, int batch, std::uint64
   return Sampler({all}, {batch}, world, seed);
 }
 
+// Two streams of whole shards, even shards in one and odd in the other, 8 samples each.
+Sampler alternating_sampler(const SyntheticData& d, int world, std::uint64_t seed) {
+  std::vector<SampleStream> halves(2);
+  for (std::size_t s = 0; s + 1 < d.first_row.size(); ++s)
+    halves[s % 2].add(static_cast<std::int32_t>(s), 0, d.first_row[s + 1] - d.first_row[s]);
+  return Sampler(halves, {8, 8}, world, seed);
+}
+
 Sampler stratified_sampler(const SyntheticData& d, int world, std::uint64_t seed) {
   std::vector<SampleStream> bins(4);
   for (std::size_t s = 0; s + 1 < d.first_row.size(); ++s)
@@ -233,11 +242,18 @@ TEST_CASE("global-deal gives every rank its global-exchange share of the sampler
   std::mt19937_64 rng(4);
   const SyntheticData d = synthetic_data(9, 400, rng);
   for (int world : {1, 2, 3, 8}) {
-    for (bool stratified : {false, true}) {
-      const Sampler sampler =
-          stratified ? stratified_sampler(d, world, 77) : random_sampler(d, world, 16, 77);
-      for (std::int64_t m = 0; m < 4; ++m) {
-        INFO(world << " ranks, " << (stratified ? "stratified" : "random") << ", micro-step " << m);
+    // Streams of one run of the table, of whole shards apart, of rows binned one by one.
+    for (const std::string kind : {"random", "alternate shards", "stratified"}) {
+      const Sampler sampler = kind == "random"             ? random_sampler(d, world, 16, 77)
+                              : kind == "alternate shards" ? alternating_sampler(d, world, 77)
+                                                           : stratified_sampler(d, world, 77);
+      // A planner kept from step to step, as the loader keeps it, into the next epoch too.
+      std::vector<GlobalDeal> kept;
+      for (int r = 0; r < world; ++r) kept.emplace_back(sampler, d.row_lengths());
+      const std::int64_t epoch = sampler.micro_steps_per_epoch();
+      for (std::int64_t m :
+           {std::int64_t{0}, std::int64_t{1}, std::int64_t{2}, epoch - 1, epoch, epoch + 1}) {
+        INFO(world << " ranks, " << kind << ", micro-step " << m);
         // What global-exchange does: every rank's sampled batch, their lengths, the plan.
         std::vector<std::vector<SampleRef>> sampled(world);
         std::vector<std::vector<int>> lengths(world);
@@ -253,6 +269,7 @@ TEST_CASE("global-deal gives every rank its global-exchange share of the sampler
             exchanged.push_back(sampled[source.rank][source.index]);
           const auto dealt = global_deal(sampler, d.row_lengths(), r, m);
           CHECK(dealt == exchanged);  // the same samples, in the same order
+          CHECK(kept[static_cast<std::size_t>(r)](r, m) == exchanged);
           dealt_all.insert(dealt.begin(), dealt.end());
           sampled_all.insert(sampled[r].begin(), sampled[r].end());
         }
@@ -262,6 +279,29 @@ TEST_CASE("global-deal gives every rank its global-exchange share of the sampler
   }
   CHECK_THROWS_WITH(d.row_lengths().of(SampleRef{9, 0}), Catch::Contains("outside the indexed"));
   CHECK_THROWS_WITH(d.row_lengths().of(SampleRef{0, 400}), Catch::Contains("outside the indexed"));
+}
+
+TEST_CASE("global-deal refuses a sampler that draws rows outside the row lengths", "[balance]") {
+  std::mt19937_64 rng(8);
+  const SyntheticData d = synthetic_data(3, 100, rng);
+  SampleStream whole_shards;  // checked when the planner is made
+  whole_shards.add(0, 0, 100);
+  whole_shards.add(3, 0, 100);  // the lengths know shards 0..2
+  const Sampler beyond({whole_shards}, {4}, 2, 1);
+  CHECK_THROWS_WITH(GlobalDeal(beyond, d.row_lengths()),
+                    Catch::Contains("rows 0..99 of shard 3 are outside the data set"));
+  SampleStream rows;  // binned row by row: checked when a step draws the row
+  for (std::int64_t r = 0; r < 100; r += 2) rows.add(1, r, 1);
+  rows.add(5, 0, 1);
+  const Sampler binned({rows}, {17}, 3, 1);  // 51 rows: one step draws them all
+  GlobalDeal deal(binned, d.row_lengths());
+  CHECK_THROWS_WITH(deal(0, 0), Catch::Contains("outside the indexed data set"));
+  // Row lengths shorter than the shards they claim to cover.
+  const std::vector<std::uint16_t> short_lengths(250, 100);
+  const RowLengths truncated{d.first_row, short_lengths};
+  const Sampler one_by_one({rows}, {1}, 1, 1);
+  CHECK_THROWS_WITH(GlobalDeal(one_by_one, truncated),
+                    Catch::Contains("the row lengths cover fewer rows than their shards"));
 }
 
 TEST_CASE("global-deal balances 256 ranks x 16 to max/mean tokens <= 1.02 where none is > 1.3",

@@ -172,3 +172,87 @@ TEST_CASE("a stream's bucket table finds the same rows as a search over every ra
   indexed.add(999, 0, 5);  // adding drops the table; lookups stay right
   CHECK(indexed.at(stream.size() + 4) == SampleRef{999, 4});
 }
+
+TEST_CASE("the tabulated permutation maps exactly as the computed one, past 2^32 without tables",
+          "[sampler]") {
+  for (std::uint64_t n : {1ULL, 5ULL, 1000ULL, 65537ULL, 156726829ULL, (1ULL << 32) + 3}) {
+    const RandomPermutation p(n, 0xfeed + n);
+    TabulatedPermutation tabulated(p);
+    CHECK(tabulated.tabulated() == (n <= (1ULL << 32)));
+    for (std::uint64_t count : {1ULL, 9ULL, 1000ULL, 16384ULL}) {
+      if (count > n) continue;
+      // Twice from the same object: its buffers carry nothing from one call to the next.
+      for (std::uint64_t first : {n - count, (n - count) / 3}) {
+        std::vector<std::uint64_t> out(count, ~0ULL), expected(count);
+        p.map(first, count, expected.data());
+        tabulated.map(first, count, out.data());
+        INFO("n " << n << ", [" << first << ", " << first + count << ")");
+        REQUIRE(out == expected);
+      }
+    }
+  }
+  TabulatedPermutation small(RandomPermutation(10, 1));
+  std::vector<std::uint64_t> out(4);
+  CHECK_THROWS_AS(small.map(7, 4, out.data()), std::out_of_range);
+}
+
+TEST_CASE("a stream over the concatenated shards finds each row's place, whole shards merged",
+          "[sampler]") {
+  const std::vector<std::int64_t> first_row = {0, 100, 150, 400};  // shards of 100, 50, 250 rows
+  SampleStream whole;  // shards 0, 1, 2 whole: one run of the concatenation
+  for (std::int32_t s = 0; s < 3; ++s) whole.add(s, 0, first_row[s + 1] - first_row[s]);
+  CHECK(whole.range_count() == 3);
+  CHECK(whole.in_concatenation(first_row).range_count() == 1);
+  SampleStream mixed;  // rows out of shard order, some adjacent in a shard (those merge)
+  mixed.add(2, 10, 5);
+  mixed.add(0, 99, 1);
+  mixed.add(1, 0, 50);
+  mixed.add(2, 0, 3);
+  mixed.add(2, 3, 4);
+  for (const SampleStream* stream : {&whole, &mixed}) {
+    const SampleStream concatenated = stream->in_concatenation(first_row);
+    REQUIRE(concatenated.size() == stream->size());
+    for (std::int64_t i = 0; i < stream->size(); ++i) {
+      const SampleRef ref = stream->at(i);
+      REQUIRE(concatenated.at(i) == SampleRef{0, first_row[ref.shard] + ref.row});
+    }
+  }
+  // Shard 0's last row, shard 1 and shard 2's first rows meet: places 160..164, then 99..156.
+  CHECK(mixed.range_count() == 4);
+  CHECK(mixed.in_concatenation(first_row).range_count() == 2);
+  SampleStream outside;
+  outside.add(1, 40, 20);  // shard 1 has 50 rows
+  CHECK_THROWS_WITH(outside.in_concatenation(first_row),
+                    Catch::Contains("rows 40..59 of shard 1 are outside the data set"));
+  SampleStream unknown;
+  unknown.add(3, 0, 1);
+  CHECK_THROWS_WITH(unknown.in_concatenation(first_row),
+                    Catch::Contains("of shard 3 are outside the data set"));
+}
+
+TEST_CASE("a kept world draw is every rank's batch, step after step and across epochs",
+          "[sampler]") {
+  std::vector<SampleStream> bins = {uniform_stream(0, 3, 50), uniform_stream(5, 1, 7),
+                                    uniform_stream(8, 2, 40)};
+  const Sampler sampler(bins, {3, 0, 2}, 4, 11);  // 150 / 12 and 80 / 8: 10 steps per epoch
+  REQUIRE(sampler.micro_steps_per_epoch() == 10);
+  WorldDraw draw;
+  for (std::int64_t m : {0, 1, 9, 10, 11, 25, 3}) {
+    INFO("micro-step " << m);
+    sampler.draw_world(m, draw);
+    CHECK(draw.epoch == m / 10);
+    for (int r = 0; r < sampler.world(); ++r) {
+      std::vector<SampleRef> drawn;
+      std::size_t offset = 0;
+      for (std::size_t s = 0; s < bins.size(); ++s) {
+        const auto quota = static_cast<std::size_t>(sampler.quotas()[s]);
+        REQUIRE(draw.indices[s].size() == quota * 4);
+        for (std::size_t j = 0; j < quota; ++j)
+          drawn.push_back(sampler.streams()[s].at(
+              static_cast<std::int64_t>(draw.indices[s][static_cast<std::size_t>(r) * quota + j])));
+        offset += quota;
+      }
+      CHECK(drawn == sampler.batch(r, m));
+    }
+  }
+}
