@@ -9,6 +9,7 @@
 #include "test_util.h"
 
 using namespace mlbert::data;
+using mlbert::test::error_of;
 using mlbert::test::TempDir;
 
 namespace {
@@ -55,14 +56,6 @@ void write_raw_fixed(const std::filesystem::path& path, std::vector<int32_t> ids
   H5Fclose(f);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 }  // namespace
 
 TEST_CASE("fixed and varlen shards round-trip every field") {

@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 using namespace mlbert::data;
+using mlbert::test::error_of;
 using mlbert::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -40,15 +41,6 @@ std::vector<Sample> samples_of_lengths(const std::vector<int>& lengths, int firs
   for (std::size_t i = 0; i < lengths.size(); ++i)
     samples.push_back(sample_of_length(first_id + static_cast<int>(i), lengths[i]));
   return samples;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 std::vector<std::byte> file_bytes(const fs::path& path) {

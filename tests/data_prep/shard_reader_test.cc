@@ -15,6 +15,7 @@
 #include "test_util.h"
 
 using namespace mlbert::data;
+using mlbert::test::error_of;
 using mlbert::test::TempDir;
 
 namespace {
@@ -31,15 +32,6 @@ Sample sample(int seed, int length) {
   }
   s.next_sentence_label = static_cast<int8_t>(seed % 2);
   return s;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 // Sets an environment variable for one scope.

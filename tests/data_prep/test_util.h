@@ -1,16 +1,29 @@
-// Helpers shared by the data_prep unit tests: temporary directories and small vocabularies.
+// Helpers shared by the data_prep unit tests: temporary directories, small vocabularies, and the
+// message of what a call throws.
 #pragma once
 #include <unistd.h>
 
 #include <atomic>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "data_prep/vocab.h"
 
 namespace mlbert::test {
+
+// What `f` throws, or "<no error>".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
 
 // A fresh directory under the system temp dir, removed with everything in it at scope exit.
 class TempDir {
