@@ -10,23 +10,10 @@
 
 using namespace mlbert::data;
 using mlbert::test::error_of;
+using mlbert::test::make_sample;
 using mlbert::test::TempDir;
 
 namespace {
-Sample make_sample(int seed, int length) {
-  Sample s;
-  for (int i = 0; i < length; ++i) {
-    s.input_ids.push_back(i == 0 ? 101 : i == length - 1 ? 102 : 1000 + (seed * 31 + i) % 20000);
-    s.segment_ids.push_back(i < length / 2 ? 0 : 1);
-  }
-  for (int p = 1; p < length - 1 && s.masked_lm_positions.size() < 5; p += 3 + seed % 3) {
-    s.masked_lm_positions.push_back(p);
-    s.masked_lm_ids.push_back(2000 + p);
-  }
-  s.next_sentence_label = static_cast<int8_t>(seed % 2);
-  return s;
-}
-
 std::vector<Sample> make_samples(int n) {
   std::vector<Sample> v;
   for (int i = 0; i < n; ++i) v.push_back(make_sample(i, 3 + (i * 37) % 500));

@@ -16,23 +16,10 @@
 
 using namespace mlbert::data;
 using mlbert::test::error_of;
+using mlbert::test::make_sample;
 using mlbert::test::TempDir;
 
 namespace {
-
-Sample sample(int seed, int length) {
-  Sample s;
-  for (int i = 0; i < length; ++i) {
-    s.input_ids.push_back(i == 0 ? 101 : i == length - 1 ? 102 : 1000 + (seed * 7 + i) % 900);
-    s.segment_ids.push_back(i < length / 2 ? 0 : 1);
-  }
-  for (int p = 1; p + 1 < length && p < 12; p += 4) {
-    s.masked_lm_positions.push_back(p);
-    s.masked_lm_ids.push_back(1500 + p);
-  }
-  s.next_sentence_label = static_cast<int8_t>(seed % 2);
-  return s;
-}
 
 // Sets an environment variable for one scope.
 class ScopedEnv {
@@ -70,7 +57,7 @@ const std::filesystem::path kHangingShard = std::filesystem::path(MLBERT_SOURCE_
 TEST_CASE("the shard reader process returns what the in-process readers return") {
   TempDir dir;
   std::vector<Sample> samples;
-  for (int i = 0; i < 7; ++i) samples.push_back(sample(i, 5 + 9 * i));
+  for (int i = 0; i < 7; ++i) samples.push_back(make_sample(i, 5 + 9 * i));
   ShardFormat narrow;
   narrow.max_seq_length = 64;
   write_shard(dir / "fixed.hdf5", Layout::kFixed, samples, narrow);
@@ -118,13 +105,13 @@ TEST_CASE("a shard on which HDF5 never finishes is an error naming it after the 
   CHECK(seconds >= 2);
   CHECK(seconds < 30);
   TempDir dir;
-  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
   CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);  // a fresh reader process
 }
 
 TEST_CASE("a reader process that crashes is an error naming the shard and the signal") {
   TempDir dir;
-  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
   const auto crasher = dir / "crashing-reader";
   mlbert::test::write_file(crasher, "#!/bin/sh\nkill -SEGV $$\n");
   ::chmod(crasher.c_str(), 0755);
@@ -141,7 +128,7 @@ TEST_CASE("a reader process writes to MLBERT_SHARD_READER_LOG or nowhere, never 
   // Under mpirun a rank's stdout and stderr are the launcher's pipes: a reader holding them made
   // mpirun miss an abort. The stand-in reader says where its output goes, then crashes.
   TempDir dir;
-  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
   const auto talker = dir / "talking-reader";
   mlbert::test::write_file(talker,
                            "#!/bin/sh\necho reader-stdout\necho reader-stderr >&2\n"
@@ -169,7 +156,7 @@ TEST_CASE("a reader process writes to MLBERT_SHARD_READER_LOG or nowhere, never 
 
 TEST_CASE("a shard reader that cannot start is a clear error naming it") {
   TempDir dir;
-  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{sample(1, 9)});
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
   const ScopedEnv reader("MLBERT_SHARD_READER", (dir / "no-such-reader").string());
   CHECK_THAT(error_of([&] { inspect_shard(dir / "good.hdf5"); }),
              Catch::Contains("good.hdf5: cannot start the shard reader") &&
@@ -179,8 +166,8 @@ TEST_CASE("a shard reader that cannot start is a clear error naming it") {
 TEST_CASE("a ShardReader reads its shard as it was opened, and opens it again in a new reader") {
   TempDir dir;
   std::vector<Sample> before, after;
-  for (int i = 0; i < 7; ++i) before.push_back(sample(i, 5 + 9 * i));
-  for (int i = 0; i < 7; ++i) after.push_back(sample(100 + i, 40 - 3 * i));
+  for (int i = 0; i < 7; ++i) before.push_back(make_sample(i, 5 + 9 * i));
+  for (int i = 0; i < 7; ++i) after.push_back(make_sample(100 + i, 40 - 3 * i));
   const auto path = dir / "varlen.hdf5";
   write_shard(path, Layout::kVarlen, before);
   ShardWriter packed_writer(dir / "packed.hdf5", Layout::kPacked);

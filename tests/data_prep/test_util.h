@@ -1,5 +1,5 @@
-// Helpers shared by the data_prep unit tests: temporary directories, small vocabularies, and the
-// message of what a call throws.
+// Helpers shared by the data_prep unit tests: temporary directories, small vocabularies, a test
+// sample, and the message of what a call throws.
 #pragma once
 #include <unistd.h>
 
@@ -11,9 +11,25 @@
 #include <string>
 #include <vector>
 
+#include "data_prep/sample.h"
 #include "data_prep/vocab.h"
 
 namespace mlbert::test {
+
+// A valid sample of `length` tokens (at most 5 predictions), varied by `seed`.
+inline data::Sample make_sample(int seed, int length) {
+  data::Sample s;
+  for (int i = 0; i < length; ++i) {
+    s.input_ids.push_back(i == 0 ? 101 : i == length - 1 ? 102 : 1000 + (seed * 31 + i) % 20000);
+    s.segment_ids.push_back(i < length / 2 ? 0 : 1);
+  }
+  for (int p = 1; p < length - 1 && s.masked_lm_positions.size() < 5; p += 3 + seed % 3) {
+    s.masked_lm_positions.push_back(p);
+    s.masked_lm_ids.push_back(2000 + p);
+  }
+  s.next_sentence_label = static_cast<int8_t>(seed % 2);
+  return s;
+}
 
 // What `f` throws, or "<no error>".
 inline std::string error_of(const std::function<void()>& f) {
