@@ -3,9 +3,11 @@
 //
 // Each input is read twice. First through hdf5_io.h, as every caller does: HDF5 then runs in the
 // shard reader process, so a file that crashes or hangs the library must come back as an error
-// naming the file. When the library survived it, the same calls run in this process through
-// hdf5_direct.h, so the coverage of the readers' own checks guides the fuzzer, and must return
-// exactly what the reader process returned. Every result must keep the readers' promises: each
+// naming the file. That process is mlbert-shard-reader-fuzz, built with the same sanitizers as
+// this target, so a memory error HDF5 makes on the file (an uninstrumented library, caught by
+// ASan's interceptors) crashes it there, contained. When the library survived it, the same calls
+// run in this process through hdf5_direct.h, so the coverage of the readers' own checks guides the
+// fuzzer, and must return exactly what the reader process returned. Every result must keep the readers' promises: each
 // sample valid for the format (length, segment ids, ascending masked positions inside the sequence,
 // ids below the vocabulary size, NSP label 0/1), read_lengths agreeing with the rows,
 // read_rows agreeing with read_shard, rows past the end refused.
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,11 +25,13 @@
 #include "data_prep/hdf5_io.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
-// Under ASan, an impossible malloc inside HDF5 returns null as it does in production (HDF5 then
-// reports an error), and the library's own leaks on its error paths are not this project's.
-extern "C" const char* __asan_default_options() {
-  return "allocator_may_return_null=1";
-}
+// Under ASan, a malloc inside HDF5 larger than any real shard needs returns null (HDF5 then reports
+// an error): a corrupt vlen length makes HDF5 1.10 ask for a conversion buffer of up to 16 GiB. The
+// reader process gets the same options (kAsanOptions, set for it in LLVMFuzzerInitialize), so both
+// sides of the comparison see the same failures. The library's own leaks on its error paths are
+// not this project's.
+constexpr const char* kAsanOptions = "allocator_may_return_null=1:max_allocation_size_mb=512";
+extern "C" const char* __asan_default_options() { return kAsanOptions; }
 extern "C" const char* __lsan_default_suppressions() {
   return "leak:libhdf5_serial.so\n";
 }
@@ -184,6 +189,12 @@ void check_promises(const Reads& r, const ReadOptions& o) {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // A hang inside HDF5 ends as a contained error well before libFuzzer's own -timeout.
   setenv("MLBERT_SHARD_READ_TIMEOUT", "3", 0);
+  const auto reader =
+      std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mlbert-shard-reader-fuzz";
+  setenv("MLBERT_SHARD_READER", reader.c_str(), 0);
+  std::string asan = kAsanOptions;
+  if (const char* given = std::getenv("ASAN_OPTIONS"); given && *given) asan += std::string(":") + given;
+  setenv("ASAN_OPTIONS", asan.c_str(), 1);
   return 0;
 }
 
