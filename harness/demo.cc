@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/elapsed.h"
 #include "data_prep/demo_corpus.h"
 #include "data_prep/eval_set.h"
 #include "data_prep/prep_pipeline.h"
@@ -34,10 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string fixed(double value, int digits) {
   char text[64];

@@ -20,6 +20,7 @@
 #include "bert/model.h"
 #include "bert/parameters.h"
 #include "common/atomic_file.h"
+#include "common/elapsed.h"
 #include "harness/grad_sync.h"
 #include "harness/model_spec.h"
 #include "harness/optimizer.h"
@@ -43,10 +44,6 @@ namespace {
 namespace key = mllog::key;
 using Json = mllog::Json;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // ---------------------------------------------------------------------------------------------
 // preflight: everything checked before init_start

@@ -16,6 +16,7 @@
 
 #include "bert/cpu/cpu_ops.h"
 #include "bert/model.h"
+#include "common/elapsed.h"
 #include "harness/grad_sync.h"
 #include "harness/mpi_communicator.h"
 
@@ -47,10 +48,6 @@ bert::Batch random_batch(const bert::BertConfig& config, int sequences, int leng
     batch.append_sequence(ids, segments, positions, labels, s % 2);
   }
   return batch;
-}
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 }  // namespace

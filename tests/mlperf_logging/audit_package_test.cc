@@ -17,7 +17,7 @@ using mlbert::test::TempDir;
 
 namespace {
 
-lg::PackageResult check(const fs::path& org, const std::string& ruleset = "4.1.0") {
+lg::PackageResult check_org(const fs::path& org, const std::string& ruleset = "4.1.0") {
   lg::PackageOptions options;
   options.ruleset = ruleset;
   return lg::check_package(org, options);
@@ -49,7 +49,7 @@ TEST_CASE("a complete synthetic closed package passes", "[package]") {
     const fs::path org = tmp.path() / "mlbert";
     mlbert::test::write_package(org, "sys1", "closed", ruleset,
                                 mlbert::test::ten_good_runs(ruleset, "closed"));
-    const auto result = check(org, ruleset);
+    const auto result = check_org(org, ruleset);
     for (const auto& f : result.findings) UNSCOPED_INFO(f.where.string() << ": " << f.text);
     CHECK(result.passed);
     CHECK(result.error_count() == 0);
@@ -66,7 +66,7 @@ TEST_CASE("nine result files fail the package", "[package]") {
   auto runs = mlbert::test::ten_good_runs("4.1.0", "closed");
   runs.pop_back();
   mlbert::test::write_package(org, "sys1", "closed", "4.1.0", runs);
-  const auto result = check(org);
+  const auto result = check_org(org);
   CHECK_FALSE(result.passed);
   CHECK(found(result, kError, "results/sys1/bert", "found 9 result_*.txt files, expected 10"));
 }
@@ -76,14 +76,14 @@ TEST_CASE("one non-compliant run is accepted, two are not", "[package]") {
   auto runs = mlbert::test::ten_good_runs("4.1.0", "closed");
   runs[6].final_accuracy = 0.65;
   mlbert::test::write_package(one.path(), "sys1", "closed", "4.1.0", runs);
-  const auto tolerated = check(one.path());
+  const auto tolerated = check_org(one.path());
   CHECK(tolerated.passed);
   CHECK(found(tolerated, kWarning, "results/sys1/bert/result_6.txt", "compliance check FAILED"));
   CHECK(found(tolerated, kWarning, "results/sys1/bert", "accepted under olympic scoring"));
 
   runs[8].final_accuracy = 0.65;
   mlbert::test::write_package(two.path(), "sys1", "closed", "4.1.0", runs);
-  const auto rejected = check(two.path());
+  const auto rejected = check_org(two.path());
   CHECK_FALSE(rejected.passed);
   CHECK(found(rejected, kError, "results/sys1/bert/result_8.txt", "closed_bert:eval_accuracy"));
   CHECK(found(rejected, kError, "results/sys1/bert", "2 files do not comply"));
@@ -95,7 +95,7 @@ TEST_CASE("closed division: a repeated seed from the same source line fails, ope
   runs[4].seed = runs[1].seed;
   TempDir closed;
   mlbert::test::write_package(closed.path(), "sys1", "closed", "4.1.0", runs);
-  const auto result = check(closed.path());
+  const auto result = check_org(closed.path());
   CHECK_FALSE(result.passed);
   CHECK(found(result, kError, "result_4.txt",
               "the same seed from the same source line as result_1.txt"));
@@ -103,13 +103,13 @@ TEST_CASE("closed division: a repeated seed from the same source line fails, ope
   runs[4].seed_lineno = 43;
   TempDir other_line;
   mlbert::test::write_package(other_line.path(), "sys1", "closed", "4.1.0", runs);
-  CHECK(check(other_line.path()).passed);
+  CHECK(check_org(other_line.path()).passed);
   // And the open division has no seed rule.
   for (auto& run : runs) run.division = "open";
   runs[4].seed_lineno = 42;
   TempDir open;
   mlbert::test::write_package(open.path(), "sys1", "open", "4.1.0", runs);
-  const auto open_result = check(open.path());
+  const auto open_result = check_org(open.path());
   CHECK(open_result.passed);
   CHECK_FALSE(open_result.benchmarks[0].seeds_ok.has_value());
 }
@@ -126,19 +126,19 @@ TEST_CASE("closed division: a run without a seed fails, the bypass file lifts it
   const auto line_start = text.rfind('\n', begin) + 1;
   text.erase(line_start, text.find('\n', begin) + 1 - line_start);
   mlbert::test::write_text(log, text);
-  const auto result = check(tmp.path());
+  const auto result = check_org(tmp.path());
   CHECK_FALSE(result.passed);
   CHECK(found(result, kError, "result_3.txt", "logs no seed"));
 
   // The official parser of bypass files compares whole lines, newline included.
   mlbert::test::write_text(tmp.path() / "results/sys1/bert/package_checker_params",
                            "seed-checker-bypass\n");
-  const auto with_newline = check(tmp.path());
+  const auto with_newline = check_org(tmp.path());
   CHECK_FALSE(with_newline.passed);
   CHECK(found(with_newline, kWarning, "package_checker_params", "ends with a newline"));
   mlbert::test::write_text(tmp.path() / "results/sys1/bert/package_checker_params",
                            "seed-checker-bypass");
-  CHECK(check(tmp.path()).passed);
+  CHECK(check_org(tmp.path()).passed);
 }
 
 TEST_CASE("closed division: converging too fast fails the RCP check, open division skips it",
@@ -147,7 +147,7 @@ TEST_CASE("closed division: converging too fast fails the RCP check, open divisi
   for (auto& run : runs) run.samples_to_converge = 2'000'000;
   TempDir closed;
   mlbert::test::write_package(closed.path(), "sys1", "closed", "4.1.0", runs);
-  const auto result = check(closed.path());
+  const auto result = check_org(closed.path());
   CHECK_FALSE(result.passed);
   CHECK(found(result, kError, "results/sys1/bert", "RCP test failed: RCP found"));
   lg::PackageOptions bypass;
@@ -158,7 +158,7 @@ TEST_CASE("closed division: converging too fast fails the RCP check, open divisi
   for (auto& run : runs) run.division = "open";
   TempDir open;
   mlbert::test::write_package(open.path(), "sys1", "open", "4.1.0", runs);
-  CHECK(check(open.path()).passed);
+  CHECK(check_org(open.path()).passed);
 }
 
 TEST_CASE("an invalid system description fails the package", "[package][system]") {
@@ -168,11 +168,11 @@ TEST_CASE("an invalid system description fails the package", "[package][system]"
   std::string desc = mlbert::test::read_text(tmp.path() / "systems/sys1.json");
   desc.replace(desc.find("Available on-premise"), 20, "onprem");
   mlbert::test::write_text(tmp.path() / "systems/sys1.json", desc);
-  const auto result = check(tmp.path());
+  const auto result = check_org(tmp.path());
   CHECK_FALSE(result.passed);
   CHECK(found(result, kError, "systems/sys1.json", "field 'status'"));
   mlbert::test::write_text(tmp.path() / "systems/sys1.json", "{\"division\": ");
-  CHECK(found(check(tmp.path()), kError, "systems/sys1.json", "malformed JSON"));
+  CHECK(found(check_org(tmp.path()), kError, "systems/sys1.json", "malformed JSON"));
 }
 
 TEST_CASE("layout: missing system description, implementation or BERT results fail",
@@ -182,7 +182,7 @@ TEST_CASE("layout: missing system description, implementation or BERT results fa
                               mlbert::test::ten_good_runs("4.1.0", "closed"));
   fs::remove(tmp.path() / "systems/sys1.json");
   fs::remove_all(tmp.path() / "benchmarks");
-  const auto result = check(tmp.path());
+  const auto result = check_org(tmp.path());
   CHECK_FALSE(result.passed);
   CHECK(found(result, kError, "results/sys1/bert", "no system description systems/sys1.json"));
   CHECK(found(result, kError, "benchmarks/bert/implementations", "[layout]"));
@@ -191,7 +191,7 @@ TEST_CASE("layout: missing system description, implementation or BERT results fa
   mlbert::test::write_package(no_bert.path(), "sys1", "closed", "4.1.0", {});
   fs::remove_all(no_bert.path() / "results/sys1/bert");
   fs::create_directories(no_bert.path() / "results/sys1/resnet");
-  const auto skipped = check(no_bert.path());
+  const auto skipped = check_org(no_bert.path());
   CHECK_FALSE(skipped.passed);
   CHECK(found(skipped, kWarning, "results/sys1/resnet", "mlbert checks BERT only"));
   CHECK(found(skipped, kError, "results", "no BERT results"));
@@ -208,13 +208,13 @@ TEST_CASE("power logs need one folder per run with consistent node counts", "[pa
     mlbert::test::write_text(run / "node_1.txt", "");
     mlbert::test::write_text(run / "sw_0.txt", "");
   }
-  CHECK(check(tmp.path()).passed);
+  CHECK(check_org(tmp.path()).passed);
   fs::remove(power / "result_2/node_1.txt");
-  const auto one = check(tmp.path());
+  const auto one = check_org(tmp.path());
   CHECK(one.passed);  // one bad run is tolerated like a non-compliant one
   CHECK(found(one, kWarning, "power/result_2", "inconsistent number of node power files"));
   fs::remove_all(power / "result_5");
-  const auto two = check(tmp.path());
+  const auto two = check_org(tmp.path());
   CHECK_FALSE(two.passed);
   CHECK(found(two, kWarning, "power/result_5", "does not contain the power result"));
 }
@@ -222,9 +222,9 @@ TEST_CASE("power logs need one folder per run with consistent node counts", "[pa
 TEST_CASE("package rejects a missing folder and rulesets without BERT rules",
           "[package][bad-input]") {
   TempDir tmp;
-  CHECK_THROWS_AS(check(tmp.path() / "absent"), lg::AuditError);
-  CHECK_THROWS_AS(check(tmp.path(), "6.0.0"), lg::AuditError);
-  const auto empty = check(tmp.path());  // an empty folder is a package with everything missing
+  CHECK_THROWS_AS(check_org(tmp.path() / "absent"), lg::AuditError);
+  CHECK_THROWS_AS(check_org(tmp.path(), "6.0.0"), lg::AuditError);
+  const auto empty = check_org(tmp.path());  // an empty folder is a package with everything missing
   CHECK_FALSE(empty.passed);
   CHECK(found(empty, kError, "systems", "no systems/ folder"));
   CHECK(found(empty, kError, "results", "no results/ folder"));
@@ -239,7 +239,7 @@ TEST_CASE("a 0.7.0 closed package has no seed or RCP check, 1.0.0 and later do",
   }
   TempDir early, later;
   mlbert::test::write_package(early.path(), "sys1", "closed", "0.7.0", runs);
-  const auto result = check(early.path(), "0.7.0");
+  const auto result = check_org(early.path(), "0.7.0");
   for (const auto& f : result.findings) UNSCOPED_INFO(f.where.string() << ": " << f.text);
   CHECK(result.passed);
   REQUIRE(result.benchmarks.size() == 1);
@@ -249,7 +249,7 @@ TEST_CASE("a 0.7.0 closed package has no seed or RCP check, 1.0.0 and later do",
               "no seed or RCP check for ruleset 0.7.0"));
   for (auto& run : runs) run.ruleset = "1.0.0";
   mlbert::test::write_package(later.path(), "sys1", "closed", "1.0.0", runs);
-  const auto judged = check(later.path(), "1.0.0");
+  const auto judged = check_org(later.path(), "1.0.0");
   CHECK_FALSE(judged.passed);
   CHECK(judged.benchmarks[0].seeds_ok == false);
   CHECK(judged.benchmarks[0].rcp_ok == false);
@@ -264,13 +264,13 @@ TEST_CASE("a 0.7.0 package judges no system description but needs its division",
   description.erase("cooling");
   description["status"] = "whatever";
   mlbert::test::write_text(desc, description.dump());
-  const auto lenient = check(tmp.path(), "0.7.0");
+  const auto lenient = check_org(tmp.path(), "0.7.0");
   CHECK(lenient.passed);
   CHECK(found(lenient, kWarning, "systems/sys1.json", "not judged in ruleset 0.7.0 packages"));
-  CHECK_FALSE(check(tmp.path(), "1.0.0").passed);
+  CHECK_FALSE(check_org(tmp.path(), "1.0.0").passed);
   description.erase("division");
   mlbert::test::write_text(desc, description.dump());
-  const auto no_division = check(tmp.path(), "0.7.0");
+  const auto no_division = check_org(tmp.path(), "0.7.0");
   CHECK_FALSE(no_division.passed);
   CHECK(found(no_division, kError, "results/sys1/bert", "has no readable division field"));
 }
@@ -279,7 +279,7 @@ TEST_CASE("a BERT package under 5.1.0 fails: the round has no BERT to check", "[
   TempDir tmp;
   mlbert::test::write_package(tmp.path(), "sys1", "closed", "5.1.0",
                               mlbert::test::ten_good_runs("5.0.0", "closed"));
-  const auto result = check(tmp.path(), "5.1.0");
+  const auto result = check_org(tmp.path(), "5.1.0");
   for (const auto& f : result.findings) UNSCOPED_INFO(f.where.string() << ": " << f.text);
   CHECK_FALSE(result.passed);
   CHECK(result.benchmarks.empty());
