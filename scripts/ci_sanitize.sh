@@ -12,26 +12,44 @@
 # allocation happens inside Open MPI's own code, never a stack of project code alone. The
 # multi-rank tests run with the slow unwinder (fast_unwind_on_malloc=0), so that a leak made in an
 # Open MPI plugin shows the Open MPI library that loaded it instead of "<unknown module>".
-# Usage: scripts/ci_sanitize.sh [--all]  (MLBERT_PYTHON: the interpreter with the parity oracles;
-# default build-venv/bin/python, the venv `make test` makes, when it exists)
+# Usage: scripts/ci_sanitize.sh [--all] [--build-only | --tests-only]  (MLBERT_PYTHON: the
+# interpreter with the parity oracles; default build-venv/bin/python, the venv `make test` makes,
+# when it exists). `.ci/run` builds with --build-only at low priority while `make test` runs, then
+# runs --tests-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 excluded='parity|logging_report_browser|harness_demo|device_check: the one-GPU training run|harness_crash|harness_faults'
-[[ ${1:-} == --all ]] && excluded='^$'
+phase=all
+for arg in "$@"; do
+  case $arg in
+    --all) excluded='^$' ;;
+    --build-only) phase=build ;;
+    --tests-only) phase=tests ;;
+    *) echo "usage: $0 [--all] [--build-only | --tests-only]" >&2; exit 2 ;;
+  esac
+done
 build=build-asan
 # -Og: a quarter less compile time than -O1 for about its speed (-O0 compiles faster still but
 # runs the tests 3x slower; both measured, see BENCHMARKS.md). SANITIZE_FLAGS overrides.
+# A unity build (CMake's CMAKE_UNITY_BUILD, 8 sources per batch): ~30% less compile time here, as
+# the batches share their headers' parsing and inline instantiations. The price: two sources of
+# one target may not define the same name in an anonymous namespace (the build fails naming both).
 opt=${SANITIZE_FLAGS:--Og -g1}
 jobs=$(nproc)
 python=${MLBERT_PYTHON:-}
 [[ -z $python && -x build-venv/bin/python ]] && python=$PWD/build-venv/bin/python
-cmake -S . -B "$build" -G Ninja -DMLBERT_SANITIZE=ON -DMLBERT_CUDA=OFF -DMLBERT_BENCH=OFF \
-  -DMLBERT_FUZZ=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$opt" \
-  -DCMAKE_C_FLAGS_DEBUG="$opt" ${python:+-DMLBERT_PYTHON="$python"} \
-  > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+# --tests-only keeps the configuration --build-only made (the venv may have appeared since; the
+# parity tests it would add are left out anyway) and only checks that the build is up to date.
+if [[ $phase != tests || ! -f $build/CMakeCache.txt ]]; then
+  cmake -S . -B "$build" -G Ninja -DMLBERT_SANITIZE=ON -DMLBERT_CUDA=OFF -DMLBERT_BENCH=OFF \
+    -DMLBERT_FUZZ=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$opt" \
+    -DCMAKE_C_FLAGS_DEBUG="$opt" ${python:+-DMLBERT_PYTHON="$python"} \
+    > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+fi
 start=$SECONDS
 cmake --build "$build" -j "$jobs"
 echo "ci_sanitize: build took $((SECONDS - start)) s"
+[[ $phase == build ]] && exit 0
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"

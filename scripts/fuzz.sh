@@ -23,9 +23,12 @@ elif [[ -n ${1:-} ]]; then
   seconds=$1
 fi
 build=build-fuzz
+# OSS-Fuzz's optimization (-O1, line tables): compiles in ~60% of the time of -O2 -g, and the
+# sanitizers' reports keep file and line. NDEBUG as in the product build.
+opt="-O1 -gline-tables-only -DNDEBUG"
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DMLBERT_FUZZ=ON -DMLBERT_CUDA=OFF \
-  -DMLBERT_BENCH=OFF -DBUILD_TESTING=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+  -DMLBERT_BENCH=OFF -DBUILD_TESTING=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$opt" \
+  -DCMAKE_C_FLAGS_DEBUG="$opt" > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 mapfile -t targets < <(ninja -C "$build" -t targets all |
   sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u | grep -E "${FUZZ_TARGETS:-.}" || true)
 if [[ ${#targets[@]} -eq 0 ]]; then
