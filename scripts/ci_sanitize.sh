@@ -31,9 +31,6 @@ done
 build=build-asan
 # -Og: a quarter less compile time than -O1 for about its speed (-O0 compiles faster still but
 # runs the tests 3x slower; both measured, see BENCHMARKS.md). SANITIZE_FLAGS overrides.
-# A unity build (CMake's CMAKE_UNITY_BUILD, 8 sources per batch): ~30% less compile time here, as
-# the batches share their headers' parsing and inline instantiations. The price: two sources of
-# one target may not define the same name in an anonymous namespace (the build fails naming both).
 opt=${SANITIZE_FLAGS:--Og -g1}
 jobs=$(nproc)
 python=${MLBERT_PYTHON:-}
@@ -42,7 +39,7 @@ python=${MLBERT_PYTHON:-}
 # parity tests it would add are left out anyway) and only checks that the build is up to date.
 if [[ $phase != tests || ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -G Ninja -DMLBERT_SANITIZE=ON -DMLBERT_CUDA=OFF -DMLBERT_BENCH=OFF \
-    -DMLBERT_FUZZ=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$opt" \
+    -DMLBERT_FUZZ=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$opt" \
     -DCMAKE_C_FLAGS_DEBUG="$opt" ${python:+-DMLBERT_PYTHON="$python"} \
     > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 fi
