@@ -7,10 +7,10 @@
 // this target, so a memory error HDF5 makes on the file (an uninstrumented library, caught by
 // ASan's interceptors) crashes it there, contained. When the library survived it, the same calls
 // run in this process through hdf5_direct.h, so the coverage of the readers' own checks guides the
-// fuzzer, and must return exactly what the reader process returned. Every result must keep the readers' promises: each
-// sample valid for the format (length, segment ids, ascending masked positions inside the sequence,
-// ids below the vocabulary size, NSP label 0/1), read_lengths agreeing with the rows,
-// read_rows agreeing with read_shard, rows past the end refused.
+// fuzzer, and must return exactly what the reader process returned. Every result must keep the
+// readers' promises: each sample valid for the format (length, segment ids, ascending masked
+// positions inside the sequence, ids below the vocabulary size, NSP label 0/1), read_lengths
+// agreeing with the rows, read_rows agreeing with read_shard, rows past the end refused.
 #include <hdf5.h>
 
 #include <cstdint>
@@ -31,7 +31,9 @@
 // sides of the comparison see the same failures. The library's own leaks on its error paths are
 // not this project's.
 constexpr const char* kAsanOptions = "allocator_may_return_null=1:max_allocation_size_mb=512";
-extern "C" const char* __asan_default_options() { return kAsanOptions; }
+extern "C" const char* __asan_default_options() {
+  return kAsanOptions;
+}
 extern "C" const char* __lsan_default_suppressions() {
   return "leak:libhdf5_serial.so\n";
 }
@@ -195,7 +197,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mlbert-shard-reader-fuzz";
   setenv("MLBERT_SHARD_READER", reader.c_str(), 0);
   std::string asan = kAsanOptions;
-  if (const char* given = std::getenv("ASAN_OPTIONS"); given && *given) asan += std::string(":") + given;
+  if (const char* given = std::getenv("ASAN_OPTIONS"); given && *given)
+    asan += std::string(":") + given;
   setenv("ASAN_OPTIONS", asan.c_str(), 1);
   return 0;
 }
