@@ -126,15 +126,10 @@ TEST_CASE(
     INFO(name);
     const auto path = seeds / name;
     REQUIRE(std::filesystem::exists(path));
-    const auto error_names_file = [&](auto&& read) {
-      try {
-        read();
-      } catch (const std::exception& e) {
-        CHECK_THAT(std::string(e.what()), Catch::Contains(name));
-      }
-    };
-    error_names_file([&] { read_lengths(path); });
-    error_names_file([&] { read_shard(path, o); });
+    // Rows that come back have passed the readers' checks; an error must name the file.
+    for (const std::string& error :
+         {error_of([&] { read_lengths(path); }), error_of([&] { read_shard(path, o); })})
+      if (error != "<no error>") CHECK_THAT(error, Catch::Contains(name));
   }
   write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
   CHECK(read_shard(dir / "good.hdf5", o).size() == 1);
