@@ -168,7 +168,9 @@ std::vector<float> SafetensorsReader::read_f32(const SafetensorsEntry& entry) co
   const size_t n = entry.numel();
   std::vector<float> out(n);
   if (entry.dtype == "F32") {
-    std::memcpy(out.data(), raw.data(), n * 4);
+    // A tensor with a zero dimension has no bytes: its vectors' data() may be null, which
+    // memcpy must not be given even for 0 bytes.
+    if (n > 0) std::memcpy(out.data(), raw.data(), n * 4);
   } else if (entry.dtype == "F64") {
     for (size_t i = 0; i < n; ++i) {
       double d;
