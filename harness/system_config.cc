@@ -641,7 +641,7 @@ SystemConfig load_system(const std::string& name_or_path,
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range
     throw SystemConfigError(path.string() + ": not valid JSON: " + e.what());
   }
   SystemConfig config = parse_system(root, path);

@@ -82,8 +82,9 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
   if (!in) throw AuditError(file.string() + ": cannot open file");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message already says "parse error at line L, column C: ...".
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error ("parse error at line L, column C: ...") or a number past double ("number
+    // overflow parsing '1e999'"), as nlohmann words it.
     std::string what = e.what();
     if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
     throw AuditError(file.string() + ": malformed JSON: " + what);

@@ -245,8 +245,12 @@ RcpRun read_rcp_run(const std::filesystem::path& file, bool bert_train_samples,
       const nlohmann::json* metadata = field("metadata");
       if (!metadata) return nullptr;
       if (!metadata->is_object() || !metadata->contains(std::string(name))) {
-        problems.push_back(where(file, line) + ": key '" + record.value("key", std::string("?")) +
-                           "' has no metadata." + std::string(name));
+        const auto key = record.find("key");
+        const std::string key_text = key == record.end() ? "?"
+                                     : key->is_string()  ? key->get<std::string>()
+                                                         : key->dump();
+        problems.push_back(where(file, line) + ": key '" + key_text + "' has no metadata." +
+                           std::string(name));
         return nullptr;
       }
       return &(*metadata)[std::string(name)];

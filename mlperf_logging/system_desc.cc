@@ -221,8 +221,9 @@ SystemDescResult check_system_desc_file(const std::filesystem::path& file, std::
   nlohmann::json description;
   try {
     description = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Malformed JSON is a failed check (the official tool stops with a traceback instead).
+  } catch (const nlohmann::json::exception& e) {
+    // Malformed JSON is a failed check (the official tool stops with a traceback instead). So is
+    // a number past double (1e999), which Python reads as inf and nlohmann refuses.
     SystemDescResult result = check_system_desc(nlohmann::json::object(), ruleset, file, werror);
     result.findings.clear();
     std::string what = e.what();

@@ -81,7 +81,7 @@ SystemConfig configured_system(const Options& o, const std::vector<Setting>& set
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range
     throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
   }
   SystemConfig config = parse_system(apply_settings(root, settings, sim, path.string()), path);

@@ -81,7 +81,7 @@ AcceleratorProfile load_profile(const std::filesystem::path& path) {
   json root;
   try {
     root = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range
     throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
   }
   const Reader r(path);

@@ -38,8 +38,10 @@ const std::map<std::string, std::string>& aliases() {
 json parse_value(const std::string& text) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error&) {
-    return text;  // a bare word: node-exchange, 2.0.0, fastest
+  } catch (const json::exception&) {
+    // A bare word (node-exchange, 2.0.0, fastest), or a number past double (1e999): kept as
+    // text, which a numeric field then refuses by name.
+    return text;
   }
 }
 
@@ -108,6 +110,19 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
   return true;
 }
 
+// A whole-number field that the settings' implied edits read (`fallback` when absent): a value
+// of another type, such as the text a --set left there, or one under `minimum` is an error
+// naming the field.
+std::int64_t whole_number(const json& object, const std::string& key, std::int64_t fallback,
+                          const std::string& where, std::int64_t minimum = 0) {
+  if (!object.is_object() || !object.contains(key)) return fallback;
+  const json& v = object[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() < minimum)
+    throw std::invalid_argument(where + "." + key + ": a whole number >= " +
+                                std::to_string(minimum) + " is required, not " + v.dump());
+  return v.get<std::int64_t>();
+}
+
 // The number of compute NICs: copies of the first NIC, spread over the NUMA nodes, and every
 // local rank re-pointed to the NIC of its share.
 void set_nic_count(json& topology, const Setting& s, const std::string& origin) {
@@ -117,7 +132,8 @@ void set_nic_count(json& topology, const Setting& s, const std::string& origin) 
   if (!topology.contains("nics") || !topology["nics"].is_array() || topology["nics"].empty())
     throw std::invalid_argument(origin + ": --set nics: the system has no topology.nics to copy");
   const json first = topology["nics"][0];
-  const int numa = topology.value("cpu", json::object()).value("numa_nodes", 1);
+  const auto numa = static_cast<int>(whole_number(topology.value("cpu", json::object()),
+                                                  "numa_nodes", 1, origin + ": topology.cpu", 1));
   const int n = static_cast<int>(count);
   json nics = json::array();
   for (int i = 0; i < n; ++i) {
@@ -192,7 +208,8 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
     throw std::invalid_argument(origin + ": not a system file (no run and topology)");
   json& run = system["run"];
   json& topology = system["topology"];
-  const std::int64_t original_gbs = run.value("global_batch_size", std::int64_t{0});
+  const std::string at_run = origin + ": run", at_topology = origin + ": topology";
+  const std::int64_t original_gbs = whole_number(run, "global_batch_size", 0, at_run);
   bool gbs_set = false, batch_set = false;
   for (const Setting& s : settings) {
     if (simulator_setting(s, sim)) continue;
@@ -217,12 +234,12 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
   }
 
   // The edits the settings imply.
-  const int nodes = topology.value("nodes", 1);
+  const auto nodes = static_cast<int>(whole_number(topology, "nodes", 1, at_topology, 1));
   system["number_of_nodes"] = std::to_string(nodes);
-  const std::int64_t world = static_cast<std::int64_t>(nodes) * topology.value("ranks_per_node", 1);
-  const std::int64_t accumulation = run.value("gradient_accumulation", 1);
-  std::int64_t gbs = run.value("global_batch_size", std::int64_t{0});
-  std::int64_t batch = run.value("per_rank_batch", std::int64_t{0});
+  const std::int64_t world = nodes * whole_number(topology, "ranks_per_node", 1, at_topology, 1);
+  const std::int64_t accumulation = whole_number(run, "gradient_accumulation", 1, at_run, 1);
+  std::int64_t gbs = whole_number(run, "global_batch_size", 0, at_run);
+  std::int64_t batch = whole_number(run, "per_rank_batch", 0, at_run);
   if (batch_set && !gbs_set) {
     gbs = batch * world * accumulation;
     run["global_batch_size"] = gbs;
@@ -238,7 +255,7 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
                         std::to_string(gbs) + " on " + std::to_string(world) + " ranks");
   }
   json& sampler = run["sampler"];
-  if (sampler.is_object() && sampler.value("name", "") == "stratified") {
+  if (sampler.is_object() && sampler.contains("name") && sampler["name"] == "stratified") {
     std::vector<int> quotas;
     if (sampler.contains("quotas") && sampler["quotas"].is_array())
       for (const json& q : sampler["quotas"])
@@ -254,7 +271,7 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
   }
   if (gbs != original_gbs) {
     sim.batch_changed = true;
-    if (run.value("samples_to_converge", std::int64_t{0}) > 0 &&
+    if (whole_number(run, "samples_to_converge", 0, at_run) > 0 &&
         std::none_of(settings.begin(), settings.end(), [](const Setting& s) {
           return s.field == "samples_to_converge" || s.field == "run.samples_to_converge";
         }))

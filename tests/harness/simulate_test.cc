@@ -505,6 +505,27 @@ TEST_CASE("settings: nodes keeps the global batch, quotas follow the per-rank ba
   SimulatorSettings sim5;
   apply_settings(root, {parse_setting("simulate.algorithm=ring")}, sim5, "samsung");
   CHECK(sim5.algorithm == AlgorithmChoice::ring);
+  // A number past double stays text, which the field then refuses by name (it was an uncaught
+  // nlohmann out_of_range).
+  SimulatorSettings sim6;
+  CHECK_THROWS_WITH(
+      parse_system(apply_settings(root, {parse_setting("gbs=1e999")}, sim6, "samsung"),
+                   "samsung_overflow.json"),
+      Catch::Contains("samsung: run.global_batch_size: a whole number >= 0 is required, not "
+                      "\"1e999\""));
+  SimulatorSettings sim7;
+  CHECK_THROWS_WITH(apply_settings(root, {parse_setting("nodes=many")}, sim7, "samsung"),
+                    Catch::Contains("samsung: topology.nodes: a whole number >= 1 is required"));
+  SimulatorSettings sim9;  // 0 nodes or 0 accumulation steps divided the batch by zero (SIGFPE)
+  CHECK_THROWS_WITH(apply_settings(root, {parse_setting("nodes=0")}, sim9, "samsung"),
+                    Catch::Contains("topology.nodes: a whole number >= 1 is required, not 0"));
+  CHECK_THROWS_WITH(apply_settings(root, {parse_setting("accumulation=0")}, sim9, "samsung"),
+                    Catch::Contains("run.gradient_accumulation: a whole number >= 1"));
+  nlohmann::json odd = root;  // a sampler name that is not text reaches the system's own check
+  odd["run"]["sampler"]["name"] = 5;
+  SimulatorSettings sim8;
+  CHECK_THROWS_WITH(parse_system(apply_settings(odd, {}, sim8, "odd"), "odd.json"),
+                    Catch::Contains("odd.json") && Catch::Contains("sampler"));
   CHECK_THROWS(parse_sweep("nodes="));
   CHECK(parse_sweep("nodes=16,32,64").size() == 3);
 }

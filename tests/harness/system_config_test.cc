@@ -206,6 +206,12 @@ TEST_CASE("bad files are named in the error", "[system][errors]") {
   { std::ofstream(dir / "truncated.json") << "{\"submitter\": \"x\", "; }
   CHECK_THROWS_WITH(load_system((dir / "truncated.json").string()),
                     Catch::Contains("truncated.json: not valid JSON"));
+  // A number past double is nlohmann's out_of_range, not its parse_error (found by
+  // fuzz_harness_system: it ended the process through std::terminate).
+  { std::ofstream(dir / "overflow.json") << "{\"number_of_nodes\": 1e706}"; }
+  CHECK_THROWS_WITH(load_system((dir / "overflow.json").string()),
+                    Catch::Contains("overflow.json: not valid JSON") &&
+                        Catch::Contains("number overflow parsing '1e706'"));
   CHECK_THROWS_WITH(
       load_system("no_such_system", systems_dir()),
       Catch::Contains("no_such_system.json: cannot open system file (known systems: "));

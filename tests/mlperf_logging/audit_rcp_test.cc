@@ -346,6 +346,20 @@ TEST_CASE("rcp: unusable logs name the file, line and field", "[rcp][check][bad-
   CHECK(bad.problems[0].find("result_2.txt:") != std::string::npos);
   CHECK(bad.problems[0].find("metadata.epoch_num") != std::string::npos);
 
+  // A key that is not a string is quoted as it stands (it was a json type_error out of the check).
+  text = mlbert::test::read_text(malformed.path() / "result_3.txt");
+  text.insert(text.find(":::MLLOG"), R"(:::MLLOG {"namespace": "", "time_ms": 1, )"
+                                     R"("event_type": "POINT_IN_TIME", "key": 7, )"
+                                     R"("value": "eval_accuracy", "metadata": {}})"
+                                     "\n");
+  mlbert::test::write_text(malformed.path() / "result_3.txt", text);
+  const auto numeric_key = check(malformed.path());
+  CHECK(numeric_key.verdict == lg::RcpVerdict::error);
+  CHECK(std::any_of(numeric_key.problems.begin(), numeric_key.problems.end(), [](const auto& p) {
+    return p.find("result_3.txt:") != std::string::npos &&
+           p.find("key '7' has no metadata.epoch_num") != std::string::npos;
+  }));
+
   CHECK_THROWS_AS(check(mixed.path() / "absent"), lg::AuditError);
   TempDir empty;
   CHECK_THROWS_AS(check(empty.path()), lg::AuditError);
@@ -369,6 +383,10 @@ TEST_CASE("rcp: a custom RCP file in the official layout replaces the table", "[
   mlbert::test::write_text(tmp.path() / "bad.json", R"({"x": {"BS": "big"}})");
   CHECK_THROWS_WITH(lg::read_rcp_json(tmp.path() / "bad.json"),
                     Catch::Contains("record 'x'") && Catch::Contains("BS"));
+  // A number past double is an AuditError naming the file, as a syntax error is.
+  mlbert::test::write_text(tmp.path() / "overflow.json", R"({"x": {"BS": 1e999}})");
+  CHECK_THROWS_WITH(lg::read_rcp_json(tmp.path() / "overflow.json"),
+                    Catch::Contains("overflow.json: malformed JSON: number overflow parsing"));
 }
 
 TEST_CASE("0.7.0 had no RCPs: the check says so in words, other rulesets list the known ones",

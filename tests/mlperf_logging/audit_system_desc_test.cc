@@ -100,6 +100,12 @@ TEST_CASE("malformed and non-object files fail with the position, missing files 
   REQUIRE(truncated.findings.size() == 1);
   CHECK(truncated.findings[0].text.find("malformed JSON") == 0);
   CHECK(truncated.findings[0].text.find("line 1") != std::string::npos);
+  // A number past double: nlohmann's out_of_range, a failed check like a syntax error.
+  mlbert::test::write_text(tmp.path() / "overflow.json", R"({"number_of_nodes": 1e999})");
+  const auto overflow = lg::check_system_desc_file(tmp.path() / "overflow.json", "4.1.0");
+  CHECK_FALSE(overflow.valid);
+  REQUIRE(overflow.findings.size() == 1);
+  CHECK(overflow.findings[0].text == "malformed JSON: number overflow parsing '1e999'");
   mlbert::test::write_text(tmp.path() / "list.json", "[1, 2]");
   const auto list = lg::check_system_desc_file(tmp.path() / "list.json", "4.1.0");
   CHECK_FALSE(list.valid);
