@@ -36,8 +36,16 @@ std::vector<RankBinding> rank_bindings(const SystemConfig& system) {
     const int share = static_cast<int>(sharers.size());
     const int position =
         static_cast<int>(std::find(sharers.begin(), sharers.end(), r) - sharers.begin());
-    const int cores_each = cores_per_numa / share;
-    const int first = affinity.numa_node * cores_per_numa + position * cores_each;
+    int cores_each = cores_per_numa / share;
+    int first = affinity.numa_node * cores_per_numa + position * cores_each;
+    if (cores_each == 0) {
+      // More ranks on the NUMA node than it has cores (an oversubscribed machine, such as a
+      // test box running 4 ranks on 2 cores): each rank takes one of its cores in turn, and
+      // ranks that land on the same core share it.
+      cores_each = 1;
+      first = affinity.numa_node * cores_per_numa + position % std::max(cores_per_numa, 1);
+      first = std::min(first, physical_cores - 1);
+    }
 
     RankBinding b;
     b.local_rank = r;

@@ -56,6 +56,28 @@ TEST_CASE("DGX A100: each GPU gets its own NIC and half the cores of its NUMA no
   CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
 }
 
+TEST_CASE("more ranks than cores: each rank gets a core in turn and one thread", "[launch]") {
+  // Found by fuzz_harness_system: 2 ranks on 1 core got an empty CPU list and 0 threads.
+  SystemConfig system = system_named("cpu_demo");
+  system.topology.cpu.sockets = 1;
+  system.topology.cpu.cores_per_socket = 1;
+  system.topology.cpu.threads_per_core = 1;
+  system.topology.cpu.numa_nodes = 1;
+  REQUIRE(system.topology.ranks_per_node == 2);
+  for (const RankBinding& b : rank_bindings(system)) {
+    CHECK(cpu_list_string(b.cpus) == "0");
+    CHECK(b.omp_threads == 1);
+  }
+  system.topology.cpu.cores_per_socket = 3;  // 4 ranks on 3 cores: 0, 1, 2, then 0 again
+  system.topology.ranks_per_node = 4;
+  system.topology.local_ranks.resize(4, system.topology.local_ranks[0]);
+  const auto four = rank_bindings(system);
+  REQUIRE(four.size() == 4);
+  CHECK(cpu_list_string(four[0].cpus) == "0");
+  CHECK(cpu_list_string(four[2].cpus) == "2");
+  CHECK(cpu_list_string(four[3].cpus) == "0");
+}
+
 TEST_CASE("the paper's system: 4 NICs, each shared by a GPU pair, rank i on NUMA node i",
           "[launch]") {
   const auto bindings = rank_bindings(system_named("samsung_dgxa100_128x8"));
