@@ -413,41 +413,71 @@ void Model::heads_forward(const Batch& batch, float loss_scale) {
   ops.cross_entropy(ce);
 }
 
+// What the backward phases share: the micro-batch's sizes, its dropout masks, and the report of
+// the gradient prefix that is final.
+struct Model::BackwardPass {
+  BackwardPass(const Model& model, const Batch& batch, const DropoutKey& dropout_key,
+               const std::function<void(size_t)>& on_grad_ready,
+               const ForwardBackwardOptions& options)
+      : batch(batch),
+        key(options.dropout ? &dropout_key : nullptr),
+        on_grad_ready(on_grad_ready),
+        infos(model.params_->infos()),
+        flat_size(model.params_->flat_size()),
+        t(static_cast<int64_t>(batch.num_tokens())),
+        s(static_cast<int64_t>(batch.num_sequences())),
+        p(static_cast<int64_t>(batch.num_masked())),
+        h(model.config().hidden_size),
+        f(model.config().intermediate_size),
+        v_pad(model.config().padded_vocab_size()),
+        t_stride(model.limits_.max_tokens * static_cast<size_t>(h)) {}
+
+  DropoutMask mask(uint32_t site, double prob) const {
+    return key ? make_dropout_mask(key->seed, key->step, site, prob) : DropoutMask{};
+  }
+  // Reports the prefix of the flat gradient buffer that holds every tensor before `last_index + 1`.
+  void finish_through(size_t last_index) {
+    if (last_index + 1 <= finished) return;
+    finished = last_index + 1;
+    if (on_grad_ready) on_grad_ready(finished < infos.size() ? infos[finished].offset : flat_size);
+  }
+
+  const Batch& batch;
+  const DropoutKey* key;  // null: no dropout
+  const std::function<void(size_t)>& on_grad_ready;
+  const std::vector<ParameterInfo>& infos;
+  const size_t flat_size;
+  const int64_t t, s, p;  // tokens, sequences, masked predictions
+  const int64_t h, f, v_pad;
+  const size_t t_stride;  // elements between the q, k and v blocks of the qkv activations
+  size_t finished = 0;
+};
+
 StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout_key,
                                    const std::function<void(size_t)>& on_grad_ready,
                                    const ForwardBackwardOptions& options) {
   check_fits(batch);
-  Ops& ops = params_->ops();
-  Arena& a = *arena_;
-  const BertConfig& c = config();
-  ParameterStore& P = *params_;
-  const ParameterIndex& ix = P.index();
-  const std::vector<ParameterInfo>& infos = P.infos();
-  if (options.zero_grads) P.zero_grad();
+  if (options.zero_grads) params_->zero_grad();
   upload(batch);
   forward(batch, options.dropout ? &dropout_key : nullptr);
-
-  const int64_t t = static_cast<int64_t>(batch.num_tokens());
-  const int64_t s = static_cast<int64_t>(batch.num_sequences());
-  const int64_t p = static_cast<int64_t>(batch.num_masked());
-  const int64_t h = c.hidden_size, f = c.intermediate_size, v_pad = c.padded_vocab_size();
-  const size_t t_stride = limits_.max_tokens * static_cast<size_t>(h);
-  auto mask = [&](uint32_t site, double prob) {
-    return options.dropout ? make_dropout_mask(dropout_key.seed, dropout_key.step, site, prob)
-                           : DropoutMask{};
-  };
-  // Reports the prefix of the flat gradient buffer that holds every tensor before `next`.
-  size_t finished = 0;
-  auto finish_through = [&](size_t last_index) {
-    if (last_index + 1 <= finished) return;
-    finished = last_index + 1;
-    if (on_grad_ready)
-      on_grad_ready(finished < infos.size() ? infos[finished].offset : P.flat_size());
-  };
-
   heads_forward(batch, options.loss_scale);
 
-  // ---- heads backward ----
+  BackwardPass pass(*this, batch, dropout_key, on_grad_ready, options);
+  heads_backward(pass);
+  // Last layer first; d_hidden holds d(output of the current layer).
+  for (int64_t l = config().num_hidden_layers - 1; l >= 0; --l) layer_backward(pass, l);
+  embeddings_backward(pass);
+  return step_result(pass);
+}
+
+// The MLM and NSP heads, into d_hidden (d(output of the last layer)).
+void Model::heads_backward(BackwardPass& pass) {
+  Ops& ops = params_->ops();
+  Arena& a = *arena_;
+  ParameterStore& P = *params_;
+  const ParameterIndex& ix = P.index();
+  const BertConfig& c = config();
+  const int64_t t = pass.t, s = pass.s, p = pass.p, h = pass.h, v_pad = pass.v_pad;
   ops.fill_zero(a.d_hidden.slice(0, t * h));
   if (p > 0) {
     LinearBackwardParams decoder;
@@ -463,7 +493,7 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     decoder.k = h;
     ops.linear_backward(decoder);
   }
-  finish_through(ix.mlm_output_bias);
+  pass.finish_through(ix.mlm_output_bias);
   if (p > 0) {
     LayerNormBackwardParams ln;
     ln.d_out = a.d_mlm_out;
@@ -478,7 +508,7 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     ln.width = h;
     ops.layer_norm_backward(ln);
   }
-  finish_through(ix.mlm_layer_norm_beta);
+  pass.finish_through(ix.mlm_layer_norm_beta);
   if (p > 0) {
     LinearBackwardParams transform;
     transform.d_out = a.d_mlm_act;
@@ -496,7 +526,7 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     ScatterAddRowsParams scatter{a.d_mlm_gathered, a.masked_positions, a.d_hidden, p, h};
     ops.scatter_add_rows(scatter);
   }
-  finish_through(ix.mlm_transform_bias);
+  pass.finish_through(ix.mlm_transform_bias);
   {
     LinearBackwardParams nsp;
     nsp.d_out = a.nsp_logits;
@@ -510,7 +540,7 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     nsp.n = 2;
     nsp.k = h;
     ops.linear_backward(nsp);
-    finish_through(ix.nsp_output_bias);
+    pass.finish_through(ix.nsp_output_bias);
     LinearBackwardParams pooler;
     pooler.d_out = a.d_pooled;
     pooler.out = a.pooled;
@@ -526,136 +556,151 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
     ops.linear_backward(pooler);
     ScatterAddRowsParams scatter{a.d_pooler_in, a.first_tokens, a.d_hidden, s, h};
     ops.scatter_add_rows(scatter);
-    finish_through(ix.pooler_bias);
+    pass.finish_through(ix.pooler_bias);
   }
+}
 
-  // ---- encoder backward, last layer first; d_hidden holds d(output of the current layer) ----
-  for (int64_t l = c.num_hidden_layers - 1; l >= 0; --l) {
-    const LayerParameters& lp = ix.layers[static_cast<size_t>(l)];
-    Arena::Layer& act = a.layers[static_cast<size_t>(l)];
-    const int layer = static_cast<int>(l);
+// Layer l: d_hidden goes in as d(layer output) and comes out as d(layer input).
+void Model::layer_backward(BackwardPass& pass, int64_t l) {
+  Ops& ops = params_->ops();
+  Arena& a = *arena_;
+  ParameterStore& P = *params_;
+  const ParameterIndex& ix = P.index();
+  const BertConfig& c = config();
+  const std::vector<ParameterInfo>& infos = pass.infos;
+  const int64_t t = pass.t, s = pass.s, h = pass.h, f = pass.f;
+  const size_t t_stride = pass.t_stride;
+  const LayerParameters& lp = ix.layers[static_cast<size_t>(l)];
+  Arena::Layer& act = a.layers[static_cast<size_t>(l)];
+  const int layer = static_cast<int>(l);
 
-    LayerNormBackwardParams ln2;
-    ln2.d_out = a.d_hidden;
-    ln2.ln_input = act.output_ln_input;
-    ln2.mean = act.output_mean;
-    ln2.rstd = act.output_rstd;
-    ln2.gamma = P.compute(lp.output_layer_norm_gamma);
-    ln2.d_x = a.d_branch;
-    ln2.d_residual = a.d_x1;
-    ln2.d_gamma = P.grad(lp.output_layer_norm_gamma);
-    ln2.d_beta = P.grad(lp.output_layer_norm_beta);
-    ln2.d_bias = P.grad(lp.output_bias);
-    ln2.dropout = mask(dropout_site(layer, DropoutSiteKind::ffn_output), c.hidden_dropout_prob);
-    ln2.rows = t;
-    ln2.width = h;
-    ops.layer_norm_backward(ln2);
-    finish_through(lp.output_bias);
+  LayerNormBackwardParams ln2;
+  ln2.d_out = a.d_hidden;
+  ln2.ln_input = act.output_ln_input;
+  ln2.mean = act.output_mean;
+  ln2.rstd = act.output_rstd;
+  ln2.gamma = P.compute(lp.output_layer_norm_gamma);
+  ln2.d_x = a.d_branch;
+  ln2.d_residual = a.d_x1;
+  ln2.d_gamma = P.grad(lp.output_layer_norm_gamma);
+  ln2.d_beta = P.grad(lp.output_layer_norm_beta);
+  ln2.d_bias = P.grad(lp.output_bias);
+  ln2.dropout = pass.mask(dropout_site(layer, DropoutSiteKind::ffn_output), c.hidden_dropout_prob);
+  ln2.rows = t;
+  ln2.width = h;
+  ops.layer_norm_backward(ln2);
+  pass.finish_through(lp.output_bias);
 
-    // FFN2's data gradient goes through the GELU into FFN1's pre-activation and bias gradient in
-    // the same call (cuBLASLt's DGELU_BGRAD epilogue on GPUs).
-    LinearBackwardParams ffn2;
-    ffn2.d_out = a.d_branch;
-    ffn2.input = act.intermediate;
-    ffn2.weight = P.compute(lp.output_kernel);
-    ffn2.d_input = a.d_intermediate;
-    ffn2.d_weight = P.grad(lp.output_kernel);
-    ffn2.input_activation = hidden_activation(c);
-    ffn2.input_pre_activation = act.intermediate_pre;
-    ffn2.d_input_bias = P.grad(lp.intermediate_bias);
-    ffn2.m = t;
-    ffn2.n = h;
-    ffn2.k = f;
-    ops.linear_backward(ffn2);
-    finish_through(lp.output_kernel);
+  // FFN2's data gradient goes through the GELU into FFN1's pre-activation and bias gradient in
+  // the same call (cuBLASLt's DGELU_BGRAD epilogue on GPUs).
+  LinearBackwardParams ffn2;
+  ffn2.d_out = a.d_branch;
+  ffn2.input = act.intermediate;
+  ffn2.weight = P.compute(lp.output_kernel);
+  ffn2.d_input = a.d_intermediate;
+  ffn2.d_weight = P.grad(lp.output_kernel);
+  ffn2.input_activation = hidden_activation(c);
+  ffn2.input_pre_activation = act.intermediate_pre;
+  ffn2.d_input_bias = P.grad(lp.intermediate_bias);
+  ffn2.m = t;
+  ffn2.n = h;
+  ffn2.k = f;
+  ops.linear_backward(ffn2);
+  pass.finish_through(lp.output_kernel);
 
-    LinearBackwardParams ffn1;
-    ffn1.d_out = a.d_intermediate;  // already the gradient of the pre-activation
-    ffn1.input = act.attention_out;
-    ffn1.weight = P.compute(lp.intermediate_kernel);
-    ffn1.d_input = a.d_x1;
-    ffn1.accumulate_d_input = true;
-    ffn1.d_weight = P.grad(lp.intermediate_kernel);
-    ffn1.m = t;
-    ffn1.n = f;
-    ffn1.k = h;
-    ops.linear_backward(ffn1);
-    finish_through(lp.intermediate_bias);
+  LinearBackwardParams ffn1;
+  ffn1.d_out = a.d_intermediate;  // already the gradient of the pre-activation
+  ffn1.input = act.attention_out;
+  ffn1.weight = P.compute(lp.intermediate_kernel);
+  ffn1.d_input = a.d_x1;
+  ffn1.accumulate_d_input = true;
+  ffn1.d_weight = P.grad(lp.intermediate_kernel);
+  ffn1.m = t;
+  ffn1.n = f;
+  ffn1.k = h;
+  ops.linear_backward(ffn1);
+  pass.finish_through(lp.intermediate_bias);
 
-    LayerNormBackwardParams ln1;
-    ln1.d_out = a.d_x1;
-    ln1.ln_input = act.attention_ln_input;
-    ln1.mean = act.attention_mean;
-    ln1.rstd = act.attention_rstd;
-    ln1.gamma = P.compute(lp.attention_layer_norm_gamma);
-    ln1.d_x = a.d_branch;
-    ln1.d_residual = a.d_hidden;  // d_hidden is consumed: it becomes d(layer input)
-    ln1.d_gamma = P.grad(lp.attention_layer_norm_gamma);
-    ln1.d_beta = P.grad(lp.attention_layer_norm_beta);
-    ln1.d_bias = P.grad(lp.attention_output_bias);
-    ln1.dropout =
-        mask(dropout_site(layer, DropoutSiteKind::attention_output), c.hidden_dropout_prob);
-    ln1.rows = t;
-    ln1.width = h;
-    ops.layer_norm_backward(ln1);
-    finish_through(lp.attention_output_bias);
+  LayerNormBackwardParams ln1;
+  ln1.d_out = a.d_x1;
+  ln1.ln_input = act.attention_ln_input;
+  ln1.mean = act.attention_mean;
+  ln1.rstd = act.attention_rstd;
+  ln1.gamma = P.compute(lp.attention_layer_norm_gamma);
+  ln1.d_x = a.d_branch;
+  ln1.d_residual = a.d_hidden;  // d_hidden is consumed: it becomes d(layer input)
+  ln1.d_gamma = P.grad(lp.attention_layer_norm_gamma);
+  ln1.d_beta = P.grad(lp.attention_layer_norm_beta);
+  ln1.d_bias = P.grad(lp.attention_output_bias);
+  ln1.dropout =
+      pass.mask(dropout_site(layer, DropoutSiteKind::attention_output), c.hidden_dropout_prob);
+  ln1.rows = t;
+  ln1.width = h;
+  ops.layer_norm_backward(ln1);
+  pass.finish_through(lp.attention_output_bias);
 
-    LinearBackwardParams proj;
-    proj.d_out = a.d_branch;
-    proj.input = act.context;
-    proj.weight = P.compute(lp.attention_output_kernel);
-    proj.d_input = a.d_context;
-    proj.d_weight = P.grad(lp.attention_output_kernel);
-    proj.m = t;
-    proj.n = h;
-    proj.k = h;
-    ops.linear_backward(proj);
-    finish_through(lp.attention_output_kernel);
+  LinearBackwardParams proj;
+  proj.d_out = a.d_branch;
+  proj.input = act.context;
+  proj.weight = P.compute(lp.attention_output_kernel);
+  proj.d_input = a.d_context;
+  proj.d_weight = P.grad(lp.attention_output_kernel);
+  proj.m = t;
+  proj.n = h;
+  proj.k = h;
+  ops.linear_backward(proj);
+  pass.finish_through(lp.attention_output_kernel);
 
-    AttentionBackwardParams attn;
-    attn.q = act.qkv.slice(0, t * h);
-    attn.k = act.qkv.slice(t_stride, t * h);
-    attn.v = act.qkv.slice(2 * t_stride, t * h);
-    attn.out = act.context;
-    attn.d_out = a.d_context;
-    attn.softmax_lse = act.softmax_lse;
-    attn.cu_seqlens = a.cu_seqlens;
-    attn.d_q = a.d_qkv.slice(0, t * h);
-    attn.d_k = a.d_qkv.slice(t_stride, t * h);
-    attn.d_v = a.d_qkv.slice(2 * t_stride, t * h);
-    attn.dropout =
-        mask(dropout_site(layer, DropoutSiteKind::attention_probs), c.attention_probs_dropout_prob);
-    attn.tokens = t;
-    attn.num_sequences = s;
-    attn.heads = c.num_attention_heads;
-    attn.head_dim = c.head_dim();
-    attn.max_seqlen = batch.max_seqlen;
-    attn.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim())));
-    ops.attention_backward(attn);
+  AttentionBackwardParams attn;
+  attn.q = act.qkv.slice(0, t * h);
+  attn.k = act.qkv.slice(t_stride, t * h);
+  attn.v = act.qkv.slice(2 * t_stride, t * h);
+  attn.out = act.context;
+  attn.d_out = a.d_context;
+  attn.softmax_lse = act.softmax_lse;
+  attn.cu_seqlens = a.cu_seqlens;
+  attn.d_q = a.d_qkv.slice(0, t * h);
+  attn.d_k = a.d_qkv.slice(t_stride, t * h);
+  attn.d_v = a.d_qkv.slice(2 * t_stride, t * h);
+  attn.dropout = pass.mask(dropout_site(layer, DropoutSiteKind::attention_probs),
+                           c.attention_probs_dropout_prob);
+  attn.tokens = t;
+  attn.num_sequences = s;
+  attn.heads = c.num_attention_heads;
+  attn.head_dim = c.head_dim();
+  attn.max_seqlen = pass.batch.max_seqlen;
+  attn.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim())));
+  ops.attention_backward(attn);
 
-    const size_t kernel0 = infos[lp.qkv_kernel].offset, bias0 = infos[lp.qkv_bias].offset;
-    const size_t kernel_stride = infos[lp.qkv_kernel + 1].offset - kernel0;
-    const size_t bias_stride = infos[lp.qkv_bias + 1].offset - bias0;
-    LinearBackwardParams qkv;
-    qkv.d_out = a.d_qkv;
-    qkv.input = a.hidden[l];
-    qkv.weight = P.compute().slice(kernel0, 2 * kernel_stride + static_cast<size_t>(h * h));
-    qkv.d_input = a.d_hidden;
-    qkv.accumulate_d_input = true;
-    qkv.d_weight = P.grad().slice(kernel0, 2 * kernel_stride + static_cast<size_t>(h * h));
-    qkv.d_bias = P.grad().slice(bias0, 2 * bias_stride + static_cast<size_t>(h));
-    qkv.m = t;
-    qkv.n = h;
-    qkv.k = h;
-    qkv.batch = 3;
-    qkv.weight_stride = kernel_stride;
-    qkv.bias_stride = bias_stride;
-    qkv.out_stride = t_stride;
-    ops.linear_backward(qkv);
-    finish_through(lp.qkv_bias + 2);
-  }
+  const size_t kernel0 = infos[lp.qkv_kernel].offset, bias0 = infos[lp.qkv_bias].offset;
+  const size_t kernel_stride = infos[lp.qkv_kernel + 1].offset - kernel0;
+  const size_t bias_stride = infos[lp.qkv_bias + 1].offset - bias0;
+  LinearBackwardParams qkv;
+  qkv.d_out = a.d_qkv;
+  qkv.input = a.hidden[l];
+  qkv.weight = P.compute().slice(kernel0, 2 * kernel_stride + static_cast<size_t>(h * h));
+  qkv.d_input = a.d_hidden;
+  qkv.accumulate_d_input = true;
+  qkv.d_weight = P.grad().slice(kernel0, 2 * kernel_stride + static_cast<size_t>(h * h));
+  qkv.d_bias = P.grad().slice(bias0, 2 * bias_stride + static_cast<size_t>(h));
+  qkv.m = t;
+  qkv.n = h;
+  qkv.k = h;
+  qkv.batch = 3;
+  qkv.weight_stride = kernel_stride;
+  qkv.bias_stride = bias_stride;
+  qkv.out_stride = t_stride;
+  ops.linear_backward(qkv);
+  pass.finish_through(lp.qkv_bias + 2);
+}
 
-  // ---- embeddings ----
+// The embeddings and their layer norm: the last gradients, so the whole buffer is final.
+void Model::embeddings_backward(BackwardPass& pass) {
+  Ops& ops = params_->ops();
+  Arena& a = *arena_;
+  ParameterStore& P = *params_;
+  const ParameterIndex& ix = P.index();
+  const BertConfig& c = config();
   EmbeddingBackwardParams emb;
   emb.d_out = a.d_hidden;
   emb.input_ids = a.input_ids;
@@ -670,14 +715,17 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
   emb.d_token_type = P.grad(ix.token_type_embeddings);
   emb.d_gamma = P.grad(ix.embedding_layer_norm_gamma);
   emb.d_beta = P.grad(ix.embedding_layer_norm_beta);
-  emb.dropout = mask(kEmbeddingDropoutSite, c.hidden_dropout_prob);
-  emb.tokens = t;
-  emb.hidden = h;
+  emb.dropout = pass.mask(kEmbeddingDropoutSite, c.hidden_dropout_prob);
+  emb.tokens = pass.t;
+  emb.hidden = pass.h;
   ops.embedding_backward(emb);
-  finish_through(infos.size() - 1);
+  pass.finish_through(pass.infos.size() - 1);
+}
 
+StepResult Model::step_result(const BackwardPass& pass) {
+  const int64_t s = pass.s, p = pass.p;
   float stats[4];
-  ops.copy_to_host(stats, a.stats, sizeof(stats));
+  params_->ops().copy_to_host(stats, arena_->stats, sizeof(stats));
   StepResult result;
   result.mlm_total = p;
   result.nsp_total = s;

@@ -94,6 +94,12 @@ class Model {
   void upload(const Batch& batch);
   void forward(const Batch& batch, const DropoutKey* key);
   void heads_forward(const Batch& batch, float loss_scale);
+  // forward_backward's backward, phase by phase (model.cc).
+  struct BackwardPass;
+  void heads_backward(BackwardPass& pass);
+  void layer_backward(BackwardPass& pass, int64_t layer);
+  void embeddings_backward(BackwardPass& pass);
+  StepResult step_result(const BackwardPass& pass);
 
   ParameterStore* params_;
   ModelLimits limits_;
