@@ -375,12 +375,9 @@ Config closed_bert_config(const Features& f) {
       const nlohmann::json& tensor = py::getitem(md(r), "tensor");
       ++s.tensors_logged;
       if (tensor.is_string()) {
-        const auto& names = bert_weight_tensor_names();
-        for (std::size_t i = 0; i < names.size(); ++i) {
-          if (names[i] == tensor.get_ref<const std::string&>()) {
-            ++s.tensor_counts[i];
-            return;
-          }
+        if (const auto i = bert_weight_tensor_index(tensor.get_ref<const std::string&>())) {
+          ++s.tensor_counts[*i];
+          return;
         }
       }
       ++s.tensors_unexpected;

@@ -2,6 +2,8 @@
 // the official rule file's order (tests hold the list against that file).
 #include "mlperf_logging/bert_tensors.h"
 
+#include <unordered_map>
+
 namespace mlbert::mllog {
 namespace {
 
@@ -48,6 +50,17 @@ std::vector<std::string> make_names() {
 const std::vector<std::string>& bert_weight_tensor_names() {
   static const std::vector<std::string> names = make_names();
   return names;
+}
+
+std::optional<std::size_t> bert_weight_tensor_index(std::string_view name) {
+  static const std::unordered_map<std::string_view, std::size_t> index = [] {
+    std::unordered_map<std::string_view, std::size_t> out;
+    const auto& names = bert_weight_tensor_names();  // static: the views stay valid
+    for (std::size_t i = 0; i < names.size(); ++i) out.emplace(names[i], i);
+    return out;
+  }();
+  if (const auto it = index.find(name); it != index.end()) return it->second;
+  return std::nullopt;
 }
 
 }  // namespace mlbert::mllog
