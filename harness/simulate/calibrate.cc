@@ -111,6 +111,7 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
        "run start: mean over runs of the first evaluation interval minus the second",
        "fitted: the tensor rate only; fixed per-step costs come from the traced kernels"});
   for (const auto& note : cluster.notes) derived.push_back(note);
+  for (const auto& note : simulation.host_notes) derived.push_back(note);
   json fit = {{"tensor_tflops", rate},
               {"fraction_of_fp16_peak", rate / sheet->peak_tflops_fp16},
               {"host_bound_ms_per_step", fitted.host_bound * 1e3},

@@ -159,6 +159,7 @@ class TracingOps final : public bert::Ops {
   }
 
   std::vector<RawKernel> take() { return std::move(kernels_); }
+  std::size_t recorded() const { return kernels_.size(); }
 
  private:
   static double e() { return 2; }  // bytes of the f16 compute dtype
@@ -216,6 +217,7 @@ bert::Batch make_batch(const std::vector<int>& lengths, int predictions) {
 struct Trace {
   MicroBatchShape shape;
   std::vector<RawKernel> train, eval;
+  std::vector<GradReady> grad_ready;
 };
 
 Trace trace_once(const bert::BertConfig& config, const std::vector<int>& lengths, int predictions) {
@@ -236,7 +238,9 @@ Trace trace_once(const bert::BertConfig& config, const std::vector<int>& lengths
   limits.max_seqlen = batch.max_seqlen;
   bert::Model model(params, limits);
   ops.take();  // construction
-  model.forward_backward(batch, bert::DropoutKey{1, 1});
+  model.forward_backward(batch, bert::DropoutKey{1, 1}, [&](std::size_t prefix) {
+    t.grad_ready.push_back(GradReady{ops.recorded(), prefix});
+  });
   t.train = ops.take();
   model.evaluate(batch);
   t.eval = ops.take();
@@ -333,10 +337,16 @@ double wave_efficiency(double tiles, int multiprocessors) {
 }
 
 KernelTime KernelPlan::time(const std::vector<Kernel>& kernels, const MicroBatchShape& shape,
-                            const KernelRates& rates) {
+                            const KernelRates& rates, const std::vector<HostEvent>& events) {
   KernelTime out;
   double issued = 0, end = 0;
-  for (const Kernel& k : kernels) {
+  auto event = events.begin();
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    for (; event != events.end() && event->before <= i; ++event) {
+      for (int r = 0; r < event->syncs; ++r) issued = std::max(issued, end) + kReadBackSeconds;
+      issued += event->host_seconds;
+    }
+    const Kernel& k = kernels[i];
     const double bytes = std::max(0.0, k.bytes.at(shape));
     double gpu = bytes / rates.memory_bytes_per_second;
     if (k.kind != KernelKind::memory) {
@@ -397,6 +407,24 @@ KernelPlan trace_kernel_plan(const bert::BertConfig& config) {
   plan.train = fit_plan(traces, false);
   plan.eval = fit_plan(traces, true);
   plan.layers = static_cast<int>(config.num_hidden_layers);
+  // Where backward finishes each gradient prefix does not move with the shape (the same kernels
+  // in the same order), and neither do the phase boundaries.
+  plan.grad_ready = traces.front().grad_ready;
+  for (const Trace& t : traces) {
+    bool same = t.grad_ready.size() == plan.grad_ready.size();
+    for (std::size_t i = 0; same && i < t.grad_ready.size(); ++i)
+      same = t.grad_ready[i].kernels == plan.grad_ready[i].kernels &&
+             t.grad_ready[i].flat_prefix == plan.grad_ready[i].flat_prefix;
+    if (!same) throw std::logic_error("kernel trace: gradients become final at other kernels for "
+                                      "another micro-batch shape");
+  }
+  const auto first = [&](const char* op) {
+    for (std::size_t i = 0; i < plan.train.size(); ++i)
+      if (plan.train[i].op == op) return i;
+    throw std::logic_error(std::string("kernel trace: no ") + op + " kernel in a training step");
+  };
+  plan.encoder_start = first("linear_forward");  // layer 0's QKV projection
+  plan.heads_start = first("gather_rows");       // the masked positions the MLM head reads
   return plan;
 }
 

@@ -13,6 +13,7 @@
 // issue time when it exceeds theirs and a large batch hides it.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -72,13 +73,37 @@ inline constexpr double kGemmTileRows = 128, kGemmTileCols = 128;
 // Fraction of the tensor rate a GEMM reaches with `tiles` output tiles on `multiprocessors`.
 double wave_efficiency(double tiles, int multiprocessors);
 
+// A point of the micro-step where the gradient buffer's prefix [0, flat_prefix) is final: after
+// the first `kernels` kernels of KernelPlan::train (the model's on_grad_ready, traced).
+struct GradReady {
+  std::size_t kernels = 0;
+  std::size_t flat_prefix = 0;
+};
+
+// What the host does before issuing kernel `before` of a micro-step, besides issuing it: `syncs`
+// read-backs (each waits for every kernel issued so far, then costs a round trip) and
+// `host_seconds` of its own work. Events of an implementation that synchronizes where mlbert's
+// model does not (KernelPlan::time).
+struct HostEvent {
+  std::size_t before = 0;
+  int syncs = 0;
+  double host_seconds = 0;
+};
+// One read-back: the device-to-host copy's latency and the host resuming (the same figure the
+// simulator uses for after-allreduce clipping's norm).
+inline constexpr double kReadBackSeconds = 20e-6;
+
 struct KernelPlan {
   std::vector<Kernel> train;  // forward_backward of one micro-batch
   std::vector<Kernel> eval;   // evaluate of one batch
+  std::vector<GradReady> grad_ready;  // in backward order, the last one the whole buffer
+  std::size_t encoder_start = 0;      // the first kernel after the embeddings
+  std::size_t heads_start = 0;        // the first kernel of the pretraining heads' forward
   int layers = 0;
 
+  // `events` sorted by `before`.
   static KernelTime time(const std::vector<Kernel>& kernels, const MicroBatchShape& shape,
-                         const KernelRates& rates);
+                         const KernelRates& rates, const std::vector<HostEvent>& events = {});
   // The GPU time alone at full wave efficiency, linear in tokens and squares: the cost the deal
   // ranks a rank's work by (seconds per token, per squared token).
   static double seconds_per_token(const std::vector<Kernel>& kernels, const KernelRates& rates);

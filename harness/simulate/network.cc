@@ -126,6 +126,17 @@ CollectiveCost allgather_cost(const NetworkSpec& n, double bytes_per_rank, bool 
   });
 }
 
+CollectiveCost broadcast_cost(const NetworkSpec& n, double bytes) {
+  if (n.infinite || n.ranks() <= 1 || bytes <= 0) return CollectiveCost{0, Algorithm::ring};
+  const double ranks = n.ranks();
+  const double inter = n.nodes > 1 ? n.nodes - 1.0 : 0.0;
+  return cheapest(Algorithm::ring, [&](const ProtocolConstants& p) {
+    const double latency =
+        (p.ring_base + (ranks - 1 - inter) * p.ring_nvlink_hop + inter * p.ring_net_hop) * kMicro;
+    return latency + bytes / (bottleneck_bytes_per_second(n) * p.bandwidth_fraction);
+  });
+}
+
 CollectiveCost reduce_scatter_cost(const NetworkSpec& n, double bytes, bool node_only) {
   const bool in_node = node_only || n.nodes == 1;
   const double ranks = in_node ? n.gpus_per_node : n.ranks();

@@ -52,6 +52,10 @@ CollectiveCost allgather_cost(const NetworkSpec& network, double bytes_per_rank,
 // over the world: the ring all-gather's schedule run in reverse.
 CollectiveCost reduce_scatter_cost(const NetworkSpec& network, double bytes, bool node_only);
 
+// Broadcast of `bytes` from one rank to the world: NCCL's pipelined ring (its only broadcast
+// algorithm), every rank receiving the whole buffer once.
+CollectiveCost broadcast_cost(const NetworkSpec& network, double bytes);
+
 // The gradient reduction of an optimizer sharded over each node's GPUs (apex's
 // DistributedFusedLAMB): a reduce-scatter inside the node, then an allreduce of each GPU's 1/g
 // share between the nodes, the node's g GPUs at once, each on its 1/g of the node's NICs.

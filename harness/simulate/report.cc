@@ -52,7 +52,7 @@ json breakdown_to_json(const StepBreakdown& b) {
   return {{"exchange", b.exchange},   {"compute", b.compute},
           {"imbalance", b.imbalance}, {"exposed_comm", b.exposed_comm},
           {"clip", b.clip},           {"optimizer", b.optimizer},
-          {"total", b.total()}};
+          {"host", b.host},           {"total", b.total()}};
 }
 
 struct Component {
@@ -68,6 +68,7 @@ constexpr Component kComponents[] = {
     {"exchange", "#956cb4", &TimeComponents::exchange},
     {"norm/scaling passes", "#8c613c", &TimeComponents::clip},
     {"optimizer", "#6acc64", &TimeComponents::optimizer},
+    {"host between steps", "#d5bb67", &TimeComponents::host},
     {"evaluation", "#dc7ec0", &TimeComponents::evaluation},
 };
 
@@ -83,6 +84,7 @@ TimeComponents components_of(const Prediction& p) {
   c.exchange = p.mean_step.exchange * steps;
   c.clip = p.mean_step.clip * steps;
   c.optimizer = p.mean_step.optimizer * steps;
+  c.host = p.mean_step.host * steps;
   c.evaluation = p.eval_total_seconds;
   return c;
 }
@@ -116,6 +118,9 @@ std::string format_prediction(const Prediction& p, const AcceleratorProfile& pro
   o << "  exchange               " << fmt("%9.2f ms", b.exchange * 1e3) << "\n";
   o << "  norm/scaling passes    " << fmt("%9.2f ms", b.clip * 1e3) << "\n";
   o << "  optimizer              " << fmt("%9.2f ms", b.optimizer * 1e3) << "\n";
+  if (b.host > 0)
+    o << "  host between steps     " << fmt("%9.2f ms", b.host * 1e3)
+      << "   (a read-back after backward, then the host's loops the GPU does not hide)\n";
   o << "  step                   " << fmt("%9.2f ms", b.total() * 1e3) << "\n";
   o << "gradients: " << p.buckets << " buckets, " << fmt("%.3f GB", p.gradient_bytes / 1e9)
     << " per step on the wire (" << p.allreduce_choice << ")\n";
@@ -163,9 +168,9 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
   o << "mlbert simulate: sweep of " << field << "\n";
   char line[512];
   std::snprintf(line, sizeof(line),
-                "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %8s\n", field.c_str(),
-                "ranks", "GBS", "batch", "steps", "evals", "time s", "step ms", "compute", "imbal",
-                "exposed", "exchange", "passes", "optim", "eval s");
+                "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %6s %8s\n",
+                field.c_str(), "ranks", "GBS", "batch", "steps", "evals", "time s", "step ms",
+                "compute", "imbal", "exposed", "exchange", "passes", "optim", "host", "eval s");
   o << line;
   for (const SweepPoint& s : points) {
     const Prediction& p = s.prediction;
@@ -173,13 +178,13 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
     const int world = p.nodes * p.ranks_per_node;
     std::snprintf(line, sizeof(line),
                   "%-12s %6d %7lld %5lld %6lld %6lld %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %7.2f "
-                  "%8.2f %8.2f%s\n",
+                  "%8.2f %6.2f %8.2f%s\n",
                   s.value.c_str(), world, static_cast<long long>(p.global_batch_size),
                   static_cast<long long>(p.global_batch_size / world),
                   static_cast<long long>(p.convergence.steps),
                   static_cast<long long>(p.convergence.evals), p.total_seconds, b.total() * 1e3,
                   b.compute * 1e3, b.imbalance * 1e3, b.exposed_comm * 1e3, b.exchange * 1e3,
-                  b.clip * 1e3, b.optimizer * 1e3, p.eval_total_seconds,
+                  b.clip * 1e3, b.optimizer * 1e3, b.host * 1e3, p.eval_total_seconds,
                   p.convergence.reached ? "" : "  (not converged)");
     o << line;
   }
@@ -321,7 +326,8 @@ std::string format_comparison(const ResultComparison& c, const AcceleratorProfil
     << ", exposed communication " << fmt("%.2f", p.mean_step.exposed_comm * 1e3) << ", exchange "
     << fmt("%.2f", p.mean_step.exchange * 1e3) << ", norm and scaling passes "
     << fmt("%.2f", p.mean_step.clip * 1e3) << ", optimizer "
-    << fmt("%.2f", p.mean_step.optimizer * 1e3) << " ms; evaluation "
+    << fmt("%.2f", p.mean_step.optimizer * 1e3) << ", host between steps "
+    << fmt("%.2f", p.mean_step.host * 1e3) << " ms; evaluation "
     << fmt("%.1f ms", p.eval_seconds * 1e3) << "; run start " << fmt("%.2f s", p.run_start_seconds)
     << "\n";
   o << "assumptions:\n";

@@ -2,6 +2,7 @@
 #include "harness/simulate/results.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <numeric>
 #include <regex>
@@ -109,6 +110,10 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   result.baseline = flag("--baseline");
   result.cuda_graph = flag("--use_cuda_graph");
   result.padded = flag("--pad_fmha");
+  result.fmha = flag("--unpad_fmha");
+  result.unpad = flag("--unpad") || result.fmha;
+  result.dense_seq_output = flag("--dense_seq_output");
+  result.apex_amp = flag("--use_apex_amp");
   result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
   result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
   std::smatch m;
@@ -358,6 +363,67 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   return c;
 }
 
+namespace {
+
+// The read-backs, host loops and buffer broadcast the published implementation's code makes
+// (results.h), in SimulationOptions. CUDA graphs replay a step with none of them (NVIDIA removed
+// the read-backs to capture the whole step).
+void implementation_host(const PublishedResult& r, SimulationOptions& o) {
+  if (r.cuda_graph || !eager_framework(r)) return;
+  const double eager_op = kPytorchEagerOpSeconds, launch = kDriverLaunchSeconds;
+  if (r.unpad) {
+    o.syncs_before_encoder = kUnpadReadBacks;
+    o.host_notes.push_back(
+        "--unpad: " + std::to_string(kUnpadReadBacks) +
+        " read-backs before the encoder (generate_mask: nonzero, the longest sequence, the token "
+        "count; padding.py), each emptying the GPU's queue and costing a 20 us round trip");
+  }
+  if (r.dense_seq_output) {
+    o.syncs_before_heads = kDenseSeqOutputReadBacks;
+    o.host_notes.push_back("--dense_seq_output: " + std::to_string(kDenseSeqOutputReadBacks) +
+                           " read-backs before the heads (nonzero of the masked positions and a "
+                           "boolean-mask index: dynamic shapes; modeling.py)");
+  }
+  if (!(r.bucket_clipping && !r.baseline && !r.distributed_lamb)) return;
+  // Samsung's own path: DDP with the bucket-wise clipping hook, apex amp O2.
+  o.sync_per_bucket = true;
+  o.bucket_hook_seconds = kBucketHookOps * (eager_op + launch);
+  o.host_notes.push_back(
+      "DDP communication hook (Samsung's run_pretraining.py): a read-back per gradient bucket "
+      "(the clip coefficient, a CUDA tensor, passed as apex multi_tensor_scale's float argument) "
+      "as backward finishes it, and " +
+      std::to_string(kBucketHookOps) + " eager ops with a launch each (" +
+      std::to_string(static_cast<int>(std::lround(o.bucket_hook_seconds * 1e6))) +
+      " us of host)");
+  if (r.apex_amp) {
+    o.sync_after_backward = true;
+    o.host_seconds_per_tensor =
+        kAmpEagerOpsPerTensor * eager_op + kAmpLaunchesPerTensor * launch;
+    o.host_notes.push_back(
+        "--use_apex_amp: the loss scaler reads its overflow flag back after backward; then per "
+        "parameter tensor amp's empty_like of the f32 master gradient and zero_grad's detach and "
+        "zero_ (" +
+        std::to_string(kAmpEagerOpsPerTensor) + " eager ops, " +
+        std::to_string(kAmpLaunchesPerTensor) + " launch: " +
+        std::to_string(static_cast<int>(std::lround(o.host_seconds_per_tensor * 1e6))) +
+        " us a tensor) run on the host while the GPU does the passes and the optimizer");
+  }
+  if (r.fmha) {
+    const bert::BertConfig model = bert::BertConfig::preset("bert-large");
+    const double h = static_cast<double>(model.hidden_size);
+    o.forward_broadcast_bytes = static_cast<double>(model.num_hidden_layers) *
+                                (3 * h * h + 3 * h) * kFmhaBufferBytesPerElement;
+    o.host_notes.push_back(
+        "DDP's broadcast_buffers (on by default): before each forward rank 0 broadcasts the "
+        "module buffers, the FMHA layers' fused QKV weights and biases (fmha.py registers them as "
+        "buffers): " +
+        std::to_string(static_cast<long long>(o.forward_broadcast_bytes)) +
+        " bytes of fp16, NCCL's ring broadcast, exposed");
+  }
+}
+
+}  // namespace
+
 SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base) {
   if (result.distributed_lamb) {
     base.overlap = false;
@@ -392,6 +458,7 @@ SimulationOptions simulation_options_for(const PublishedResult& result, Simulati
                       " from Python: ~7 us per op (pytorch/pytorch#41383) + a 3 us launch";
   }
   base.padded = result.padded;
+  implementation_host(result, base);
   return base;
 }
 

@@ -52,6 +52,10 @@ struct PublishedResult {
   bool baseline = false;          // Samsung's --baseline: NVIDIA's gradient path, not its own
   bool cuda_graph = false;        // --use_cuda_graph: the step replayed as CUDA graphs
   bool padded = false;            // --pad_fmha: static padded shapes, attention on real lengths
+  bool unpad = false;             // --unpad / --unpad_fmha: sequence lengths read back per step
+  bool fmha = false;              // --unpad_fmha: the FMHA module (its QKV weights are buffers)
+  bool dense_seq_output = false;  // --dense_seq_output: masked positions as a dynamic shape
+  bool apex_amp = false;          // --use_apex_amp: apex amp O2 and its dynamic loss scaler
   std::string framework;          // system.json framework, e.g. "PyTorch NVIDIA Release 21.08"
 
   // Olympic mean of the run times in seconds (drop fastest and slowest, no compliance filter).
@@ -105,5 +109,29 @@ inline constexpr double kLocalClipPassBytes = 12;
 // the fp16 gradients into the f32 master gradients (2 + 4).
 inline constexpr double kDdpBucketNormBytes = 6;
 inline constexpr double kAmpUnscaleBytes = 6;
+
+// Host-side facts of the published PyTorch implementations (NVIDIA's and Samsung's
+// run_pretraining.py, modeling.py, padding.py and fmha.py; apex at Samsung's pinned commit;
+// PyTorch 1.9 DistributedDataParallel), each a read-back that empties the GPU's queue:
+// unpadding's generate_mask reads back nonzero() of the mask, the longest sequence and the token
+// count before the encoder;
+inline constexpr int kUnpadReadBacks = 3;
+// --dense_seq_output gathers the masked positions through nonzero() and a boolean-mask index;
+inline constexpr int kDenseSeqOutputReadBacks = 2;
+// Samsung's DDP communication hook passes the bucket's clip coefficient, a CUDA tensor, as the
+// float argument of apex's multi_tensor_scale (a read-back per bucket), around six eager ops with
+// a launch each (the bucket's L2 norm, clamp, scale, reciprocal, the in-place scaling, the NCCL
+// allreduce);
+inline constexpr int kBucketHookOps = 6;
+// after backward apex amp's dynamic loss scaler reads its overflow flag (update_scale), then per
+// parameter tensor amp allocates the f32 master gradient (empty_like, an eager op without a
+// kernel) and Samsung's zero_grad detaches and zeroes the fp16 gradient (two eager ops, one
+// launch);
+inline constexpr int kAmpEagerOpsPerTensor = 3;
+inline constexpr int kAmpLaunchesPerTensor = 1;
+// and DDP, constructed with broadcast_buffers on (its default), broadcasts every module buffer from
+// rank 0 before each forward: the FMHA module registers each layer's fused QKV weight and bias
+// (3H x H + 3H) as buffers, in fp16 under amp O2.
+inline constexpr double kFmhaBufferBytesPerElement = 2;
 
 }  // namespace mlbert::harness::simulate

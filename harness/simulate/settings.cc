@@ -63,6 +63,25 @@ double positive_number(const Setting& s) {
   throw std::invalid_argument("--set " + s.field + "=" + s.value + ": a number > 0 is required");
 }
 
+// "true" or "false".
+bool boolean(const Setting& s) {
+  if (s.value != "true" && s.value != "false")
+    throw std::invalid_argument("--set " + s.field + ": true or false");
+  return s.value == "true";
+}
+
+// A number >= 0 in `unit` (named in the error).
+double non_negative_number(const Setting& s, const std::string& unit) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s.value, &used);
+    if (used == s.value.size() && std::isfinite(v) && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--set " + s.field + "=" + s.value + ": a number >= 0 (" + unit +
+                              ") is required");
+}
+
 bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
   if (s.field.rfind("simulate.", 0) != 0) return false;
   const std::string name = s.field.substr(9);
@@ -75,36 +94,27 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
   } else if (name == "gradient_wire_bytes") {
     sim.gradient_wire_bytes = positive_number(s);
   } else if (name == "overlap") {
-    if (s.value != "true" && s.value != "false")
-      throw std::invalid_argument("--set simulate.overlap: true or false");
-    sim.overlap = s.value == "true";
+    sim.overlap = boolean(s);
   } else if (name == "host_us_per_kernel") {
-    try {
-      std::size_t used = 0;
-      const double v = std::stod(s.value, &used);
-      if (used != s.value.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument("");
-      sim.host_us_per_kernel = v;
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--set simulate.host_us_per_kernel=" + s.value +
-                                  ": a number >= 0 (microseconds) is required");
-    }
+    sim.host_us_per_kernel = non_negative_number(s, "microseconds");
   } else if (name == "optimizer_shard") {
     sim.optimizer_shard = optimizer_shard_from_string(s.value);
   } else if (name == "padded") {
-    if (s.value != "true" && s.value != "false")
-      throw std::invalid_argument("--set simulate.padded: true or false");
-    sim.padded = s.value == "true";
+    sim.padded = boolean(s);
+  } else if (name == "read_backs") {
+    sim.read_backs = boolean(s);
+  } else if (name == "broadcast_mb") {
+    sim.broadcast_mb = non_negative_number(s, "MB broadcast before each forward");
   } else if (name == "infinite_network") {
-    if (s.value != "true" && s.value != "false")
-      throw std::invalid_argument("--set simulate.infinite_network: true or false");
-    sim.infinite_network = s.value == "true";
+    sim.infinite_network = boolean(s);
   } else {
     throw std::invalid_argument(
         "--set " + s.field +
         ": unknown simulator setting (simulate.algorithm, "
         "simulate.nvlink_efficiency, simulate.nic_efficiency, "
         "simulate.gradient_wire_bytes, simulate.overlap, simulate.host_us_per_kernel, "
-        "simulate.optimizer_shard, simulate.padded, simulate.infinite_network)");
+        "simulate.optimizer_shard, simulate.padded, simulate.read_backs, simulate.broadcast_mb, "
+        "simulate.infinite_network)");
   }
   sim.notes.push_back("--set " + s.field + "=" + s.value);
   return true;
@@ -295,6 +305,13 @@ void apply_simulator_settings(const SimulatorSettings& sim, ClusterRun& cluster,
   }
   if (sim.optimizer_shard) options.optimizer_shard = *sim.optimizer_shard;
   if (sim.padded) options.padded = *sim.padded;
+  if (sim.read_backs && !*sim.read_backs) {
+    // What an implementation without read-backs inside its step would do (NVIDIA removed them to
+    // capture the step as a CUDA graph): no waits, and its host loops overlap the GPU's work.
+    options.syncs_before_encoder = options.syncs_before_heads = 0;
+    options.sync_per_bucket = options.sync_after_backward = false;
+  }
+  if (sim.broadcast_mb) options.forward_broadcast_bytes = *sim.broadcast_mb * 1e6;
   cluster.network.infinite = sim.infinite_network;
   if (sim.batch_changed) {
     // run.max_steps caps the file's own batch; a planner's new batch runs to convergence.

@@ -19,8 +19,6 @@
 namespace mlbert::harness::simulate {
 namespace {
 
-// Reading a norm back to the host and launching what depends on it (after-allreduce clipping).
-constexpr double kHostRoundTripSeconds = 20e-6;
 // The two int64 counts the evaluation sums over ranks.
 constexpr double kEvalCountBytes = 16;
 
@@ -70,7 +68,9 @@ struct BucketPlan {
   std::vector<double> bytes;         // per bucket, on the wire
   std::vector<double> norm_seconds;  // per bucket: one read of its f32 gradients
   std::vector<BackwardWork> done;    // backward work finished when the bucket is final
+  std::vector<std::size_t> ends;     // per bucket: the gradient elements final with it
   BackwardWork total;
+  std::size_t tensors = 0;   // parameter tensors
   double parameters = 0;     // elements of all tensors
   double flat_elements = 0;  // of the gradient buffer
 };
@@ -82,6 +82,7 @@ BucketPlan plan_buckets(const bert::BertConfig& model, const RunSpec& run, doubl
   const auto buckets = make_buckets(layout, flat, bucket_elements_for(run.bucket_mb));
   BucketPlan plan;
   plan.flat_elements = static_cast<double>(flat);
+  plan.tensors = layout.size();
   std::size_t t = 0;
   for (const Bucket& b : buckets) {
     while (t < layout.size() && layout[t].offset + layout[t].numel <= b.end) {
@@ -93,6 +94,7 @@ BucketPlan plan_buckets(const bert::BertConfig& model, const RunSpec& run, doubl
       ++t;
     }
     plan.done.push_back(plan.total);
+    plan.ends.push_back(b.end);
     plan.bytes.push_back(static_cast<double>(b.size()) * wire_bytes);
     plan.norm_seconds.push_back(static_cast<double>(b.size()) * norm_bytes /
                                 memory_bytes_per_second);
@@ -159,6 +161,30 @@ double evaluation_seconds(const LengthSource& lengths, const RunSpec& run, int w
   return slowest + allreduce_cost(network, kEvalCountBytes).seconds;
 }
 
+// The implementation's host events inside a training micro-step (SimulationOptions): read-backs
+// before the encoder and the heads, and after each gradient bucket's last kernel its hook.
+std::vector<HostEvent> micro_step_events(const KernelPlan& kernels, const BucketPlan& buckets,
+                                         const SimulationOptions& o) {
+  std::vector<HostEvent> events;
+  if (o.syncs_before_encoder > 0)
+    events.push_back(HostEvent{kernels.encoder_start, o.syncs_before_encoder, 0});
+  if (o.syncs_before_heads > 0)
+    events.push_back(HostEvent{kernels.heads_start, o.syncs_before_heads, 0});
+  if (o.sync_per_bucket) {
+    for (std::size_t end : buckets.ends) {
+      const auto ready =
+          std::find_if(kernels.grad_ready.begin(), kernels.grad_ready.end(),
+                       [&](const GradReady& g) { return g.flat_prefix >= end; });
+      if (ready == kernels.grad_ready.end())
+        throw std::logic_error("simulate: a gradient bucket the traced backward never finishes");
+      events.push_back(HostEvent{ready->kernels, 1, o.bucket_hook_seconds});
+    }
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const HostEvent& a, const HostEvent& b) { return a.before < b.before; });
+  return events;
+}
+
 // What a step costs besides the micro-steps' kernels: each bucket's reduction, the all-gather of a
 // sharded update, the norm and scaling passes, the optimizer.
 struct StepCosts {
@@ -197,7 +223,7 @@ StepCosts step_costs(const BucketPlan& plan, const RunSpec& run, const Simulatio
                      profile.memory_bytes_per_second;
   else if (run.clipping == ClippingMode::after_allreduce)
     c.clip_seconds = plan.flat_elements * sizeof(float) / profile.memory_bytes_per_second +
-                     kHostRoundTripSeconds;
+                     kReadBackSeconds;
   c.optimizer_seconds =
       plan.parameters * profile.optimizer_seconds_per_parameter(run.optimizer.kind) / c.shard;
   return c;
@@ -230,6 +256,7 @@ StepBreakdown& StepBreakdown::operator+=(const StepBreakdown& o) {
   exposed_comm += o.exposed_comm;
   clip += o.clip;
   optimizer += o.optimizer;
+  host += o.host;
   return *this;
 }
 
@@ -396,6 +423,16 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
   const StepCosts costs = step_costs(plan, run, options, profile, network);
   const std::vector<double>& bucket_seconds = costs.bucket_seconds;
   const bool bucket_clip = run.clipping == ClippingMode::bucket_before_allreduce;
+  const std::vector<HostEvent> events = micro_step_events(plan_, plan, options);
+  const double broadcast = broadcast_cost(network, options.forward_broadcast_bytes).seconds;
+  // After a read-back at the end of backward, the host's loops over the parameter tensors run
+  // while the GPU does the passes and the optimizer they issue; what the GPU does not hide.
+  const double between_steps_host =
+      options.sync_after_backward
+          ? kReadBackSeconds +
+                std::max(0.0, options.host_seconds_per_tensor * static_cast<double>(plan.tensors) -
+                                  (costs.clip_seconds + costs.optimizer_seconds))
+          : 0.0;
   const auto shape = [&](double tokens, double sequences, double predictions, double squares) {
     return MicroBatchShape{options.padded ? sequences * run.max_seq_length : tokens, sequences,
                            predictions, squares};
@@ -413,10 +450,10 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
       const KernelTime slow = KernelPlan::time(
           plan_.train,
           shape(w.slowest_tokens, w.slowest_sequences, w.slowest_predictions, w.slowest_squares),
-          rates);
+          rates, events);
       const KernelTime mean_time = KernelPlan::time(
           plan_.train, shape(w.mean_tokens, w.mean_sequences, w.mean_predictions, w.mean_squares),
-          rates);
+          rates, events);
       // The deal ranks by a linear cost; the kernel timeline of the mean work cannot exceed the
       // slowest rank's by more than rounding, and never counts as negative imbalance.
       const double slowest = slow.seconds, mean = std::min(mean_time.seconds, slowest);
@@ -425,7 +462,8 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
       b.exchange += exchange;
       b.compute += mean;
       b.imbalance += slowest - mean;
-      clock += exchange;
+      b.exposed_comm += broadcast;  // before the forward, every rank waits for it
+      clock += exchange + broadcast;
       if (a + 1 < accumulation) {
         clock += slowest;
         continue;
@@ -452,9 +490,10 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
       exposed = std::max(0.0, stream_free - backward_end);
     }
     p.comm_busy += costs.gather_seconds;
-    b.exposed_comm = exposed + costs.gather_seconds;
+    b.exposed_comm += exposed + costs.gather_seconds;
     b.clip = costs.clip_seconds;
     b.optimizer = costs.optimizer_seconds;
+    b.host = between_steps_host;
     p.mean_step += b;
     p.step_seconds.push_back(b.total());
     p.train_seconds += b.total();
@@ -467,6 +506,7 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
     p.mean_step.exposed_comm /= n;
     p.mean_step.clip /= n;
     p.mean_step.optimizer /= n;
+    p.mean_step.host /= n;
     p.comm_busy /= n;
     p.host_bound /= n;
     p.straggler_ratio = straggler_sum / static_cast<double>(steps * accumulation);
@@ -562,6 +602,7 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
     a.push_back(std::string("optimizer ") + to_string(run.optimizer.kind) +
                 " over every parameter on every rank (not sharded): " +
                 format_number(costs.optimizer_seconds * 1e3, 3) + " ms per step from the profile");
+  for (const auto& note : options.host_notes) a.push_back(note);
   a.push_back("evaluation: " + format_count(static_cast<double>(run.eval.eval_samples)) +
               " samples forward split over all ranks in batches of " +
               std::to_string(run.eval.batch_size) + ", then an allreduce of the counts");

@@ -82,6 +82,24 @@ struct SimulationOptions {
   // parameter), which then replace mlbert's after-allreduce clip pass; with what they are.
   double gradient_pass_bytes_per_parameter = 0;
   std::string gradient_passes;
+  // What a published implementation's host does that mlbert's does not (mlbert reads nothing
+  // back inside a step and keeps its parameters in one flat buffer; all off by default):
+  // read-backs before the encoder (unpadding reads the sequence lengths back) and before the
+  // heads (the masked positions as a dynamic shape); a read-back per gradient bucket in backward
+  // inside a communication hook costing `bucket_hook_seconds` of host work; a read-back after
+  // backward (a loss scaler's overflow flag), after which the host spends
+  // `host_seconds_per_tensor` on each parameter tensor (optimizer and zero_grad loops in Python)
+  // while the GPU runs the passes and the optimizer it issues; a broadcast of
+  // `forward_broadcast_bytes` before every forward (DDP's module buffers). `host_notes` says
+  // where each comes from.
+  int syncs_before_encoder = 0;
+  int syncs_before_heads = 0;
+  bool sync_per_bucket = false;
+  double bucket_hook_seconds = 0;
+  bool sync_after_backward = false;
+  double host_seconds_per_tensor = 0;
+  double forward_broadcast_bytes = 0;
+  std::vector<std::string> host_notes;
   // Simulate exactly this many steps with this many evaluations (a published run's own count)
   // instead of running to the convergence point.
   std::optional<std::int64_t> steps;
@@ -110,7 +128,10 @@ struct StepBreakdown {
   double exposed_comm = 0;  // gradient allreduce left after the slowest rank's backward
   double clip = 0;          // norm and scaling passes over the gradients, and their wait
   double optimizer = 0;
-  double total() const { return exchange + compute + imbalance + exposed_comm + clip + optimizer; }
+  double host = 0;  // between steps, the host's work the GPU waits for (after a read-back)
+  double total() const {
+    return exchange + compute + imbalance + exposed_comm + clip + optimizer + host;
+  }
   StepBreakdown& operator+=(const StepBreakdown& o);
 };
 

@@ -77,6 +77,15 @@ TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node ex
   CHECK(o.gradient_wire_bytes == 2);
   CHECK(o.bucket_norm_bytes_per_element == kDdpBucketNormBytes);
   CHECK(o.gradient_pass_bytes_per_parameter == kAmpUnscaleBytes);
+  // Its code's host side, from the same line: unpadding and the dense sequence output read back,
+  // the DDP hook reads each bucket's clip coefficient back, apex amp's scaler reads its flag.
+  CHECK(r.unpad);
+  CHECK(r.fmha);
+  CHECK(r.dense_seq_output);
+  CHECK(r.apex_amp);
+  CHECK(o.sync_per_bucket);
+  CHECK(o.sync_after_backward);
+  CHECK(o.forward_broadcast_bytes > 150e6);
 }
 
 TEST_CASE("a profile calibrated from one result reproduces that result's time", "[simulate]") {

@@ -57,6 +57,16 @@ SimulationOptions small_options() {
   return o;
 }
 
+// A100-like kernel rates with an eager framework's 10 us of issue per kernel.
+KernelRates a100_rates() {
+  KernelRates rates;
+  rates.tensor_flops_per_second = 150e12;
+  rates.memory_bytes_per_second = 1.7e12;
+  rates.multiprocessors = 108;
+  rates.host_seconds_per_kernel = 10e-6;
+  return rates;
+}
+
 ClusterRun samsung() {
   return cluster_from_system(load_system("samsung_dgxa100_128x8", systems_dir()));
 }
@@ -360,10 +370,7 @@ TEST_CASE("the traced kernels do BERT-large's training FLOPs (REFERENCE.md secti
 TEST_CASE("a micro-step is GPU-bound at large batch and waits for the host at small",
           "[simulate]") {
   const KernelPlan plan = trace_kernel_plan(mlbert::bert::BertConfig::preset("bert-large"));
-  KernelRates rates;
-  rates.tensor_flops_per_second = 150e12;
-  rates.memory_bytes_per_second = 1.7e12;
-  rates.multiprocessors = 108;
+  KernelRates rates = a100_rates();
   const MicroBatchShape large{56 * 260.0, 56, 56 * 39.0, 56 * 260.0 * 300};
   const MicroBatchShape small{40, 2, 6, 800};
   rates.host_seconds_per_kernel = 0;
@@ -388,6 +395,73 @@ TEST_CASE("a micro-step is GPU-bound at large batch and waits for the host at sm
     CHECK(t >= previous);
     previous = t;
   }
+}
+
+TEST_CASE("the trace marks where backward finishes each gradient prefix and where phases start",
+          "[simulate]") {
+  const mlbert::bert::BertConfig c = mlbert::bert::BertConfig::preset("bert-large");
+  const KernelPlan plan = trace_kernel_plan(c);
+  REQUIRE_FALSE(plan.grad_ready.empty());
+  const std::size_t flat = mlbert::bert::flat_size_of(mlbert::bert::bert_parameter_layout(c));
+  CHECK(plan.grad_ready.back().flat_prefix == flat);
+  for (std::size_t i = 1; i < plan.grad_ready.size(); ++i) {
+    CHECK(plan.grad_ready[i].flat_prefix > plan.grad_ready[i - 1].flat_prefix);
+    CHECK(plan.grad_ready[i].kernels >= plan.grad_ready[i - 1].kernels);
+  }
+  CHECK(plan.grad_ready.back().kernels <= plan.train.size());
+  // Embeddings, then the encoder, then the heads, then backward's gradients.
+  CHECK(plan.train[plan.encoder_start].op == "linear_forward");
+  CHECK(plan.encoder_start > 0);
+  CHECK(plan.heads_start > plan.encoder_start + 24 * 4);
+  CHECK(plan.grad_ready.front().kernels > plan.heads_start);
+}
+
+TEST_CASE("a read-back waits for every kernel issued before it, then costs a round trip",
+          "[simulate]") {
+  const KernelPlan plan = trace_kernel_plan(mlbert::bert::BertConfig::preset("bert-large"));
+  const KernelRates rates = a100_rates();
+  const MicroBatchShape shape{16 * 260.0, 16, 16 * 39.0, 16 * 260.0 * 300};
+  const double plain = KernelPlan::time(plan.train, shape, rates).seconds;
+  // Before the first kernel nothing is queued: a read-back and host work add exactly their time.
+  const double host = 1e-3;
+  const KernelTime first =
+      KernelPlan::time(plan.train, shape, rates, {HostEvent{0, 2, host}});
+  CHECK(first.seconds == Approx(plain + 2 * kReadBackSeconds + host));
+  // Mid-step the host has run ahead of the GPU: a read-back there loses that lead, so the GPU then
+  // waits for the next issue; never faster than without it.
+  const KernelTime mid =
+      KernelPlan::time(plan.train, shape, rates, {HostEvent{plan.heads_start, 1, 0}});
+  CHECK(mid.seconds > plain + kReadBackSeconds);
+  CHECK(mid.seconds < plain + kReadBackSeconds + 3 * rates.host_seconds_per_kernel);
+  // One read-back per gradient prefix costs more than one, and every event is counted once.
+  std::vector<HostEvent> every;
+  for (const GradReady& g : plan.grad_ready) every.push_back(HostEvent{g.kernels, 1, 50e-6});
+  const double all = KernelPlan::time(plan.train, shape, rates, every).seconds;
+  CHECK(all > mid.seconds);
+  CHECK(all >= plain + static_cast<double>(every.size()) * (kReadBackSeconds + 50e-6));
+}
+
+TEST_CASE("a broadcast costs every rank the whole buffer once, over the slowest link",
+          "[simulate]") {
+  NetworkSpec n;
+  n.nodes = 128;
+  n.gpus_per_node = 8;
+  n.nvlink_gbs = 300;
+  n.nics_per_node = 4;
+  n.nic_gbs_per_node = 100;
+  const double bytes = 151e6;
+  const double t = broadcast_cost(n, bytes).seconds;
+  CHECK(t > bytes / (100e9 * 0.96));  // at least the node's NIC time for the whole buffer
+  CHECK(t < 2 * bytes / (100e9 * 0.96) + 5e-3);
+  n.nic_gbs_per_node = 200;  // more NIC bandwidth never slows it
+  CHECK(broadcast_cost(n, bytes).seconds < t);
+  n.nodes = 1;
+  CHECK(broadcast_cost(n, bytes).seconds < t);
+  n.gpus_per_node = 1;
+  CHECK(broadcast_cost(n, bytes).seconds == 0);
+  n.gpus_per_node = 8;
+  n.infinite = true;
+  CHECK(broadcast_cost(n, bytes).seconds == 0);
 }
 
 TEST_CASE("wave quantization: one tile more than the SMs takes a second wave", "[simulate]") {
@@ -474,6 +548,88 @@ TEST_CASE("a published launch line sets how the implementation ran", "[simulate]
   PublishedResult bare;
   CHECK(simulation_options_for(bare, SimulationOptions()).host_seconds_per_kernel ==
         kDriverLaunchSeconds);
+  const SimulationOptions none = simulation_options_for(bare, SimulationOptions());
+  CHECK(none.syncs_before_encoder == 0);
+  CHECK_FALSE(none.sync_per_bucket);
+  CHECK(none.forward_broadcast_bytes == 0);
+}
+
+TEST_CASE("the published implementation's read-backs, host loops and buffer broadcast",
+          "[simulate]") {
+  PublishedResult r;
+  r.framework = "PyTorch NVIDIA Release 21.09";
+  r.unpad = r.fmha = r.dense_seq_output = true;
+  // NVIDIA's eager path: unpadding and the dense sequence output read back; no hook, no scaler.
+  SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.syncs_before_encoder == kUnpadReadBacks);
+  CHECK(o.syncs_before_heads == kDenseSeqOutputReadBacks);
+  CHECK_FALSE(o.sync_per_bucket);
+  CHECK_FALSE(o.sync_after_backward);
+  CHECK(o.forward_broadcast_bytes == 0);
+  // Samsung's DDP path with apex amp: a read-back per bucket, one after backward with the
+  // per-tensor loops, and DDP broadcasting the FMHA layers' QKV buffers before every forward.
+  r.bucket_clipping = r.apex_amp = true;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.sync_per_bucket);
+  CHECK(o.bucket_hook_seconds == Approx(kBucketHookOps * 10e-6));
+  CHECK(o.sync_after_backward);
+  CHECK(o.host_seconds_per_tensor == Approx(3 * 7e-6 + 3e-6));
+  CHECK(o.forward_broadcast_bytes == 24.0 * (3 * 1024 * 1024 + 3 * 1024) * 2);
+  CHECK(o.host_notes.size() == 5);
+  // What-ifs on a published result: no read-backs inside the step, no buffers broadcast.
+  ClusterRun cluster = samsung();
+  SimulationOptions what_if = o;
+  apply_result_settings({parse_setting("simulate.read_backs=false"),
+                         parse_setting("simulate.broadcast_mb=0")},
+                        cluster, what_if);
+  CHECK(what_if.syncs_before_encoder == 0);
+  CHECK(what_if.syncs_before_heads == 0);
+  CHECK_FALSE(what_if.sync_per_bucket);
+  CHECK_FALSE(what_if.sync_after_backward);
+  CHECK(what_if.forward_broadcast_bytes == 0);
+  CHECK_THROWS_WITH(
+      apply_result_settings({parse_setting("simulate.broadcast_mb=-1")}, cluster, what_if),
+      Catch::Contains("simulate.broadcast_mb=-1: a number >= 0"));
+  // Without FMHA no buffers; CUDA graphs replay the step with no read-back at all.
+  r.fmha = false;
+  CHECK(simulation_options_for(r, SimulationOptions()).forward_broadcast_bytes == 0);
+  r.cuda_graph = true;
+  o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.syncs_before_encoder == 0);
+  CHECK_FALSE(o.sync_per_bucket);
+  CHECK_FALSE(o.sync_after_backward);
+}
+
+TEST_CASE("read-backs, host loops and a buffer broadcast each lengthen the predicted step",
+          "[simulate]") {
+  const ClusterRun cluster = samsung();
+  const AcceleratorProfile profile = test_profile();
+  SimulationOptions options = small_options();
+  options.host_seconds_per_kernel = 10e-6;
+  const Prediction base = predict(cluster, profile, options);
+  CHECK(base.mean_step.host == 0);
+  SimulationOptions synced = options;
+  synced.syncs_before_encoder = 3;
+  synced.sync_per_bucket = true;
+  synced.bucket_hook_seconds = 60e-6;
+  const Prediction with_syncs = predict(cluster, profile, synced);
+  // Each of the 37 buckets' read-backs drains the queue and pays the hook before backward goes on.
+  CHECK(with_syncs.mean_step.compute >
+        base.mean_step.compute + 37 * (kReadBackSeconds + 60e-6));
+  SimulationOptions looped = options;
+  looped.sync_after_backward = true;
+  looped.host_seconds_per_tensor = 1e-3;  // far more than the GPU's passes and optimizer
+  const Prediction with_loops = predict(cluster, profile, looped);
+  const double tensors =
+      static_cast<double>(mlbert::bert::bert_parameter_layout(cluster.model).size());
+  CHECK(with_loops.mean_step.host ==
+        Approx(kReadBackSeconds + tensors * 1e-3 -
+               (base.mean_step.clip + base.mean_step.optimizer)));
+  SimulationOptions broadcast = options;
+  broadcast.forward_broadcast_bytes = 151e6;
+  const Prediction with_broadcast = predict(cluster, profile, broadcast);
+  CHECK(with_broadcast.mean_step.exposed_comm ==
+        Approx(base.mean_step.exposed_comm + broadcast_cost(cluster.network, 151e6).seconds));
 }
 
 TEST_CASE("settings: nodes keeps the global batch, quotas follow the per-rank batch",
@@ -544,7 +700,7 @@ TEST_CASE("a sweep's plot stacks every component to the predicted time", "[simul
   for (const SweepPoint& s : points) {
     const TimeComponents t = components_of(s.prediction);
     CHECK(t.run_start + t.compute + t.imbalance + t.exposed_comm + t.exchange + t.clip +
-              t.optimizer + t.evaluation ==
+              t.optimizer + t.host + t.evaluation ==
           Approx(s.prediction.total_seconds));
   }
   const std::string svg = sweep_svg("nodes", points);
