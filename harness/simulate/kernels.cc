@@ -415,8 +415,10 @@ KernelPlan trace_kernel_plan(const bert::BertConfig& config) {
     for (std::size_t i = 0; same && i < t.grad_ready.size(); ++i)
       same = t.grad_ready[i].kernels == plan.grad_ready[i].kernels &&
              t.grad_ready[i].flat_prefix == plan.grad_ready[i].flat_prefix;
-    if (!same) throw std::logic_error("kernel trace: gradients become final at other kernels for "
-                                      "another micro-batch shape");
+    if (!same)
+      throw std::logic_error(
+          "kernel trace: gradients become final at other kernels for "
+          "another micro-batch shape");
   }
   const auto first = [&](const char* op) {
     for (std::size_t i = 0; i < plan.train.size(); ++i)

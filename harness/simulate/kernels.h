@@ -94,8 +94,8 @@ struct HostEvent {
 inline constexpr double kReadBackSeconds = 20e-6;
 
 struct KernelPlan {
-  std::vector<Kernel> train;  // forward_backward of one micro-batch
-  std::vector<Kernel> eval;   // evaluate of one batch
+  std::vector<Kernel> train;          // forward_backward of one micro-batch
+  std::vector<Kernel> eval;           // evaluate of one batch
   std::vector<GradReady> grad_ready;  // in backward order, the last one the whole buffer
   std::size_t encoder_start = 0;      // the first kernel after the embeddings
   std::size_t heads_start = 0;        // the first kernel of the pretraining heads' forward

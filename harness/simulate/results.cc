@@ -393,12 +393,10 @@ void implementation_host(const PublishedResult& r, SimulationOptions& o) {
       "(the clip coefficient, a CUDA tensor, passed as apex multi_tensor_scale's float argument) "
       "as backward finishes it, and " +
       std::to_string(kBucketHookOps) + " eager ops with a launch each (" +
-      std::to_string(static_cast<int>(std::lround(o.bucket_hook_seconds * 1e6))) +
-      " us of host)");
+      std::to_string(static_cast<int>(std::lround(o.bucket_hook_seconds * 1e6))) + " us of host)");
   if (r.apex_amp) {
     o.sync_after_backward = true;
-    o.host_seconds_per_tensor =
-        kAmpEagerOpsPerTensor * eager_op + kAmpLaunchesPerTensor * launch;
+    o.host_seconds_per_tensor = kAmpEagerOpsPerTensor * eager_op + kAmpLaunchesPerTensor * launch;
     o.host_notes.push_back(
         "--use_apex_amp: the loss scaler reads its overflow flag back after backward; then per "
         "parameter tensor amp's empty_like of the f32 master gradient and zero_grad's detach and "
@@ -411,8 +409,8 @@ void implementation_host(const PublishedResult& r, SimulationOptions& o) {
   if (r.fmha) {
     const bert::BertConfig model = bert::BertConfig::preset("bert-large");
     const double h = static_cast<double>(model.hidden_size);
-    o.forward_broadcast_bytes = static_cast<double>(model.num_hidden_layers) *
-                                (3 * h * h + 3 * h) * kFmhaBufferBytesPerElement;
+    o.forward_broadcast_bytes = static_cast<double>(model.num_hidden_layers) * (3 * h * h + 3 * h) *
+                                kFmhaBufferBytesPerElement;
     o.host_notes.push_back(
         "DDP's broadcast_buffers (on by default): before each forward rank 0 broadcasts the "
         "module buffers, the FMHA layers' fused QKV weights and biases (fmha.py registers them as "

@@ -41,9 +41,9 @@ struct SimulatorSettings {
   std::optional<OptimizerShard> optimizer_shard;  // simulate.optimizer_shard
   std::optional<bool> padded;                     // simulate.padded
   std::optional<bool> read_backs;  // simulate.read_backs=false: none inside a step (true: as read)
-  std::optional<double> broadcast_mb;             // simulate.broadcast_mb: buffers per forward
-  std::vector<std::string> notes;                 // what the settings changed, for the assumptions
-  bool batch_changed = false;                     // the global batch size differs from the file's
+  std::optional<double> broadcast_mb;  // simulate.broadcast_mb: buffers per forward
+  std::vector<std::string> notes;      // what the settings changed, for the assumptions
+  bool batch_changed = false;          // the global batch size differs from the file's
 };
 
 // Applies `settings` to a system file's JSON; `origin` names the file in errors. Throws

@@ -172,9 +172,8 @@ std::vector<HostEvent> micro_step_events(const KernelPlan& kernels, const Bucket
     events.push_back(HostEvent{kernels.heads_start, o.syncs_before_heads, 0});
   if (o.sync_per_bucket) {
     for (std::size_t end : buckets.ends) {
-      const auto ready =
-          std::find_if(kernels.grad_ready.begin(), kernels.grad_ready.end(),
-                       [&](const GradReady& g) { return g.flat_prefix >= end; });
+      const auto ready = std::find_if(kernels.grad_ready.begin(), kernels.grad_ready.end(),
+                                      [&](const GradReady& g) { return g.flat_prefix >= end; });
       if (ready == kernels.grad_ready.end())
         throw std::logic_error("simulate: a gradient bucket the traced backward never finishes");
       events.push_back(HostEvent{ready->kernels, 1, o.bucket_hook_seconds});
@@ -222,8 +221,8 @@ StepCosts step_costs(const BucketPlan& plan, const RunSpec& run, const Simulatio
     c.clip_seconds = plan.parameters * options.gradient_pass_bytes_per_parameter /
                      profile.memory_bytes_per_second;
   else if (run.clipping == ClippingMode::after_allreduce)
-    c.clip_seconds = plan.flat_elements * sizeof(float) / profile.memory_bytes_per_second +
-                     kReadBackSeconds;
+    c.clip_seconds =
+        plan.flat_elements * sizeof(float) / profile.memory_bytes_per_second + kReadBackSeconds;
   c.optimizer_seconds =
       plan.parameters * profile.optimizer_seconds_per_parameter(run.optimizer.kind) / c.shard;
   return c;

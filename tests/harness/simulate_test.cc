@@ -424,8 +424,7 @@ TEST_CASE("a read-back waits for every kernel issued before it, then costs a rou
   const double plain = KernelPlan::time(plan.train, shape, rates).seconds;
   // Before the first kernel nothing is queued: a read-back and host work add exactly their time.
   const double host = 1e-3;
-  const KernelTime first =
-      KernelPlan::time(plan.train, shape, rates, {HostEvent{0, 2, host}});
+  const KernelTime first = KernelPlan::time(plan.train, shape, rates, {HostEvent{0, 2, host}});
   CHECK(first.seconds == Approx(plain + 2 * kReadBackSeconds + host));
   // Mid-step the host has run ahead of the GPU: a read-back there loses that lead, so the GPU then
   // waits for the next issue; never faster than without it.
@@ -579,9 +578,9 @@ TEST_CASE("the published implementation's read-backs, host loops and buffer broa
   // What-ifs on a published result: no read-backs inside the step, no buffers broadcast.
   ClusterRun cluster = samsung();
   SimulationOptions what_if = o;
-  apply_result_settings({parse_setting("simulate.read_backs=false"),
-                         parse_setting("simulate.broadcast_mb=0")},
-                        cluster, what_if);
+  apply_result_settings(
+      {parse_setting("simulate.read_backs=false"), parse_setting("simulate.broadcast_mb=0")},
+      cluster, what_if);
   CHECK(what_if.syncs_before_encoder == 0);
   CHECK(what_if.syncs_before_heads == 0);
   CHECK_FALSE(what_if.sync_per_bucket);
@@ -614,17 +613,15 @@ TEST_CASE("read-backs, host loops and a buffer broadcast each lengthen the predi
   synced.bucket_hook_seconds = 60e-6;
   const Prediction with_syncs = predict(cluster, profile, synced);
   // Each of the 37 buckets' read-backs drains the queue and pays the hook before backward goes on.
-  CHECK(with_syncs.mean_step.compute >
-        base.mean_step.compute + 37 * (kReadBackSeconds + 60e-6));
+  CHECK(with_syncs.mean_step.compute > base.mean_step.compute + 37 * (kReadBackSeconds + 60e-6));
   SimulationOptions looped = options;
   looped.sync_after_backward = true;
   looped.host_seconds_per_tensor = 1e-3;  // far more than the GPU's passes and optimizer
   const Prediction with_loops = predict(cluster, profile, looped);
   const double tensors =
       static_cast<double>(mlbert::bert::bert_parameter_layout(cluster.model).size());
-  CHECK(with_loops.mean_step.host ==
-        Approx(kReadBackSeconds + tensors * 1e-3 -
-               (base.mean_step.clip + base.mean_step.optimizer)));
+  CHECK(with_loops.mean_step.host == Approx(kReadBackSeconds + tensors * 1e-3 -
+                                            (base.mean_step.clip + base.mean_step.optimizer)));
   SimulationOptions broadcast = options;
   broadcast.forward_broadcast_bytes = 151e6;
   const Prediction with_broadcast = predict(cluster, profile, broadcast);
