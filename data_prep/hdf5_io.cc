@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "common/atomic_file.h"
 #include "data_prep/hdf5_direct.h"
+#include "data_prep/shard_rows.h"
 
 namespace mlbert::data {
 namespace {
@@ -61,10 +63,6 @@ void quiet_hdf5() {
   (void)once;
 }
 
-std::string where(const std::filesystem::path& path, const char* dataset) {
-  return path.string() + ": dataset '" + dataset + "'";
-}
-
 // ------------------------------------------------------------------------------------------------
 // Writing
 
@@ -91,10 +89,11 @@ void write_2d(hid_t file, const std::filesystem::path& path, const char* name, h
   H5Id space(H5Screate_simple(cols ? 2 : 1, dims, nullptr), H5Sclose);
   H5Id dset(H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
             H5Dclose);
-  if (!dset.valid()) throw std::runtime_error(where(path, name) + ": cannot create dataset");
+  if (!dset.valid())
+    throw std::runtime_error(dataset_where(path, name) + ": cannot create dataset");
   if (rows > 0 &&
       H5Dwrite(dset.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0) {
-    throw std::runtime_error(where(path, name) + ": write failed");
+    throw std::runtime_error(dataset_where(path, name) + ": write failed");
   }
 }
 
@@ -115,10 +114,11 @@ void write_vlen(hid_t file, const std::filesystem::path& path, const char* name,
   H5Id dset(
       H5Dcreate2(file, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
       H5Dclose);
-  if (!dset.valid()) throw std::runtime_error(where(path, name) + ": cannot create dataset");
+  if (!dset.valid())
+    throw std::runtime_error(dataset_where(path, name) + ": cannot create dataset");
   if (rows > 0 &&
       H5Dwrite(dset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, vl.data()) < 0) {
-    throw std::runtime_error(where(path, name) + ": write failed");
+    throw std::runtime_error(dataset_where(path, name) + ": write failed");
   }
 }
 
@@ -153,7 +153,7 @@ void check_stored(const Dataset& d, const std::filesystem::path& path, const cha
   const unsigned __int128 claimed =
       static_cast<unsigned __int128>(rows) * cols * std::max<size_t>(element_bytes, 1);
   if (claimed > kMaxCompressionRatio * d.stored_bytes) {
-    throw std::runtime_error(where(path, name) + ": claims " + std::to_string(d.dims[0]) +
+    throw std::runtime_error(dataset_where(path, name) + ": claims " + std::to_string(d.dims[0]) +
                              " rows but the file stores only " + std::to_string(d.stored_bytes) +
                              " bytes for it (truncated or corrupt file?)");
   }
@@ -162,16 +162,16 @@ void check_stored(const Dataset& d, const std::filesystem::path& path, const cha
 Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* name) {
   Dataset d;
   if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
-    throw std::runtime_error(where(path, name) + ": missing");
+    throw std::runtime_error(dataset_where(path, name) + ": missing");
   }
   d.dset = H5Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
   if (!d.dset.valid())
-    throw std::runtime_error(where(path, name) + ": cannot open (corrupt file?)");
+    throw std::runtime_error(dataset_where(path, name) + ": cannot open (corrupt file?)");
   d.space = H5Id(H5Dget_space(d.dset.get()), H5Sclose);
   d.type = H5Id(H5Dget_type(d.dset.get()), H5Tclose);
   d.rank = H5Sget_simple_extent_ndims(d.space.get());
   if (d.rank < 1 || d.rank > 2) {
-    throw std::runtime_error(where(path, name) + ": expected 1 or 2 dimensions, found " +
+    throw std::runtime_error(dataset_where(path, name) + ": expected 1 or 2 dimensions, found " +
                              std::to_string(d.rank));
   }
   H5Sget_simple_extent_dims(d.space.get(), d.dims, nullptr);
@@ -180,14 +180,14 @@ Dataset open_dataset(hid_t file, const std::filesystem::path& path, const char* 
   if (cls == H5T_VLEN) {
     H5Id super(H5Tget_super(d.type.get()), H5Tclose);
     if (H5Tget_class(super.get()) != H5T_INTEGER) {
-      throw std::runtime_error(where(path, name) +
+      throw std::runtime_error(dataset_where(path, name) +
                                ": expected variable-length integers, found another element type");
     }
     d.vlen = true;
   } else if (cls != H5T_INTEGER) {
-    throw std::runtime_error(where(path, name) + ": expected an integer dtype, found class " +
-                             std::to_string(static_cast<int>(cls)) +
-                             (cls == H5T_FLOAT ? " (float)" : ""));
+    throw std::runtime_error(
+        dataset_where(path, name) + ": expected an integer dtype, found class " +
+        std::to_string(static_cast<int>(cls)) + (cls == H5T_FLOAT ? " (float)" : ""));
   }
   return d;
 }
@@ -218,7 +218,8 @@ std::vector<int32_t> read_fixed(Dataset& d, const std::filesystem::path& path, c
   H5Id mem_space(H5Screate_simple(d.rank, extent, nullptr), H5Sclose);
   auto read_as = [&](hid_t mem_type, void* buf) {
     if (H5Dread(d.dset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buf) < 0) {
-      throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
+      throw std::runtime_error(dataset_where(path, name) +
+                               ": read failed (truncated or corrupt file?)");
     }
   };
   switch (direct_size(d.type.get())) {
@@ -252,7 +253,8 @@ void read_vlen_as(Dataset& d, const std::filesystem::path& path, const char* nam
   H5Id mem_type(H5Tvlen_create(native), H5Tclose);
   if (H5Dread(d.dset.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
               vl.data()) < 0) {
-    throw std::runtime_error(where(path, name) + ": read failed (truncated or corrupt file?)");
+    throw std::runtime_error(dataset_where(path, name) +
+                             ": read failed (truncated or corrupt file?)");
   }
   size_t total = 0;
   for (const hvl_t& v : vl) total += v.len;
@@ -318,85 +320,16 @@ Layout detect(const File& f, const std::filesystem::path& path) {
   Dataset d = open_dataset(f.get(), path, "input_ids");
   if (d.vlen) return Layout::kVarlen;
   if (d.rank != 2) {
-    throw std::runtime_error(where(path, "input_ids") +
+    throw std::runtime_error(dataset_where(path, "input_ids") +
                              ": fixed layout needs shape [N, max_seq_length], found 1-D");
   }
   return Layout::kFixed;
 }
 
-[[noreturn]] void row_error(const std::filesystem::path& path, const char* dataset, int64_t row,
-                            const std::string& what) {
-  throw std::runtime_error(where(path, dataset) + " row " + std::to_string(row) + ": " + what);
-}
-
-void check_id(const std::filesystem::path& path, const char* dataset, int64_t row, int32_t id,
-              int32_t vocab_size) {
-  if (id < 0) row_error(path, dataset, row, "negative token id " + std::to_string(id));
-  if (vocab_size > 0 && id >= vocab_size) {
-    row_error(path, dataset, row,
-              "token id " + std::to_string(id) + " >= vocab size " + std::to_string(vocab_size));
-  }
-}
-
-// Checks one sequence (shared by all layouts once decoded). `row` is the HDF5 row.
-void check_sample(const std::filesystem::path& path, int64_t row, const Sample& s,
-                  const ReadOptions& o, int32_t max_predictions) {
-  if (s.input_ids.empty()) row_error(path, "input_ids", row, "empty sequence");
-  if (s.length() > o.format.max_seq_length) {
-    row_error(path, "input_ids", row,
-              "length " + std::to_string(s.length()) + " > max_seq_length " +
-                  std::to_string(o.format.max_seq_length));
-  }
-  if (s.segment_ids.size() != s.input_ids.size()) {
-    row_error(path, "segment_ids", row,
-              "length " + std::to_string(s.segment_ids.size()) + " != input_ids length " +
-                  std::to_string(s.input_ids.size()));
-  }
-  for (int32_t id : s.input_ids) check_id(path, "input_ids", row, id, o.vocab_size);
-  for (int8_t seg : s.segment_ids) {
-    if (seg != 0 && seg != 1) {
-      row_error(path, "segment_ids", row, "segment id " + std::to_string(seg) + " is not 0 or 1");
-    }
-  }
-  if (s.masked_lm_ids.size() != s.masked_lm_positions.size()) {
-    row_error(path, "masked_lm_ids", row,
-              std::to_string(s.masked_lm_ids.size()) + " ids for " +
-                  std::to_string(s.masked_lm_positions.size()) + " masked_lm_positions");
-  }
-  if (static_cast<int32_t>(s.masked_lm_positions.size()) > max_predictions) {
-    row_error(path, "masked_lm_positions", row,
-              std::to_string(s.masked_lm_positions.size()) + " predictions > " +
-                  std::to_string(max_predictions));
-  }
-  int32_t previous = 0;
-  for (int32_t p : s.masked_lm_positions) {
-    if (p <= 0 || p >= s.length()) {
-      row_error(
-          path, "masked_lm_positions", row,
-          "position " + std::to_string(p) + " outside [1, " + std::to_string(s.length()) + ")");
-    }
-    if (p <= previous) {
-      row_error(path, "masked_lm_positions", row, "positions are not strictly increasing");
-    }
-    previous = p;
-  }
-  for (int32_t id : s.masked_lm_ids) check_id(path, "masked_lm_ids", row, id, o.vocab_size);
-  if (s.next_sentence_label != 0 && s.next_sentence_label != 1) {
-    row_error(path, "next_sentence_labels", row,
-              "label " + std::to_string(s.next_sentence_label) + " is not 0 or 1");
-  }
-}
-
-int8_t to_label(const std::filesystem::path& path, const char* dataset, int64_t row, int32_t v) {
-  if (v != 0 && v != 1)
-    row_error(path, dataset, row, "value " + std::to_string(v) + " is not 0 or 1");
-  return static_cast<int8_t>(v);
-}
-
 void expect_rows(const Dataset& d, const std::filesystem::path& path, const char* name,
                  hsize_t rows) {
   if (d.dims[0] != rows) {
-    throw std::runtime_error(where(path, name) + ": " + std::to_string(d.dims[0]) +
+    throw std::runtime_error(dataset_where(path, name) + ": " + std::to_string(d.dims[0]) +
                              " rows, but input_ids has " + std::to_string(rows));
   }
 }
@@ -438,7 +371,8 @@ ShardDatasets open_fixed(const File& f, const std::filesystem::path& path) {
                              ": masked_lm_positions/masked_lm_ids must both be [N, P]");
   }
   if (nsp.vlen || !(nsp.rank == 1 || (nsp.rank == 2 && nsp.dims[1] == 1))) {
-    throw std::runtime_error(where(path, "next_sentence_labels") + ": must be [N] or [N, 1]");
+    throw std::runtime_error(dataset_where(path, "next_sentence_labels") +
+                             ": must be [N] or [N, 1]");
   }
   for (size_t k = 1; k < s.d.size(); ++k) expect_rows(s.d[k], path, kFixedNames[k], s.rows);
   s.predictions = pos.dims[1];
@@ -452,13 +386,14 @@ ShardDatasets open_varlen(const File& f, const std::filesystem::path& path) {
   s.rows = s.d[0].dims[0];
   for (size_t k = 0; k < 4; ++k) {
     if (!s.d[k].vlen || s.d[k].rank != 1) {
-      throw std::runtime_error(where(path, kVarlenNames[k]) +
+      throw std::runtime_error(dataset_where(path, kVarlenNames[k]) +
                                ": varlen layout needs a 1-D vlen dataset");
     }
     expect_rows(s.d[k], path, kVarlenNames[k], s.rows);
   }
   if (s.d[4].vlen || s.d[4].rank != 1) {
-    throw std::runtime_error(where(path, "next_sentence_labels") + ": must be a 1-D integer [N]");
+    throw std::runtime_error(dataset_where(path, "next_sentence_labels") +
+                             ": must be a 1-D integer [N]");
   }
   expect_rows(s.d[4], path, "next_sentence_labels", s.rows);
   return s;
@@ -471,7 +406,7 @@ ShardDatasets open_packed(const File& f, const std::filesystem::path& path) {
   s.rows = s.d[0].dims[0];
   for (size_t k = 0; k < s.d.size(); ++k) {
     if (!s.d[k].vlen || s.d[k].rank != 1) {
-      throw std::runtime_error(where(path, kPackedNames[k]) +
+      throw std::runtime_error(dataset_where(path, kPackedNames[k]) +
                                ": packed layout needs a 1-D vlen dataset");
     }
     expect_rows(s.d[k], path, kPackedNames[k], s.rows);
@@ -502,158 +437,38 @@ void check_range(const ShardDatasets& s, const std::filesystem::path& path, hsiz
 
 std::vector<Sample> read_fixed_rows(ShardDatasets& sd, const std::filesystem::path& path,
                                     hsize_t begin, hsize_t count, const ReadOptions& o) {
-  const hsize_t width = sd.width;
-  if (width > static_cast<hsize_t>(o.format.max_seq_length)) {
-    throw std::runtime_error(where(path, "input_ids") + ": width " + std::to_string(width) +
-                             " > max_seq_length " + std::to_string(o.format.max_seq_length));
-  }
+  check_fixed_width(sd.width, path, o);
   check_range(sd, path, begin, count);
-  const auto v_ids = read_fixed(sd.d[0], path, "input_ids", begin, count);
-  const auto v_mask = read_fixed(sd.d[1], path, "input_mask", begin, count);
-  const auto v_seg = read_fixed(sd.d[2], path, "segment_ids", begin, count);
-  const auto v_pos = read_fixed(sd.d[3], path, "masked_lm_positions", begin, count);
-  const auto v_mids = read_fixed(sd.d[4], path, "masked_lm_ids", begin, count);
-  const auto v_nsp = read_fixed(sd.d[5], path, "next_sentence_labels", begin, count);
-  const hsize_t p_width = sd.predictions;
-  std::vector<Sample> out(count);
-  for (hsize_t r = 0; r < count; ++r) {
-    const int64_t row = static_cast<int64_t>(begin + r);
-    Sample& s = out[r];
-    const int32_t* m = &v_mask[r * width];
-    hsize_t len = 0;
-    while (len < width && m[len] == 1) ++len;
-    for (hsize_t k = len; k < width; ++k) {
-      if (m[k] != 0) {
-        row_error(
-            path, "input_mask", row,
-            "mask is not a prefix of ones followed by zeros (column " + std::to_string(k) + ")");
-      }
-    }
-    s.input_ids.assign(&v_ids[r * width], &v_ids[r * width] + len);
-    s.segment_ids.resize(len);
-    for (hsize_t k = 0; k < len; ++k) {
-      const int32_t v = v_seg[r * width + k];
-      if (v != 0 && v != 1) row_error(path, "segment_ids", row, "segment id " + std::to_string(v));
-      s.segment_ids[k] = static_cast<int8_t>(v);
-    }
-    for (hsize_t k = len; k < width; ++k) {
-      if (v_ids[r * width + k] != 0) {
-        row_error(path, "input_ids", row, "non-zero id in padding at column " + std::to_string(k));
-      }
-    }
-    for (hsize_t k = 0; k < p_width; ++k) {
-      const int32_t p = v_pos[r * p_width + k];
-      if (p == 0) continue;  // padding / no prediction
-      s.masked_lm_positions.push_back(p);
-      s.masked_lm_ids.push_back(v_mids[r * p_width + k]);
-    }
-    s.next_sentence_label = to_label(path, "next_sentence_labels", row, v_nsp[r]);
-    check_sample(path, row, s, o, static_cast<int32_t>(p_width));
-  }
-  return out;
+  FixedColumns c;
+  c.rows = count;
+  c.width = sd.width;
+  c.predictions = sd.predictions;
+  c.ids = read_fixed(sd.d[0], path, "input_ids", begin, count);
+  c.mask = read_fixed(sd.d[1], path, "input_mask", begin, count);
+  c.segments = read_fixed(sd.d[2], path, "segment_ids", begin, count);
+  c.positions = read_fixed(sd.d[3], path, "masked_lm_positions", begin, count);
+  c.masked_ids = read_fixed(sd.d[4], path, "masked_lm_ids", begin, count);
+  c.labels = read_fixed(sd.d[5], path, "next_sentence_labels", begin, count);
+  return decode_fixed_rows(c, path, static_cast<int64_t>(begin), o);
 }
 
 std::vector<Sample> read_varlen_rows(ShardDatasets& sd, const std::filesystem::path& path,
                                      hsize_t begin, hsize_t count, const ReadOptions& o) {
   check_range(sd, path, begin, count);
-  std::vector<int32_t> f_ids, f_seg, f_pos, f_mids;
-  std::vector<size_t> o_ids, o_seg, o_pos, o_mids;
-  read_vlen(sd.d[0], path, "input_ids", begin, count, f_ids, o_ids);
-  read_vlen(sd.d[1], path, "segment_ids", begin, count, f_seg, o_seg);
-  read_vlen(sd.d[2], path, "masked_lm_positions", begin, count, f_pos, o_pos);
-  read_vlen(sd.d[3], path, "masked_lm_ids", begin, count, f_mids, o_mids);
-  const auto v_nsp = read_fixed(sd.d[4], path, "next_sentence_labels", begin, count);
-  std::vector<Sample> out(count);
-  for (hsize_t r = 0; r < count; ++r) {
-    const int64_t row = static_cast<int64_t>(begin + r);
-    Sample& s = out[r];
-    s.input_ids.assign(f_ids.begin() + o_ids[r], f_ids.begin() + o_ids[r + 1]);
-    for (size_t k = o_seg[r]; k < o_seg[r + 1]; ++k) {
-      const int32_t v = f_seg[k];
-      if (v != 0 && v != 1) row_error(path, "segment_ids", row, "segment id " + std::to_string(v));
-      s.segment_ids.push_back(static_cast<int8_t>(v));
-    }
-    s.masked_lm_positions.assign(f_pos.begin() + o_pos[r], f_pos.begin() + o_pos[r + 1]);
-    s.masked_lm_ids.assign(f_mids.begin() + o_mids[r], f_mids.begin() + o_mids[r + 1]);
-    s.next_sentence_label = to_label(path, "next_sentence_labels", row, v_nsp[r]);
-    check_sample(path, row, s, o, o.format.max_predictions_per_seq);
-  }
-  return out;
+  std::array<VlenColumn, 4> c;
+  for (size_t k = 0; k < c.size(); ++k)
+    read_vlen(sd.d[k], path, kVarlenNames[k], begin, count, c[k].values, c[k].offsets);
+  const auto labels = read_fixed(sd.d[4], path, "next_sentence_labels", begin, count);
+  return decode_varlen_rows(c, labels, path, static_cast<int64_t>(begin), o);
 }
 
 std::vector<PackedRow> read_packed_rows(ShardDatasets& sd, const std::filesystem::path& path,
                                         hsize_t begin, hsize_t count, const ReadOptions& o) {
   check_range(sd, path, begin, count);
-  std::vector<Dataset>& ds = sd.d;
-  const char* const* names = kPackedNames;
-  std::vector<std::vector<int32_t>> flat(ds.size());
-  std::vector<std::vector<size_t>> off(ds.size());
-  for (size_t k = 0; k < ds.size(); ++k)
-    read_vlen(ds[k], path, names[k], begin, count, flat[k], off[k]);
-  std::vector<PackedRow> out(count);
-  for (hsize_t r = 0; r < count; ++r) {
-    const int64_t row = static_cast<int64_t>(begin + r);
-    auto span_of = [&](size_t k) {
-      return std::span<const int32_t>(flat[k].data() + off[k][r], off[k][r + 1] - off[k][r]);
-    };
-    const auto ids = span_of(0), seg = span_of(1), pos = span_of(2), mids = span_of(3),
-               nsp = span_of(4), in_len = span_of(5), m_len = span_of(6);
-    const size_t seqs = in_len.size();
-    if (seqs == 0 || seqs > static_cast<size_t>(o.format.max_sequences_per_row)) {
-      row_error(path, "packed_input_len", row,
-                std::to_string(seqs) + " sequences; expected 1.." +
-                    std::to_string(o.format.max_sequences_per_row));
-    }
-    if (m_len.size() != seqs || nsp.size() != seqs) {
-      row_error(path, "packed_masked_lm_len", row,
-                "packed_masked_lm_len / next_sentence_labels do not list one entry per sequence");
-    }
-    if (static_cast<int64_t>(ids.size()) > o.format.max_seq_length) {
-      row_error(path, "input_ids", row,
-                "row length " + std::to_string(ids.size()) + " > " +
-                    std::to_string(o.format.max_seq_length));
-    }
-    if (seg.size() != ids.size())
-      row_error(path, "segment_ids", row, "length differs from input_ids");
-    if (mids.size() != pos.size()) {
-      row_error(path, "masked_lm_ids", row, "length differs from masked_lm_positions");
-    }
-    size_t tok = 0, pred = 0;
-    for (size_t q = 0; q < seqs; ++q) {
-      if (in_len[q] <= 0 || m_len[q] < 0 || tok + static_cast<size_t>(in_len[q]) > ids.size() ||
-          pred + static_cast<size_t>(m_len[q]) > pos.size()) {
-        row_error(path, "packed_input_len", row,
-                  "sequence " + std::to_string(q) + " lengths do not fit the row");
-      }
-      Sample s;
-      s.input_ids.assign(
-          ids.begin() + static_cast<std::ptrdiff_t>(tok),
-          ids.begin() + static_cast<std::ptrdiff_t>(tok + static_cast<size_t>(in_len[q])));
-      for (size_t k = tok; k < tok + static_cast<size_t>(in_len[q]); ++k) {
-        if (seg[k] != 0 && seg[k] != 1) {
-          row_error(path, "segment_ids", row, "segment id " + std::to_string(seg[k]));
-        }
-        s.segment_ids.push_back(static_cast<int8_t>(seg[k]));
-      }
-      for (size_t k = pred; k < pred + static_cast<size_t>(m_len[q]); ++k) {
-        const int32_t local = pos[k] - static_cast<int32_t>(tok);
-        s.masked_lm_positions.push_back(local);
-        s.masked_lm_ids.push_back(mids[k]);
-      }
-      s.next_sentence_label = to_label(path, "next_sentence_labels", row, nsp[q]);
-      check_sample(path, row, s, o, o.format.max_predictions_per_seq);
-      tok += static_cast<size_t>(in_len[q]);
-      pred += static_cast<size_t>(m_len[q]);
-      out[r].samples.push_back(std::move(s));
-    }
-    if (tok != ids.size() || pred != pos.size()) {
-      row_error(path, "packed_input_len", row,
-                "sequence lengths sum to " + std::to_string(tok) + " tokens / " +
-                    std::to_string(pred) + " predictions, row has " + std::to_string(ids.size()) +
-                    " / " + std::to_string(pos.size()));
-    }
-  }
-  return out;
+  std::array<VlenColumn, 7> c;
+  for (size_t k = 0; k < c.size(); ++k)
+    read_vlen(sd.d[k], path, kPackedNames[k], begin, count, c[k].values, c[k].offsets);
+  return decode_packed_rows(c, path, static_cast<int64_t>(begin), o);
 }
 
 std::vector<Sample> read_range_in(ShardDatasets& sd, const std::filesystem::path& path,
@@ -802,36 +617,21 @@ std::vector<PackedRow> read_packed_shard(const std::filesystem::path& path, cons
 std::vector<int32_t> read_lengths(const std::filesystem::path& path) {
   File f(path);
   const Layout layout = detect(f, path);
-  std::vector<int32_t> lengths;
   if (layout == Layout::kFixed) {
     Dataset mask = open_dataset(f.get(), path, "input_mask");
     if (mask.vlen || mask.rank != 2) {
-      throw std::runtime_error(where(path, "input_mask") + ": must be [N, max_seq_length]");
+      throw std::runtime_error(dataset_where(path, "input_mask") + ": must be [N, max_seq_length]");
     }
-    const auto m = read_fixed(mask, path, "input_mask", 0, mask.dims[0]);
-    const hsize_t width = mask.dims[1];
-    lengths.resize(mask.dims[0]);
-    for (hsize_t r = 0; r < mask.dims[0]; ++r) {
-      lengths[r] = static_cast<int32_t>(
-          std::count(m.begin() + static_cast<std::ptrdiff_t>(r * width),
-                     m.begin() + static_cast<std::ptrdiff_t>((r + 1) * width), 1));
-    }
-    return lengths;
+    return mask_lengths(read_fixed(mask, path, "input_mask", 0, mask.dims[0]), mask.dims[0],
+                        mask.dims[1]);
   }
   const char* name = layout == Layout::kVarlen ? "input_ids" : "packed_input_len";
   Dataset d = open_dataset(f.get(), path, name);
-  if (!d.vlen || d.rank != 1) throw std::runtime_error(where(path, name) + ": must be 1-D vlen");
-  std::vector<int32_t> flat;
-  std::vector<size_t> off;
-  read_vlen(d, path, name, 0, d.dims[0], flat, off);
-  lengths.resize(d.dims[0]);
-  for (size_t r = 0; r + 1 < off.size(); ++r) {
-    lengths[r] = layout == Layout::kVarlen
-                     ? static_cast<int32_t>(off[r + 1] - off[r])
-                     : std::accumulate(flat.begin() + static_cast<std::ptrdiff_t>(off[r]),
-                                       flat.begin() + static_cast<std::ptrdiff_t>(off[r + 1]), 0);
-  }
-  return lengths;
+  if (!d.vlen || d.rank != 1)
+    throw std::runtime_error(dataset_where(path, name) + ": must be 1-D vlen");
+  VlenColumn c;
+  read_vlen(d, path, name, 0, d.dims[0], c.values, c.offsets);
+  return vlen_lengths(c, layout == Layout::kPacked, path, 0);
 }
 
 }  // namespace direct

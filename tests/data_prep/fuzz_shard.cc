@@ -23,6 +23,7 @@
 
 #include "data_prep/hdf5_direct.h"
 #include "data_prep/hdf5_io.h"
+#include "tests/data_prep/sample_promises.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
 // Under ASan, a malloc inside HDF5 larger than any real shard needs returns null (HDF5 then reports
@@ -127,24 +128,7 @@ bool same_packed(const std::optional<std::vector<data::PackedRow>>& a,
 }
 
 void check_sample(const Sample& s, const ReadOptions& o) {
-  const int32_t len = s.length();
-  if (len < 1 || len > o.format.max_seq_length) std::abort();
-  if (s.segment_ids.size() != s.input_ids.size()) std::abort();
-  for (int8_t seg : s.segment_ids)
-    if (seg != 0 && seg != 1) std::abort();
-  for (int32_t id : s.input_ids)
-    if (id < 0 || id >= o.vocab_size) std::abort();
-  if (s.masked_lm_ids.size() != s.masked_lm_positions.size()) std::abort();
-  if (static_cast<int32_t>(s.masked_lm_positions.size()) > o.format.max_predictions_per_seq)
-    std::abort();
-  int32_t previous = 0;
-  for (int32_t p : s.masked_lm_positions) {
-    if (p <= previous || p >= len) std::abort();
-    previous = p;
-  }
-  for (int32_t id : s.masked_lm_ids)
-    if (id < 0 || id >= o.vocab_size) std::abort();
-  if (s.next_sentence_label != 0 && s.next_sentence_label != 1) std::abort();
+  mlbert::fuzz::check_sample_promises(s, o, o.format.max_predictions_per_seq);
 }
 
 void check_promises(const Reads& r, const ReadOptions& o) {
