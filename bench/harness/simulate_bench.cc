@@ -114,5 +114,28 @@ int main(int argc, char** argv) {
   std::printf("%-58s %10.3f %10.3f %+7.1f%%\n", "Samsung / NVIDIA at 128 nodes (v1.1)",
               25.06 / 33.45, s.total_seconds / n.total_seconds,
               (s.total_seconds / n.total_seconds / (25.06 / 33.45) - 1) * 100);
+
+  // ---- Hopper: each profile calibrated on its one result, adapted to the other chip (the same
+  // silicon: H100 SXM and H200 differ in HBM only) and predicting the other's result.
+  const char* hopper[] = {"mlperf_logs/v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch",
+                          "mlperf_logs/v4.0/NVIDIA/h200_ngc23.09_pytorch"};
+  std::printf("\n%-58s %10s %10s %8s\n", "Hopper: calibrated on one, predicting the other",
+              "published", "predicted", "error");
+  for (int from = 0; from < 2; ++from) {
+    const PublishedResult source_result = read_published_result(fixtures / hopper[from]);
+    AcceleratorProfile fitted = calibrate(source_result, calibration);
+    fitted.path = "calibrated in memory";
+    const PublishedResult r = read_published_result(fixtures / hopper[1 - from]);
+    ClusterRun cluster = cluster_from_result(r);
+    const AcceleratorProfile adapted = adapt_profile(fitted, cluster.accelerator);
+    SimulationOptions o = simulation_options_for(r, SimulationOptions());
+    time_longest_run(r, r.global_batch_size, o);
+    const ResultComparison c = compare_with_result(r, predict(cluster, adapted, o));
+    std::printf("%-58s %9.2fs %9.2fs %+7.1f%%  (profile fitted to %s: %.1f TFLOP/s)\n",
+                hopper[1 - from], c.published_olympic, c.predicted_olympic,
+                (c.predicted_olympic / c.published_olympic - 1) * 100,
+                source_result.dir.parent_path().parent_path().filename().string().c_str(),
+                fitted.provenance["fit"]["tensor_tflops"].get<double>());
+  }
   return 0;
 }

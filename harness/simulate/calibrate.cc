@@ -51,6 +51,16 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
   base.optimizer_seconds_per_parameter_adam = kAdamBytesPerParameter / base.memory_bytes_per_second;
 
   // Run start: the first evaluation interval's excess over the second (same steps, one eval each).
+  // That holds only where evaluations are evenly spaced from sample 0, the cadence of rules 1.0.0
+  // and later; earlier rounds' logs (0.x) put the first evaluation elsewhere (v0.7 NVIDIA: at ~3M
+  // samples, then every ~500K) and carry no sample count per evaluation to correct for it.
+  if (result.ruleset.rfind("0.", 0) == 0)
+    throw std::invalid_argument(
+        result.dir.string() + ": ruleset " + result.ruleset +
+        " predates the evaluation cadence the calibration relies on (evaluations every "
+        "floor(0.05 x (230.23 x GBS + 3,000,000), 25,000) samples from sample 0, rules 1.0.0 and "
+        "later), and its logs give no sample count per evaluation: the run start cannot be "
+        "separated from the first evaluation interval; calibrate from a 1.0.0 or later result");
   double start_sum = 0;
   int start_runs = 0;
   std::int64_t max_steps = 0, max_evals = 0;
@@ -94,6 +104,15 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
     (predicted(mid) > observed ? lo : hi) = mid;
   }
   AcceleratorProfile profile = with_tensor_rate(base, std::sqrt(lo * hi));
+  // A rate above the datasheet's dense fp16 peak is no accelerator: the model of these runs (the
+  // launch line read, the samples and evaluations found) is wrong, and a profile would mislead.
+  if (profile.tensor_flops_per_second > sheet->peak_tflops_fp16 * 1e12)
+    throw std::invalid_argument(
+        result.dir.string() + ": the fit needs a tensor rate of " +
+        std::to_string(profile.tensor_flops_per_second / 1e12) + " TFLOP/s, above the " +
+        std::to_string(sheet->peak_tflops_fp16) + " TFLOP/s dense fp16 peak of \"" +
+        cluster.accelerator +
+        "\": the runs are faster than the simulated kernels allow; no profile written");
   profile.run_start_seconds = run_start;
   const Prediction fitted = sim.time(profile);
 

@@ -22,13 +22,13 @@ namespace mlbert::harness::simulate {
 
 struct CalibrationOptions {
   std::string command;  // the command line, recorded in the provenance
-  std::string name;     // profile file stem (e.g. "a100-sxm4-80gb")
   SimulationOptions simulation;
 };
 
 // The fitted profile; its provenance records the source, the fit and every derived constant.
 // Throws std::invalid_argument when the folder cannot calibrate (no datasheet for the accelerator,
-// a non-GPU accelerator, fewer than 2 evaluations in every run).
+// a non-GPU accelerator, fewer than 2 evaluations in every run, a ruleset before 1.0.0, a fitted
+// tensor rate above the datasheet peak).
 AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options);
 
 // Bytes the optimizer moves per parameter in mlbert's kernels (bert/ops.h): Adam/AdamW read the
@@ -36,7 +36,5 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
 // LAMB adds the update written as scratch and the per-tensor norm pass (50).
 inline constexpr double kAdamBytesPerParameter = 30;
 inline constexpr double kLambBytesPerParameter = 50;
-// Fraction of HBM peak a bandwidth-bound pass reaches (assumption, typical of STREAM-like kernels).
-inline constexpr double kMemoryBandwidthFraction = 0.85;
 
 }  // namespace mlbert::harness::simulate

@@ -51,13 +51,20 @@ AcceleratorProfile profile_for(const Options& o, const std::string& accelerator,
                              "\" is not a GPU: mlbert simulate models GPU clusters only");
   if (!o.profile.empty()) {
     AcceleratorProfile p = load_profile(o.profile);
-    if (!p.matches_accelerator(accelerator))
+    if (p.matches_accelerator(accelerator)) return p;
+    if (same_silicon(p.accelerator, accelerator)) {
       cluster.notes.push_back("--profile " + o.profile.string() + " (for " + p.accelerator +
-                              ") stands in for " + accelerator);
+                              ", the same silicon by the datasheets) adapted to the HBM "
+                              "bandwidth of " +
+                              accelerator);
+      return adapt_profile(p, accelerator);
+    }
+    cluster.notes.push_back("--profile " + o.profile.string() + " (for " + p.accelerator +
+                            ") stands in for " + accelerator);
     return p;
   }
   const auto dir = profiles_dir_of(o);
-  if (auto p = find_profile(dir, accelerator)) return *p;
+  if (auto p = profile_for_accelerator(dir, accelerator, cluster.notes)) return *p;
   throw std::runtime_error("no accelerator profile for \"" + accelerator + "\" (" +
                            describe_profiles(dir) +
                            "): measure one with a device check, or calibrate one from a "
@@ -171,7 +178,7 @@ int run_calibrate(const Options& o) {
   options.simulation = simulation_options(o);
   const AcceleratorProfile profile = calibrate(result, options);
   std::filesystem::path out = o.output;
-  if (out.empty()) out = profiles_dir_of(o) / (profile.matches.front() + ".json");
+  if (out.empty()) out = profiles_dir_of(o) / (profile_stem(profile.accelerator) + ".json");
   save_profile(profile, out);
   const auto& fit = profile.provenance["fit"];
   std::cout << "calibrated " << profile.accelerator << " from " << result.runs.size() << " runs of "

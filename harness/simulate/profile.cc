@@ -49,7 +49,61 @@ class Reader {
   std::filesystem::path file_;
 };
 
+std::vector<std::string> name_words(const std::string& text) {
+  std::vector<std::string> words(1);
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      words.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!words.back().empty())
+      words.emplace_back();
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+bool word_fits(const std::string& name_word, const std::string& pattern_word) {
+  if (name_word == pattern_word) return true;
+  if (!std::isalpha(static_cast<unsigned char>(pattern_word.back())) ||
+      name_word.size() <= pattern_word.size() ||
+      name_word.compare(0, pattern_word.size(), pattern_word) != 0)
+    return false;
+  return std::all_of(name_word.begin() + static_cast<std::ptrdiff_t>(pattern_word.size()),
+                     name_word.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// The profile files of a directory, in name order (none when it is absent).
+std::vector<std::filesystem::path> profile_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 }  // namespace
+
+bool accelerator_name_matches(const std::string& accelerator_model_name,
+                              const std::string& pattern) {
+  const std::vector<std::string> name = name_words(accelerator_model_name);
+  const std::vector<std::string> wanted = name_words(pattern);
+  if (wanted.empty()) return false;
+  return std::all_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+    return std::any_of(name.begin(), name.end(),
+                       [&](const std::string& n) { return word_fits(n, w); });
+  });
+}
+
+std::string profile_stem(const std::string& accelerator_model_name) {
+  std::string stem;
+  for (const std::string& word :
+       name_words(accelerator_model_name.substr(0, accelerator_model_name.find('(')))) {
+    if (word == "nvidia" || word == "amd") continue;
+    stem += (stem.empty() ? "" : "-") + word;
+  }
+  return stem.empty() ? "accelerator" : stem;
+}
 
 double AcceleratorProfile::optimizer_seconds_per_parameter(OptimizerKind kind) const {
   switch (kind) {
@@ -69,10 +123,8 @@ std::string AcceleratorProfile::source() const {
 }
 
 bool AcceleratorProfile::matches_accelerator(const std::string& name) const {
-  const std::string text = lower(name);
-  return std::any_of(matches.begin(), matches.end(), [&](const std::string& m) {
-    return !m.empty() && text.find(lower(m)) != std::string::npos;
-  });
+  return std::any_of(matches.begin(), matches.end(),
+                     [&](const std::string& m) { return accelerator_name_matches(name, m); });
 }
 
 AcceleratorProfile load_profile(const std::filesystem::path& path) {
@@ -150,14 +202,54 @@ void save_profile(const AcceleratorProfile& profile, const std::filesystem::path
 
 std::optional<AcceleratorProfile> find_profile(const std::filesystem::path& dir,
                                                const std::string& accelerator_model_name) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".json") files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& file : files) {
+  for (const auto& file : profile_files(dir)) {
     AcceleratorProfile p = load_profile(file);
     if (p.matches_accelerator(accelerator_model_name)) return p;
+  }
+  return std::nullopt;
+}
+
+bool same_silicon(const std::string& accelerator_a, const std::string& accelerator_b) {
+  const auto a = datasheet_for(accelerator_a), b = datasheet_for(accelerator_b);
+  return a && b && a->peak_tflops_fp16 == b->peak_tflops_fp16 &&
+         a->multiprocessors == b->multiprocessors;
+}
+
+AcceleratorProfile adapt_profile(const AcceleratorProfile& profile,
+                                 const std::string& accelerator) {
+  if (!same_silicon(profile.accelerator, accelerator))
+    throw std::invalid_argument("profile for \"" + profile.accelerator +
+                                "\" cannot be adapted to \"" + accelerator +
+                                "\": not the same silicon by their datasheets");
+  const auto sheet = datasheet_for(accelerator);
+  AcceleratorProfile p = profile;
+  const double memory = sheet->memory_tbs * 1e12 * kMemoryBandwidthFraction;
+  const double scale = profile.memory_bytes_per_second / memory;
+  p.optimizer_seconds_per_parameter_lamb *= scale;
+  p.optimizer_seconds_per_parameter_adam *= scale;
+  p.memory_bytes_per_second = memory;
+  p.accelerator = accelerator;
+  if (!p.provenance.is_object()) p.provenance = json::object();
+  p.provenance["adapted"] = "from the profile for " + profile.accelerator +
+                            " (same dense fp16 peak and SMs): its tensor "
+                            "rate and run start, the memory rate of " +
+                            accelerator + "'s datasheet HBM (" + std::to_string(sheet->memory_tbs) +
+                            " TB/s) x " + std::to_string(kMemoryBandwidthFraction);
+  return p;
+}
+
+std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem::path& dir,
+                                                          const std::string& accelerator,
+                                                          std::vector<std::string>& notes) {
+  if (auto p = find_profile(dir, accelerator)) return p;
+  for (const auto& file : profile_files(dir)) {
+    const AcceleratorProfile p = load_profile(file);
+    if (!same_silicon(p.accelerator, accelerator)) continue;
+    notes.push_back("no profile for " + accelerator + ": " + file.string() + " (for " +
+                    p.accelerator +
+                    ", the same silicon by the datasheets: dense fp16 peak and SMs) adapted to "
+                    "its HBM bandwidth");
+    return adapt_profile(p, accelerator);
   }
   return std::nullopt;
 }
@@ -184,14 +276,12 @@ std::string describe_profiles(const std::filesystem::path& dir) {
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name) {
   // Datasheet values: HBM bandwidth (TB/s), dense fp16 tensor TFLOP/s, NVLink GB/s per GPU, SMs.
   static constexpr AcceleratorDatasheet kSheets[] = {
-      {"a100-sxm4-80gb", 2.039, 312, 600, 108}, {"a100-sxm4-40gb", 1.555, 312, 600, 108},
-      {"a100-sxm-80gb", 2.039, 312, 600, 108},  {"h100-sxm5-80gb", 3.35, 989, 900, 132},
-      {"h100-sxm", 3.35, 989, 900, 132},        {"h200", 4.8, 989, 900, 132},
-      {"v100-sxm3-32gb", 0.981, 125, 300, 80},  {"v100-sxm2", 0.9, 125, 300, 80},
+      {"a100 sxm 80gb", 2.039, 312, 600, 108}, {"a100 sxm 40gb", 1.555, 312, 600, 108},
+      {"h100 sxm", 3.35, 989, 900, 132},       {"h200 sxm", 4.8, 989, 900, 132},
+      {"v100 sxm3 32gb", 0.981, 125, 300, 80}, {"v100 sxm2", 0.9, 125, 300, 80},
   };
-  const std::string name = lower(accelerator_model_name);
   for (const auto& sheet : kSheets)
-    if (name.find(sheet.match) != std::string::npos) return sheet;
+    if (accelerator_name_matches(accelerator_model_name, sheet.match)) return sheet;
   return std::nullopt;
 }
 

@@ -36,7 +36,7 @@ struct WorkCost {
 struct AcceleratorProfile {
   std::filesystem::path path;  // the file it came from (empty when built in memory)
   std::string accelerator;     // e.g. "NVIDIA A100-SXM4-80GB"
-  // Substrings (case-insensitive) of an accelerator model name this profile stands for.
+  // Patterns (accelerator_name_matches) of the accelerator model names this profile stands for.
   std::vector<std::string> matches;
   std::string model = "bert-large";  // the model the costs are for (a bert/config.h preset)
   std::string provenance_kind;       // "calibrated" or "measured"
@@ -59,6 +59,18 @@ struct AcceleratorProfile {
   bool matches_accelerator(const std::string& accelerator_model_name) const;
 };
 
+// Does a system description's accelerator_model_name fit `pattern`? Both are split into
+// lowercase alphanumeric words; every word of the pattern must be a word of the name, where a
+// pattern word ending in a letter also stands for itself plus a generation number ("sxm" for
+// "sxm4", "sxm5"). So "a100 sxm 80gb" names "NVIDIA A100-SXM4-80GB (400W)" and "A100-SXM-80GB",
+// but not "NVIDIA A100 80GB PCIe", "A100-SXM4-40GB" or "RTX A1000".
+bool accelerator_name_matches(const std::string& accelerator_model_name,
+                              const std::string& pattern);
+
+// The default file stem of a profile for an accelerator: its model name's words before any
+// parenthesis, without the vendor ("NVIDIA A100-SXM4-80GB (400W)" -> "a100-sxm4-80gb").
+std::string profile_stem(const std::string& accelerator_model_name);
+
 // Reads and validates a profile; errors name the file and the field.
 AcceleratorProfile load_profile(const std::filesystem::path& path);
 nlohmann::json profile_to_json(const AcceleratorProfile& profile);
@@ -73,13 +85,32 @@ std::string describe_profiles(const std::filesystem::path& dir);
 // Datasheet figures of accelerators the simulator knows by name (HBM bandwidth, dense fp16
 // tensor rate, NVLink, SMs): the memory rate, the wave quantization and the utilisation report.
 struct AcceleratorDatasheet {
-  const char* match;  // substring of the model name
+  const char* match;  // a pattern of accelerator_name_matches
   double memory_tbs;
   double peak_tflops_fp16;
   double nvlink_gbs;  // per GPU, both directions together, as system descriptions state it
   int multiprocessors;
 };
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name);
+
+// Fraction of HBM peak a bandwidth-bound pass reaches (assumption, typical of STREAM-like kernels).
+inline constexpr double kMemoryBandwidthFraction = 0.85;
+
+// Two accelerators of the same silicon: both datasheets known, with equal dense fp16 peaks and
+// SM counts (A100 SXM 40 GB and 80 GB; H100 SXM and H200), differing in HBM.
+bool same_silicon(const std::string& accelerator_a, const std::string& accelerator_b);
+
+// `profile` carried over to `accelerator` of the same silicon (same_silicon): the fitted tensor
+// rate and the run start stay, the memory rate becomes the target's datasheet HBM x
+// kMemoryBandwidthFraction and the optimizer's times scale with it. The profile keeps its path;
+// `accelerator` and a provenance note say what was done.
+AcceleratorProfile adapt_profile(const AcceleratorProfile& profile, const std::string& accelerator);
+
+// The profile for `accelerator`: one in `dir` that matches it, else one there of the same
+// silicon adapted to it (adapt_profile, with a note in `notes`); nullopt when neither exists.
+std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem::path& dir,
+                                                          const std::string& accelerator,
+                                                          std::vector<std::string>& notes);
 
 // Is this accelerator a GPU the simulator can model (NVIDIA or AMD data-centre GPU by name)?
 bool looks_like_gpu(const std::string& accelerator_model_name);

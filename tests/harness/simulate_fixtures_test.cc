@@ -118,3 +118,29 @@ TEST_CASE("results that simulate cannot model are refused, not guessed", "[simul
   CalibrationOptions options;
   CHECK_THROWS_WITH(calibrate(ipu, options), Catch::Contains("is not a GPU"));
 }
+
+TEST_CASE("a round without an evaluation cadence from sample 0 cannot calibrate", "[simulate]") {
+  // v0.7 NVIDIA on a DGX-2H: the first evaluation at ~3M samples, the next ~500K later, and every
+  // eval_accuracy says epoch_num 1; "first interval minus the second" would make the run start
+  // ~2,300 s of a ~2,800 s run and the fitted tensor rate 2.7x the V100's peak.
+  const PublishedResult r = read_published_result(early("v0.7/NVIDIA/dgx2h_ngc20.06_pytorch"));
+  REQUIRE(r.ruleset == "0.7.0");
+  CalibrationOptions options;
+  CHECK_THROWS_WITH(calibrate(r, options), Catch::Contains("ruleset 0.7.0 predates the evaluation "
+                                                           "cadence") &&
+                                               Catch::Contains("dgx2h_ngc20.06_pytorch"));
+}
+
+TEST_CASE("a fit above the accelerator's peak is refused, not written", "[simulate]") {
+  // The calibration result with every time cut to 45%: only a tensor rate above the A100's
+  // 312 TFLOP/s could make the simulated runs that short.
+  PublishedResult r = read_published_result(early("v1.0/NVIDIA/dgxa100_ngc21.05_pytorch"));
+  for (PublishedRun& run : r.runs) {
+    run.seconds *= 0.45;
+    for (double& t : run.eval_times) t *= 0.45;
+  }
+  CalibrationOptions options;
+  CHECK_THROWS_WITH(calibrate(r, options),
+                    Catch::Contains("above the 312.000000 TFLOP/s dense fp16 peak") &&
+                        Catch::Contains("no profile written"));
+}

@@ -39,7 +39,7 @@ AcceleratorProfile test_profile() {
   AcceleratorProfile p;
   p.path = "test-profile.json";
   p.accelerator = "NVIDIA A100-SXM4-80GB";
-  p.matches = {"a100-sxm4-80gb"};
+  p.matches = {"a100 sxm 80gb"};
   p.provenance_kind = "measured";
   p.provenance = {{"source", "unit test"}};
   p.tensor_flops_per_second = 150e12;
@@ -773,4 +773,79 @@ TEST_CASE("global-deal predicts no exchange time and global-exchange's straggler
       std::accumulate(dealt.assumptions.begin(), dealt.assumptions.end(), std::string(),
                       [](std::string a, const std::string& b) { return std::move(a) + b + "\n"; });
   CHECK_THAT(said, Catch::Contains("global-deal: every rank computes global-exchange's deal"));
+}
+
+TEST_CASE("accelerator names as submitters write them find their profile and datasheet",
+          "[simulate]") {
+  // One chip, several spellings across submissions.
+  for (const char* name : {"NVIDIA A100-SXM4-80GB (400W)", "NVIDIA A100-SXM4-80GB", "A100-SXM-80GB",
+                           "nvidia a100 sxm4 80gb"})
+    CHECK(accelerator_name_matches(name, "a100 sxm 80gb"));
+  // Other chips: another memory size, another form factor, another product whose name shares
+  // a prefix.
+  for (const char* name : {"NVIDIA A100-SXM4-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA RTX A1000",
+                           "NVIDIA A100-SXMX-80GB", "NVIDIA H100-SXM5-80GB"})
+    CHECK_FALSE(accelerator_name_matches(name, "a100 sxm 80gb"));
+  CHECK_FALSE(accelerator_name_matches("NVIDIA A100-SXM4-80GB", ""));
+  CHECK(test_profile().matches_accelerator("A100-SXM-80GB"));
+
+  REQUIRE(datasheet_for("NVIDIA A100-SXM-80GB"));
+  CHECK(datasheet_for("NVIDIA A100-SXM-80GB")->memory_tbs == 2.039);
+  REQUIRE(datasheet_for("NVIDIA A100-SXM4-40GB"));
+  CHECK(datasheet_for("NVIDIA A100-SXM4-40GB")->memory_tbs == 1.555);
+  REQUIRE(datasheet_for("NVIDIA H100-SXM5-80GB"));
+  CHECK(datasheet_for("NVIDIA H100-SXM5-80GB")->multiprocessors == 132);
+  CHECK_FALSE(datasheet_for("NVIDIA A100 80GB PCIe"));
+
+  CHECK(profile_stem("NVIDIA A100-SXM4-80GB (400W)") == "a100-sxm4-80gb");
+  CHECK(profile_stem("NVIDIA H200-SXM5-141GB") == "h200-sxm5-141gb");
+  CHECK(profile_stem("(400W)") == "accelerator");
+}
+
+TEST_CASE("a profile stands for another accelerator only of the same silicon, adapted to its HBM",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("mlbert_simulate_profiles_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  AcceleratorProfile h100 = test_profile();
+  h100.accelerator = "NVIDIA H100-SXM5-80GB";
+  h100.matches = {"h100 sxm"};
+  h100.tensor_flops_per_second = 550e12;
+  h100.multiprocessors = 132;
+  h100.memory_bytes_per_second = 3.35e12 * kMemoryBandwidthFraction;
+  save_profile(h100, dir / "h100.json");
+
+  CHECK(same_silicon("NVIDIA H100-SXM5-80GB", "NVIDIA H200-SXM5-141GB"));
+  CHECK(same_silicon("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB"));
+  CHECK_FALSE(same_silicon("NVIDIA A100-SXM4-80GB", "NVIDIA H100-SXM5-80GB"));
+  CHECK_FALSE(same_silicon("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"));  // no datasheet
+
+  std::vector<std::string> notes;
+  const auto exact = profile_for_accelerator(dir, "NVIDIA H100-SXM5-80GB", notes);
+  REQUIRE(exact);
+  CHECK(exact->memory_bytes_per_second == h100.memory_bytes_per_second);
+  CHECK(notes.empty());
+
+  const auto h200 = profile_for_accelerator(dir, "NVIDIA H200-SXM5-141GB", notes);
+  REQUIRE(h200);
+  CHECK(h200->accelerator == "NVIDIA H200-SXM5-141GB");
+  CHECK(h200->tensor_flops_per_second == h100.tensor_flops_per_second);
+  CHECK(h200->run_start_seconds == h100.run_start_seconds);
+  CHECK(h200->memory_bytes_per_second == Approx(4.8e12 * kMemoryBandwidthFraction));
+  // The optimizer is bandwidth-bound: 4.8 / 3.35 the memory rate, 3.35 / 4.8 the time.
+  CHECK(h200->optimizer_seconds_per_parameter_adam ==
+        Approx(h100.optimizer_seconds_per_parameter_adam * 3.35 / 4.8));
+  CHECK(h200->provenance.contains("adapted"));
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("no profile for NVIDIA H200-SXM5-141GB") &&
+                           Catch::Contains("adapted to its HBM bandwidth"));
+
+  notes.clear();
+  CHECK_FALSE(profile_for_accelerator(dir, "NVIDIA A100-SXM4-80GB", notes));
+  CHECK_FALSE(profile_for_accelerator(dir, "NVIDIA V100-SXM3-32GB", notes));
+  CHECK(notes.empty());
+  CHECK_THROWS_WITH(adapt_profile(h100, "NVIDIA A100-SXM4-40GB"),
+                    Catch::Contains("not the same silicon"));
+  fs::remove_all(dir);
 }
