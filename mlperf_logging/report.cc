@@ -158,25 +158,9 @@ void check_rcp(SystemReport& report) {
   }
 }
 
-fs::path find_description(const fs::path& results_dir, const std::string& system) {
-  std::vector<fs::path> candidates = {results_dir / "system.json"};
-  fs::path up = results_dir;
-  if (up.filename() == kBertBenchmark) {
-    up = up.parent_path();
-    candidates.push_back(up / "system.json");
-  }
-  // The package layout: <org>/results/<system>/bert -> <org>/systems/<system>.json.
-  if (up.parent_path().filename() == "results")
-    candidates.push_back(up.parent_path().parent_path() / "systems" / (system + ".json"));
-  std::error_code ec;
-  for (const auto& candidate : candidates)
-    if (fs::is_regular_file(candidate, ec)) return candidate;
-  return {};
-}
-
 void read_description(SystemReport& report) {
   report.description_file = report.input.system_json.empty()
-                                ? find_description(report.results_dir, report.name)
+                                ? find_system_description(report.results_dir)
                                 : report.input.system_json;
   if (report.description_file.empty()) {
     report.description_note =
@@ -277,6 +261,24 @@ void write_report_file(const fs::path& file, const std::string& html) {
       why.erase(0, named.size());
     throw AuditError(file.string() + ": cannot write the report there (" + why + ")");
   }
+}
+
+fs::path find_system_description(const fs::path& results_dir) {
+  std::vector<fs::path> candidates = {results_dir / "system.json"};
+  fs::path up = fs::absolute(results_dir).lexically_normal();
+  if (up.filename().empty()) up = up.parent_path();
+  if (up.filename() == kBertBenchmark) {
+    up = up.parent_path();
+    candidates.push_back(up / "system.json");
+  }
+  // The package layout: <org>/results/<system>/bert -> <org>/systems/<system>.json.
+  if (up.parent_path().filename() == "results")
+    candidates.push_back(up.parent_path().parent_path() / "systems" /
+                         (up.filename().string() + ".json"));
+  std::error_code ec;
+  for (const auto& candidate : candidates)
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+  return {};
 }
 
 }  // namespace mlbert::logging

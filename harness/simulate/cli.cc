@@ -202,7 +202,8 @@ void register_cli(CLI::App& app, int& exit_code) {
   simulate->add_option("--system", o->system, "system name (systems/<name>.json) or file");
   simulate->add_option("--systems-dir", o->systems_dir, "where system names are looked up");
   simulate->add_option("--results", o->results,
-                       "a published result folder (result_*.txt and system.json)");
+                       "a published result folder (result_*.txt and system.json, or a "
+                       "package's <org>/results/<system> with <org>/systems/<system>.json)");
   simulate->add_option("--ruleset", o->ruleset, "ruleset of --results (default: from the path)");
   simulate->add_option("--profile", o->profile, "accelerator profile (default: by accelerator)");
   simulate->add_option("--profiles-dir", o->profiles_dir,

@@ -12,6 +12,7 @@
 
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/parser.h"
+#include "mlperf_logging/report.h"
 #include "mlperf_logging/score.h"
 
 namespace mlbert::harness::simulate {
@@ -175,13 +176,20 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
                                       const std::string& ruleset) {
   PublishedResult result;
   result.dir = dir;
-  const auto files = logging::find_result_files(dir);
+  auto files = logging::find_result_files(dir);
+  // A submission package's <org>/results/<system>/ holds the logs in bert/.
+  if (files.empty() && std::filesystem::is_directory(dir / logging::kBertBenchmark)) {
+    result.dir = dir / logging::kBertBenchmark;
+    files = logging::find_result_files(result.dir);
+  }
   if (files.empty()) throw std::runtime_error(dir.string() + ": no result_*.txt files");
-  const auto system_file = dir / "system.json";
-  if (!std::filesystem::exists(system_file))
+  const auto system_file = logging::find_system_description(result.dir);
+  if (system_file.empty())
     throw std::runtime_error(dir.string() +
-                             ": no system.json (the submission's system description) next to "
-                             "the result files");
+                             ": no system description (system.json beside the result files or "
+                             "above bert/, or <org>/systems/<system>.json in a submission "
+                             "package)");
+  result.system_file = system_file;
   result.system = logging::read_json_file(system_file);
   if (!result.system.is_object())
     throw std::runtime_error(system_file.string() + ": must be a JSON object");
@@ -219,9 +227,11 @@ OfficialScore official_score(const PublishedResult& result) {
 }
 
 ClusterRun cluster_from_result(const PublishedResult& r) {
-  const auto system_file = r.dir / "system.json";
+  const auto& system_file = r.system_file;
   ClusterRun c;
-  c.name = r.dir.filename().string();
+  c.name = (r.dir.filename() == logging::kBertBenchmark ? r.dir.parent_path() : r.dir)
+               .filename()
+               .string();
   c.accelerator = string_field(r.system, "accelerator_model_name");
   if (!looks_like_gpu(c.accelerator))
     throw std::invalid_argument(system_file.string() + ": accelerator \"" + c.accelerator +

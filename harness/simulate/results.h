@@ -34,8 +34,9 @@ struct PublishedRun {
 
 struct PublishedResult {
   std::filesystem::path dir;
-  nlohmann::json system;  // system.json
-  std::string ruleset;    // from the path (v1.1 -> 1.1.0) or given
+  std::filesystem::path system_file;  // its system description (logging::find_system_description)
+  nlohmann::json system;              // that file's JSON
+  std::string ruleset;                // from the path (v1.1 -> 1.1.0) or given
   std::string division;
   std::vector<PublishedRun> runs;
   std::int64_t global_batch_size = 0;

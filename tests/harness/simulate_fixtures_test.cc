@@ -1,6 +1,8 @@
 // mlbert simulate on the published result logs in ../shared: reading a folder (system.json, the
 // MLLOG records, the launch line), calibrating a profile from the single-node NVIDIA result, and
 // that calibration reproducing the result it was fitted to.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "harness/simulate/calibrate.h"
@@ -143,4 +145,39 @@ TEST_CASE("a fit above the accelerator's peak is refused, not written", "[simula
   CHECK_THROWS_WITH(calibrate(r, options),
                     Catch::Contains("above the 312.000000 TFLOP/s dense fp16 peak") &&
                         Catch::Contains("no profile written"));
+}
+
+TEST_CASE("a submission package's layout reads like a flat result folder", "[simulate]") {
+  // <org>/results/<system>/bert/result_*.txt and <org>/systems/<system>.json, as the mlcommons
+  // training_results repositories hold them.
+  namespace fs = std::filesystem;
+  const fs::path flat = logs("v1.1/NVIDIA/dgxa100_n8_ngc21.09_pytorch");
+  const fs::path org = fs::temp_directory_path() /
+                       ("mlbert_simulate_package_" + std::to_string(::getpid())) / "v1.1" /
+                       "NVIDIA";
+  const fs::path system_dir = org / "results" / "dgxa100_n8_ngc21.09_pytorch";
+  fs::remove_all(org.parent_path().parent_path());
+  fs::create_directories(system_dir / "bert");
+  fs::create_directories(org / "systems");
+  for (const auto& entry : fs::directory_iterator(flat))
+    if (entry.path().filename().string().rfind("result_", 0) == 0)
+      fs::copy_file(entry.path(), system_dir / "bert" / entry.path().filename());
+  fs::copy_file(flat / "system.json", org / "systems" / "dgxa100_n8_ngc21.09_pytorch.json");
+
+  const PublishedResult expected = read_published_result(flat);
+  for (const fs::path& dir : {system_dir, system_dir / "bert"}) {
+    INFO(dir.string());
+    const PublishedResult r = read_published_result(dir);
+    CHECK(r.ruleset == "1.1.0");
+    CHECK(r.system_file == org / "systems" / "dgxa100_n8_ngc21.09_pytorch.json");
+    CHECK(r.system == expected.system);
+    CHECK(r.runs.size() == expected.runs.size());
+    CHECK(r.olympic_seconds() == expected.olympic_seconds());
+    CHECK(cluster_from_result(r).name == "dgxa100_n8_ngc21.09_pytorch");
+  }
+  fs::remove(org / "systems" / "dgxa100_n8_ngc21.09_pytorch.json");
+  CHECK_THROWS_WITH(
+      read_published_result(system_dir),
+      Catch::Contains("no system description") && Catch::Contains("<org>/systems/<system>.json"));
+  fs::remove_all(org.parent_path().parent_path());
 }
