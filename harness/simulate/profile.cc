@@ -147,8 +147,8 @@ AcceleratorProfile load_profile(const std::filesystem::path& path) {
   if (!root.contains("matches") || !root["matches"].is_array() || root["matches"].empty())
     r.fail("matches", "missing (a non-empty list of accelerator name substrings)");
   for (const json& m : root["matches"]) {
-    if (!m.is_string() || m.get<std::string>().empty())
-      r.fail("matches", "entries must be non-empty strings");
+    if (!m.is_string() || name_words(m.get<std::string>()).empty())
+      r.fail("matches", "entries must be strings with a letter or digit (name patterns)");
     p.matches.push_back(m.get<std::string>());
   }
   const json& provenance = r.object(root, "provenance", "");

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -847,5 +848,69 @@ TEST_CASE("a profile stands for another accelerator only of the same silicon, ad
   CHECK(notes.empty());
   CHECK_THROWS_WITH(adapt_profile(h100, "NVIDIA A100-SXM4-40GB"),
                     Catch::Contains("not the same silicon"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a profile file round-trips, and a bad one is refused naming the file and field",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("mlbert_simulate_profile_io_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const fs::path good = dir / "good.json";
+  save_profile(test_profile(), good);
+  const AcceleratorProfile back = load_profile(good);
+  CHECK(back.path == good);
+  CHECK(back.accelerator == "NVIDIA A100-SXM4-80GB");
+  CHECK(back.matches == std::vector<std::string>{"a100 sxm 80gb"});
+  CHECK(back.tensor_flops_per_second == 150e12);
+  CHECK(back.multiprocessors == 108);
+  CHECK(back.optimizer_seconds_per_parameter_adam == 1.7e-11);
+  CHECK(back.run_start_seconds == 2.5);
+  CHECK(back.source() == "unit test");
+
+  const nlohmann::json base = profile_to_json(test_profile());
+  const auto refused = [&](const std::string& name, const std::string& text) {
+    const fs::path file = dir / (name + ".json");
+    std::ofstream(file) << text;
+    try {
+      load_profile(file);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = base;
+    edit(j);
+    return j.dump();
+  };
+  CHECK_THROWS_WITH(load_profile(dir / "absent.json"),
+                    Catch::Contains("absent.json: cannot open accelerator profile"));
+  CHECK_THAT(refused("syntax", "{\"format\": "), Catch::Contains("syntax.json: not valid JSON"));
+  CHECK_THAT(refused("array", "[1, 2]"), Catch::Contains("array.json: (top level): must be"));
+  CHECK_THAT(refused("format", edited([](auto& j) { j["format"] = "other/1"; })),
+             Catch::Contains("format.json: format: must be"));
+  CHECK_THAT(refused("nomatch", edited([](auto& j) { j.erase("matches"); })),
+             Catch::Contains("nomatch.json: matches: missing"));
+  CHECK_THAT(refused("wordless", edited([](auto& j) { j["matches"] = {"  -- "}; })),
+             Catch::Contains("wordless.json: matches: entries must be strings with a letter"));
+  CHECK_THAT(refused("kind", edited([](auto& j) { j["provenance"]["kind"] = "guessed"; })),
+             Catch::Contains("kind.json: provenance.kind: must be"));
+  CHECK_THAT(refused("rate", edited([](auto& j) { j["tensor_flops_per_second"] = -1; })),
+             Catch::Contains("rate.json: tensor_flops_per_second: must be a finite number >= 0"));
+  CHECK_THAT(refused("zero", edited([](auto& j) { j["memory_bytes_per_second"] = 0; })),
+             Catch::Contains("zero.json: memory_bytes_per_second: must be > 0"));
+  CHECK_THAT(refused("sms", edited([](auto& j) { j["multiprocessors"] = 10.5; })),
+             Catch::Contains("sms.json: multiprocessors: must be a whole number"));
+  CHECK_THAT(
+      refused("adam", edited([](auto& j) { j["optimizer"].erase("adam_seconds_per_parameter"); })),
+      Catch::Contains("adam.json: optimizer.adam_seconds_per_parameter: missing"));
+  CHECK_THAT(refused("text", edited([](auto& j) { j["run_start_seconds"] = "2.5"; })),
+             Catch::Contains("text.json: run_start_seconds: must be a number, found string"));
+  // A directory holding a bad profile: the lookup names the file instead of skipping it.
+  std::vector<std::string> notes;
+  CHECK_THROWS_WITH(profile_for_accelerator(dir, "NVIDIA A100-SXM4-80GB", notes),
+                    Catch::Contains(".json: "));
   fs::remove_all(dir);
 }
