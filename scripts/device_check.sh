@@ -28,7 +28,8 @@
 #   ops_bf16  bert_cuda_check --ops-only --dtype bf16: every op against the CPU reference
 #   ops_fp16  the same in fp16
 #   model     bert_cuda_check --model-only: BERT-large forward + backward vs the CPU, bf16 and fp16
-#   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix
+#   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix; its
+#             measurements fitted into a measured accelerator profile (printed into bench.log)
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
@@ -329,7 +330,28 @@ setup_stage() {
 
 ops_stage() { with_bundle "$BIN/bert_cuda_check" --ops-only --dtype "$1" --seed "$SEED" ${ONLY:+--only "$ONLY"}; }
 model_stage() { with_bundle "$BIN/bert_cuda_check" --model-only --dtype both --seed "$SEED"; }
-bench_stage() { with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --check; }
+# The bench's verdict is the stage's; its measurements then become a measured accelerator profile
+# (`mlbert simulate calibrate --bench`), printed into the log (the 8 files that come back are
+# taken): the fitted rate, the prediction of each other configuration, and both JSON files.
+bench_stage() {
+  local status=0 accelerator
+  rm -f "$RUNDIR/bench.json" "$RUNDIR/profile_measured.json"
+  with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --check --json "$RUNDIR/bench.json" || status=$?
+  [[ -s $RUNDIR/bench.json ]] || return $status
+  accelerator=$(sed -n 's/.*"accelerator_model_name": *"\([^"]*\)".*/\1/p' "$ROOT/systems/h200_1x1.json" | head -1)
+  case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in
+    *H200*) ;;
+    *) accelerator= ;;  # another GPU: the profile takes the device's own name
+  esac
+  if with_bundle "$BIN/mlbert" simulate calibrate --bench "$RUNDIR/bench.json" \
+      ${accelerator:+--accelerator "$accelerator"} --output "$RUNDIR/profile_measured.json"; then
+    echo "=== bench.json"; cat "$RUNDIR/bench.json"
+    echo "=== profile_measured.json"; cat "$RUNDIR/profile_measured.json"
+  else
+    echo "bench: the measured profile could not be fitted (the bench's verdict stands)"
+  fi
+  return $status
+}
 train_stage() {  # systems...
   local status=0 system
   for system in "$@"; do

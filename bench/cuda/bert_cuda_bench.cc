@@ -10,8 +10,13 @@
 // exit status is 1 unless every configuration has a finite loss, seq/s > 0, no skipped timed step
 // and no device allocation in the timed steps. Exit 77 when there is no CUDA device.
 //
+// With --json FILE the measurements are also written there (format "mlbert-device-bench/1": the
+// device, the two baselines, and per configuration the micro-batch's shape and the timed
+// forward+backward and optimizer), which `mlbert simulate calibrate --bench FILE` turns into a
+// measured accelerator profile.
+//
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
-//                   [--batch N] [--seed N] [--peak-tflops X] [--check]
+//                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,9 +25,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bert/batch.h"
 #include "bert/config.h"
@@ -49,7 +57,21 @@ struct Options {
   uint64_t seed = 1234;
   double peak_tflops = 0;  // 0: from the device name
   bool check = false;
+  std::string json;  // --json FILE: the measurements for `mlbert simulate calibrate --bench`
 };
+
+// The shape of a micro-batch as the simulator's kernel model takes it (harness/simulate/kernels.h).
+nlohmann::json batch_shape(const bert::Batch& batch) {
+  double squares = 0;
+  for (size_t s = 0; s < batch.num_sequences(); ++s) {
+    const double len = batch.cu_seqlens[s + 1] - batch.cu_seqlens[s];
+    squares += len * len;
+  }
+  return {{"tokens", batch.num_tokens()},
+          {"sequences", batch.num_sequences()},
+          {"predictions", batch.num_masked()},
+          {"squares", squares}};
+}
 
 // REFERENCE.md section 7: 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
 double step_flops(const bert::BertConfig& c, const bert::Batch& batch) {
@@ -327,11 +349,13 @@ int main(int argc, char** argv) {
       o.peak_tflops = std::atof(next().c_str());
     else if (arg == "--check")
       o.check = true;
+    else if (arg == "--json")
+      o.json = next();
     else {
       std::fprintf(
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
-          "[--batch N] [--seed N] [--peak-tflops X] [--check]\n",
+          "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]\n",
           argv[0]);
       return 2;
     }
@@ -362,6 +386,14 @@ int main(int argc, char** argv) {
                 "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs",
                 "skipped", "scale");
     std::vector<std::string> failures;
+    nlohmann::json measured = {
+        {"format", "mlbert-device-bench/1"},
+        {"model", "bert-large"},
+        {"device",
+         {{"name", dev.name}, {"multiprocessors", dev.sm_count}, {"describe", dev.describe()}}},
+        {"gemm_tflops", gemm},
+        {"copy_gbs", copy},
+        {"steps", nlohmann::json::array()}};
     for (const std::string& mix : o.mixes) {
       std::mt19937_64 rng(o.seed);
       const bert::Batch batch = make_batch(config, mix, o.batch, rng);
@@ -386,6 +418,14 @@ int main(int argc, char** argv) {
             bert::dtype_name(dtype), mix.c_str(), seq_per_s, peak > 0 ? rate / peak : 0.0,
             t.wall_ms, rate, rate / gemm, t.skipped_timed, t.final_loss_scale);
         std::fflush(stdout);
+        nlohmann::json entry = batch_shape(batch);
+        entry["dtype"] = bert::dtype_name(dtype);
+        entry["mix"] = mix;
+        entry["fwd_bwd_ms"] = t.fwd_bwd_ms;
+        entry["optimizer_ms"] = t.optimizer_ms;
+        entry["wall_ms"] = t.wall_ms;
+        entry["skipped_timed"] = t.skipped_timed;
+        measured["steps"].push_back(entry);
         const std::string where = std::string(bert::dtype_name(dtype)) + " " + mix + ": ";
         if (!(seq_per_s > 0) || !std::isfinite(seq_per_s))
           failures.push_back(where + "seq/s is not positive");
@@ -396,6 +436,12 @@ int main(int argc, char** argv) {
           failures.push_back(where + std::to_string(t.allocations_during_steps) +
                              " device allocations in the timed steps");
       }
+    }
+    if (!o.json.empty()) {
+      std::ofstream out(o.json);
+      out << measured.dump(2) << "\n";
+      if (!out) throw std::runtime_error(o.json + ": cannot write the measurements");
+      std::printf("measurements written to %s\n", o.json.c_str());
     }
     if (o.check) {
       for (const auto& f : failures) std::printf("bert_cuda_bench: check FAILED: %s\n", f.c_str());

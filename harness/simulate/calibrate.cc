@@ -6,6 +6,10 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "bert/parameters.h"
+#include "harness/simulate/kernels.h"
+#include "mlperf_logging/package_layout.h"
+
 namespace mlbert::harness::simulate {
 namespace {
 
@@ -24,7 +28,167 @@ std::string today() {
   return text;
 }
 
+constexpr const char* kBenchFormat = "mlbert-device-bench/1";
+
+// One timed configuration of bert_cuda_bench --json.
+struct BenchStep {
+  std::string dtype, mix;
+  MicroBatchShape shape;
+  double fwd_bwd_seconds = 0, optimizer_seconds = 0;
+};
+
+struct BenchFile {
+  std::filesystem::path file;
+  std::string device;
+  int multiprocessors = 0;
+  double copy_bytes_per_second = 0, gemm_flops_per_second = 0;
+  std::vector<BenchStep> steps;
+};
+
+BenchFile read_bench(const std::filesystem::path& file) {
+  const json root = logging::read_json_file(file);
+  const auto fail = [&](const std::string& where, const std::string& what) {
+    throw std::runtime_error(file.string() + ": " + where + ": " + what);
+  };
+  const auto positive = [&](const json& o, const std::string& key, const std::string& where) {
+    if (!o.contains(key)) fail(where + key, "missing (a number > 0 is required)");
+    if (!o[key].is_number()) fail(where + key, "must be a number");
+    const double x = o[key].get<double>();
+    if (!std::isfinite(x) || x <= 0) fail(where + key, "must be a finite number > 0");
+    return x;
+  };
+  const auto text = [&](const json& o, const std::string& key, const std::string& where) {
+    if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty())
+      fail(where + key, "missing (a non-empty string is required)");
+    return o[key].get<std::string>();
+  };
+  if (!root.is_object()) fail("(top level)", "must be a JSON object");
+  if (!root.contains("format") || root["format"] != kBenchFormat)
+    fail("format", std::string("must be \"") + kBenchFormat + "\"");
+  if (text(root, "model", "") != "bert-large") fail("model", "must be \"bert-large\"");
+  BenchFile b;
+  b.file = file;
+  if (!root.contains("device") || !root["device"].is_object()) fail("device", "must be an object");
+  b.device = text(root["device"], "name", "device.");
+  const double sms = positive(root["device"], "multiprocessors", "device.");
+  if (sms != std::floor(sms) || sms > 100000)
+    fail("device.multiprocessors", "must be a whole number");
+  b.multiprocessors = static_cast<int>(sms);
+  b.copy_bytes_per_second = positive(root, "copy_gbs", "") * 1e9;
+  b.gemm_flops_per_second = positive(root, "gemm_tflops", "") * 1e12;
+  if (!root.contains("steps") || !root["steps"].is_array() || root["steps"].empty())
+    fail("steps", "missing (a non-empty list of timed configurations)");
+  for (std::size_t i = 0; i < root["steps"].size(); ++i) {
+    const json& o = root["steps"][i];
+    const std::string where = "steps[" + std::to_string(i) + "].";
+    if (!o.is_object()) fail(where.substr(0, where.size() - 1), "must be an object");
+    BenchStep s;
+    s.dtype = text(o, "dtype", where);
+    s.mix = text(o, "mix", where);
+    s.shape.tokens = positive(o, "tokens", where);
+    s.shape.sequences = positive(o, "sequences", where);
+    s.shape.predictions = positive(o, "predictions", where);
+    s.shape.squares = positive(o, "squares", where);
+    s.fwd_bwd_seconds = positive(o, "fwd_bwd_ms", where) / 1e3;
+    s.optimizer_seconds = positive(o, "optimizer_ms", where) / 1e3;
+    b.steps.push_back(s);
+  }
+  return b;
+}
+
 }  // namespace
+
+AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
+                                    const BenchCalibrationOptions& options) {
+  const BenchFile bench = read_bench(bench_file);
+  const auto chosen = std::find_if(bench.steps.begin(), bench.steps.end(), [&](const BenchStep& s) {
+    return s.dtype == options.dtype && s.mix == options.mix;
+  });
+  if (chosen == bench.steps.end())
+    throw std::runtime_error(bench_file.string() + ": steps: no " + options.dtype + " " +
+                             options.mix + " measurement to fit");
+  const std::string accelerator = options.accelerator.empty() ? bench.device : options.accelerator;
+  const auto sheet = datasheet_for(accelerator);
+  const bert::BertConfig config = bert::BertConfig::preset("bert-large");
+  const KernelPlan plan = trace_kernel_plan(config);
+  double parameters = 0;
+  for (const auto& info : bert::bert_parameter_layout(config))
+    parameters += static_cast<double>(info.numel);
+
+  KernelRates rates;
+  rates.memory_bytes_per_second = bench.copy_bytes_per_second;
+  rates.multiprocessors = bench.multiprocessors;
+  rates.host_seconds_per_kernel = kDriverLaunchSeconds;  // bert_cuda_bench issues from C++
+  const auto fwd_bwd = [&](double tensor, const MicroBatchShape& shape) {
+    KernelRates r = rates;
+    r.tensor_flops_per_second = tensor;
+    return KernelPlan::time(plan.train, shape, r).seconds;
+  };
+  double lo = 1e10, hi = 1e17;
+  if (fwd_bwd(hi, chosen->shape) > chosen->fwd_bwd_seconds)
+    throw std::invalid_argument(
+        bench_file.string() + ": the " + options.dtype + " " + options.mix +
+        " forward+backward measured is shorter than its memory-bound kernels at the measured copy "
+        "bandwidth and their issue alone; no tensor rate fits");
+  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (fwd_bwd(mid, chosen->shape) > chosen->fwd_bwd_seconds ? lo : hi) = mid;
+  }
+  const double tensor = std::sqrt(lo * hi);
+  if (sheet && tensor > sheet->peak_tflops_fp16 * 1e12)
+    throw std::invalid_argument(
+        bench_file.string() + ": the fit needs " + std::to_string(tensor / 1e12) +
+        " TFLOP/s, above the " + std::to_string(sheet->peak_tflops_fp16) +
+        " TFLOP/s dense peak of \"" + accelerator + "\"; no profile written");
+
+  AcceleratorProfile p;
+  p.accelerator = accelerator;
+  p.matches = {sheet ? std::string(sheet->match) : accelerator};
+  p.model = "bert-large";
+  p.provenance_kind = "measured";
+  p.tensor_flops_per_second = tensor;
+  p.memory_bytes_per_second = bench.copy_bytes_per_second;
+  p.multiprocessors = bench.multiprocessors;
+  // The bench's optimizer: the global gradient norm and mlbert's LAMB; Adam moves 30 of LAMB's 50
+  // bytes per parameter in mlbert's kernels.
+  p.optimizer_seconds_per_parameter_lamb = chosen->optimizer_seconds / parameters;
+  p.optimizer_seconds_per_parameter_adam =
+      p.optimizer_seconds_per_parameter_lamb * kAdamBytesPerParameter / kLambBytesPerParameter;
+  p.run_start_seconds = options.run_start_seconds;
+  json checks = json::array();
+  for (const BenchStep& s : bench.steps) {
+    const double predicted = fwd_bwd(tensor, s.shape);
+    checks.push_back({{"dtype", s.dtype},
+                      {"mix", s.mix},
+                      {"fitted", &s == &*chosen},
+                      {"measured_fwd_bwd_ms", s.fwd_bwd_seconds * 1e3},
+                      {"predicted_fwd_bwd_ms", predicted * 1e3},
+                      {"error", predicted / s.fwd_bwd_seconds - 1}});
+  }
+  p.provenance = {
+      {"kind", "measured"},
+      {"source", bench_file.string()},
+      {"command", options.command},
+      {"date", today()},
+      {"device", bench.device},
+      {"fit",
+       {{"tensor_tflops", tensor / 1e12},
+        {"fraction_of_gemm_ceiling", tensor / bench.gemm_flops_per_second},
+        {"fraction_of_fp16_peak", sheet ? tensor / (sheet->peak_tflops_fp16 * 1e12) : 0.0},
+        {"fitted_to", options.dtype + " " + options.mix}}},
+      {"checks", checks},
+      {"derived",
+       {"kernels: mlbert's model traced, issued from C++ (3 us a kernel), GEMM and attention at "
+        "the fitted tensor rate, wave-quantized over the device's " +
+            std::to_string(bench.multiprocessors) + " SMs",
+        "memory rate: the measured device-to-device copy, " +
+            std::to_string(bench.copy_bytes_per_second / 1e9) + " GB/s read + write",
+        "optimizer: the measured global norm + LAMB of the " + options.dtype + " " + options.mix +
+            " step per parameter; Adam at 30/50 of it (mlbert's kernels' bytes)",
+        "run start: not measured by the bench; " + std::to_string(options.run_start_seconds) +
+            " s as stated"}}};
+  return p;
+}
 
 AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options) {
   const ClusterRun cluster = cluster_from_result(result);

@@ -31,6 +31,28 @@ struct CalibrationOptions {
 // tensor rate above the datasheet peak).
 AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options);
 
+// `mlbert simulate calibrate --bench FILE`: a profile measured on one GPU by the device check's
+// bert_cuda_bench --json (format "mlbert-device-bench/1": the device, its measured device-copy
+// bandwidth and bf16 GEMM ceiling, and per dtype and length mix the micro-batch's shape and the
+// timed forward+backward and optimizer). The memory rate is the measured copy bandwidth, the SMs
+// the device's, the optimizer's time per parameter the measured one; the one fitted number is
+// again the tensor rate, fitted so that mlbert's traced kernels (issued from C++, 3 us each) of the
+// chosen measurement's micro-batch take its forward+backward time. Every other measurement in the
+// file is then predicted and recorded in the provenance ("checks"). Nothing measures the run
+// start: it is `run_start_seconds`, recorded as stated.
+struct BenchCalibrationOptions {
+  std::string command;
+  std::string accelerator;  // the name the profile stands for ("" = the device's)
+  std::string dtype = "bf16";
+  std::string mix = "mix";
+  double run_start_seconds = 0;
+};
+
+// Throws std::runtime_error naming the file and field for a malformed measurement, and
+// std::invalid_argument when no tensor rate fits.
+AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
+                                    const BenchCalibrationOptions& options);
+
 // Bytes the optimizer moves per parameter in mlbert's kernels (bert/ops.h): Adam/AdamW read the
 // f32 master, gradient and both moments and write master, moments and the compute copy (30);
 // LAMB adds the update written as scratch and the per-tensor norm pass (50).

@@ -27,6 +27,8 @@ struct Options {
   std::filesystem::path plot;
   std::filesystem::path data;
   std::filesystem::path output;  // calibrate
+  std::filesystem::path bench;   // calibrate --bench
+  BenchCalibrationOptions bench_options;
 };
 
 std::filesystem::path profiles_dir_of(const Options& o) {
@@ -170,15 +172,48 @@ int run_results(const Options& o) {
   return 0;
 }
 
+// Where a calibrated profile goes: --output, else <profiles-dir>/<accelerator>.json.
+std::filesystem::path profile_output(const Options& o, const AcceleratorProfile& profile) {
+  return o.output.empty() ? profiles_dir_of(o) / (profile_stem(profile.accelerator) + ".json")
+                          : o.output;
+}
+
+int run_bench_calibrate(const Options& o) {
+  BenchCalibrationOptions options = o.bench_options;
+  options.command =
+      "mlbert simulate calibrate --bench " + o.bench.string() +
+      (options.accelerator.empty() ? "" : " --accelerator \"" + options.accelerator + "\"");
+  const AcceleratorProfile profile = measured_profile(o.bench, options);
+  const auto out = profile_output(o, profile);
+  save_profile(profile, out);
+  const auto& fit = profile.provenance["fit"];
+  std::cout << "measured " << profile.accelerator << " from " << o.bench.string() << " (device "
+            << profile.provenance["device"].get<std::string>() << ")\n"
+            << "  tensor rate " << fit["tensor_tflops"].get<double>() << " TFLOP/s ("
+            << fit["fraction_of_gemm_ceiling"].get<double>() * 100
+            << "% of the measured GEMM ceiling), memory " << profile.memory_bytes_per_second / 1e9
+            << " GB/s (measured copy)\n";
+  for (const auto& c : profile.provenance["checks"])
+    std::cout << "  " << c["dtype"].get<std::string>() << " " << c["mix"].get<std::string>()
+              << ": measured " << c["measured_fwd_bwd_ms"].get<double>() << " ms, "
+              << (c["fitted"].get<bool>() ? "fitted " : "predicted ")
+              << c["predicted_fwd_bwd_ms"].get<double>() << " ms ("
+              << c["error"].get<double>() * 100 << "%)\n";
+  std::cout << "wrote " << out.string() << "\n";
+  return 0;
+}
+
 int run_calibrate(const Options& o) {
+  if (o.bench.empty() == o.results.empty())
+    throw std::runtime_error("simulate calibrate: give --results or --bench (one of them)");
+  if (!o.bench.empty()) return run_bench_calibrate(o);
   const PublishedResult result = read_published_result(o.results, o.ruleset);
   CalibrationOptions options;
   options.command = "mlbert simulate calibrate --results " + o.results.string() +
                     (o.ruleset.empty() ? "" : " --ruleset " + o.ruleset);
   options.simulation = simulation_options(o);
   const AcceleratorProfile profile = calibrate(result, options);
-  std::filesystem::path out = o.output;
-  if (out.empty()) out = profiles_dir_of(o) / (profile_stem(profile.accelerator) + ".json");
+  const auto out = profile_output(o, profile);
   save_profile(profile, out);
   const auto& fit = profile.provenance["fit"];
   std::cout << "calibrated " << profile.accelerator << " from " << result.runs.size() << " runs of "
@@ -214,8 +249,21 @@ void register_cli(CLI::App& app, int& exit_code) {
   simulate->add_option("--plot", o->plot, "write an SVG of time to train, stacked by component");
   simulate->add_option("--data", o->data, "take sample lengths from the HDF5 shards here");
   CLI::App* calibrate_cmd =
-      simulate->add_subcommand("calibrate", "fit an accelerator profile to ONE published result");
-  calibrate_cmd->add_option("--results", o->results, "the result folder")->required();
+      simulate->add_subcommand("calibrate",
+                               "fit an accelerator profile to ONE published result "
+                               "or to a device check's measurement");
+  calibrate_cmd->add_option("--results", o->results, "the result folder");
+  calibrate_cmd->add_option("--bench", o->bench,
+                            "a measurement of bert_cuda_bench --json (a measured profile)");
+  calibrate_cmd->add_option("--accelerator", o->bench_options.accelerator,
+                            "--bench: the accelerator_model_name it stands for (default: the "
+                            "device's name)");
+  calibrate_cmd->add_option("--dtype", o->bench_options.dtype, "--bench: the dtype to fit (bf16)");
+  calibrate_cmd->add_option("--mix", o->bench_options.mix, "--bench: the length mix to fit (mix)");
+  calibrate_cmd
+      ->add_option("--run-start", o->bench_options.run_start_seconds,
+                   "--bench: run start seconds to record (not measured; 0)")
+      ->check(CLI::NonNegativeNumber);
   calibrate_cmd->add_option("--ruleset", o->ruleset, "its ruleset (default: from the path)");
   calibrate_cmd->add_option("--output", o->output,
                             "profile file (default <profiles-dir>/<accelerator>.json)");

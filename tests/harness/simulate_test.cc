@@ -17,6 +17,7 @@
 
 #include "harness/length_distribution.h"
 #include "harness/load_balance.h"
+#include "harness/simulate/calibrate.h"
 #include "harness/simulate/network.h"
 #include "harness/simulate/report.h"
 #include "harness/simulate/results.h"
@@ -33,6 +34,15 @@ using namespace mlbert::harness::simulate;
 
 std::filesystem::path systems_dir() {
   return mlbert::test::source_dir() / "systems";
+}
+
+// An empty directory under the system's temp dir for one test of this process.
+std::filesystem::path fresh_temp_dir(const std::string& name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 // A profile of round numbers (A100-like: 150 TFLOP/s tensor rate, 1.7 TB/s, 108 SMs).
@@ -710,10 +720,7 @@ TEST_CASE("a sweep's plot stacks every component to the predicted time", "[simul
 
 TEST_CASE("lengths read from data shards feed the run's own sampler and deal", "[simulate]") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("mlbert_simulate_shards_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_shards");
   // 12 samples of 100 tokens in one shard, 12 of 300 in another.
   const auto shard = [](int length, int count) {
     std::vector<mlbert::data::Sample> samples(count);
@@ -806,9 +813,7 @@ TEST_CASE("accelerator names as submitters write them find their profile and dat
 TEST_CASE("a profile stands for another accelerator only of the same silicon, adapted to its HBM",
           "[simulate]") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("mlbert_simulate_profiles_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_profiles");
   AcceleratorProfile h100 = test_profile();
   h100.accelerator = "NVIDIA H100-SXM5-80GB";
   h100.matches = {"h100 sxm"};
@@ -854,9 +859,7 @@ TEST_CASE("a profile stands for another accelerator only of the same silicon, ad
 TEST_CASE("a profile file round-trips, and a bad one is refused naming the file and field",
           "[simulate]") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("mlbert_simulate_profile_io_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_profile_io");
   const fs::path good = dir / "good.json";
   save_profile(test_profile(), good);
   const AcceleratorProfile back = load_profile(good);
@@ -912,5 +915,88 @@ TEST_CASE("a profile file round-trips, and a bad one is refused naming the file 
   std::vector<std::string> notes;
   CHECK_THROWS_WITH(profile_for_accelerator(dir, "NVIDIA A100-SXM4-80GB", notes),
                     Catch::Contains(".json: "));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a device check's measurement becomes a measured profile that predicts its other runs",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_bench");
+  // What bert_cuda_bench --json writes, timed here by the kernel model at known rates: a GPU of
+  // 600 TFLOP/s on GEMMs, 4 TB/s of copy, 132 SMs, kernels issued from C++.
+  const KernelPlan plan = trace_kernel_plan(mlbert::bert::BertConfig::preset("bert-large"));
+  KernelRates truth;
+  truth.tensor_flops_per_second = 600e12;
+  truth.memory_bytes_per_second = 4e12;
+  truth.multiprocessors = 132;
+  truth.host_seconds_per_kernel = kDriverLaunchSeconds;
+  const MicroBatchShape mix{4300, 16, 640, 1.6e6}, padded{8192, 16, 1216, 16 * 512.0 * 512};
+  const auto step = [&](const char* dtype, const char* mix_name, const MicroBatchShape& s) {
+    return nlohmann::json{{"dtype", dtype},
+                          {"mix", mix_name},
+                          {"tokens", s.tokens},
+                          {"sequences", s.sequences},
+                          {"predictions", s.predictions},
+                          {"squares", s.squares},
+                          {"fwd_bwd_ms", KernelPlan::time(plan.train, s, truth).seconds * 1e3},
+                          {"optimizer_ms", 6.72},
+                          {"wall_ms", 0.1}};
+  };
+  nlohmann::json bench = {{"format", "mlbert-device-bench/1"},
+                          {"model", "bert-large"},
+                          {"device", {{"name", "NVIDIA H200"}, {"multiprocessors", 132}}},
+                          {"gemm_tflops", 750.0},
+                          {"copy_gbs", 4000.0},
+                          {"steps", {step("bf16", "padded", padded), step("bf16", "mix", mix)}}};
+  const auto write = [&](const std::string& name, const nlohmann::json& j) {
+    std::ofstream(dir / name) << j.dump();
+    return dir / name;
+  };
+  BenchCalibrationOptions options;
+  options.accelerator = "NVIDIA H200-SXM5-141GB";
+  options.run_start_seconds = 1.5;
+  const AcceleratorProfile p = measured_profile(write("bench.json", bench), options);
+  CHECK(p.provenance_kind == "measured");
+  CHECK(p.tensor_flops_per_second == Approx(600e12).epsilon(1e-6));
+  CHECK(p.memory_bytes_per_second == 4e12);
+  CHECK(p.multiprocessors == 132);
+  CHECK(p.optimizer_seconds_per_parameter_lamb == Approx(6.72e-3 / 336232258.0));
+  CHECK(p.optimizer_seconds_per_parameter_adam ==
+        Approx(p.optimizer_seconds_per_parameter_lamb * 30 / 50));
+  CHECK(p.run_start_seconds == 1.5);
+  CHECK(p.matches_accelerator("NVIDIA H200-SXM5-141GB"));
+  CHECK(p.provenance["device"] == "NVIDIA H200");
+  REQUIRE(p.provenance["checks"].size() == 2);
+  CHECK_FALSE(p.provenance["checks"][0]["fitted"].get<bool>());  // padded: a prediction
+  CHECK(p.provenance["checks"][0]["error"].get<double>() == Approx(0).margin(1e-6));
+  CHECK(p.provenance["checks"][1]["fitted"].get<bool>());
+  // It is a profile like any other: it saves and loads.
+  save_profile(p, dir / "measured.json");
+  CHECK(load_profile(dir / "measured.json").tensor_flops_per_second == p.tensor_flops_per_second);
+
+  // Bad measurements name the file and the field.
+  nlohmann::json missing = bench;
+  missing["steps"][1].erase("squares");
+  CHECK_THROWS_WITH(measured_profile(write("missing.json", missing), options),
+                    Catch::Contains("missing.json: steps[1].squares: missing"));
+  nlohmann::json negative = bench;
+  negative["copy_gbs"] = -1;
+  CHECK_THROWS_WITH(measured_profile(write("negative.json", negative), options),
+                    Catch::Contains("negative.json: copy_gbs: must be a finite number > 0"));
+  nlohmann::json format = bench;
+  format["format"] = "something/2";
+  CHECK_THROWS_WITH(measured_profile(write("format.json", format), options),
+                    Catch::Contains("format.json: format: must be \"mlbert-device-bench/1\""));
+  BenchCalibrationOptions fp16 = options;
+  fp16.dtype = "fp16";
+  CHECK_THROWS_WITH(measured_profile(dir / "bench.json", fp16),
+                    Catch::Contains("no fp16 mix measurement to fit"));
+  // Faster than the memory-bound kernels allow: no rate fits.
+  nlohmann::json fast = bench;
+  fast["steps"][1]["fwd_bwd_ms"] = 0.5;
+  CHECK_THROWS_WITH(measured_profile(write("fast.json", fast), options),
+                    Catch::Contains("no tensor rate fits"));
+  CHECK_THROWS_WITH(measured_profile(dir / "absent.json", options),
+                    Catch::Contains("absent.json: cannot open"));
   fs::remove_all(dir);
 }
