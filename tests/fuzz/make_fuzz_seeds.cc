@@ -176,6 +176,16 @@ void config_seeds(const fs::path& out) {
   copy_json_files(kSource / "systems", systems);
   copy_json_files(kSource / "tests/harness/data", systems);
   copy_json_files(kShared / "fixtures/systems", systems);
+  // fuzz_simulate_inputs: byte 0 even = an accelerator profile, odd = a device measurement.
+  const fs::path simulate = out / "fuzz_simulate_inputs";
+  fs::create_directories(simulate);
+  for (const auto& entry : fs::directory_iterator(kSource / "systems/profiles"))
+    if (entry.path().extension() == ".json")
+      write_text(simulate / ("profile_" + entry.path().filename().string()),
+                 std::string(1, '\0') + read_text(entry.path()));
+  write_text(simulate / "bench_synthetic.json",
+             std::string(1, '\1') +
+                 read_text(kSource / "tests/harness/data/device_bench_synthetic.json"));
 }
 
 }  // namespace
