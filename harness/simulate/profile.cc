@@ -14,11 +14,6 @@ using nlohmann::json;
 
 constexpr const char* kFormat = "mlbert-accelerator-profile/2";
 
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // Reads required non-negative numbers of one object, naming the file and the JSON path.
 class Reader {
  public:
@@ -83,6 +78,11 @@ std::vector<std::filesystem::path> profile_files(const std::filesystem::path& di
 }
 
 }  // namespace
+
+std::string ascii_lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
 
 bool accelerator_name_matches(const std::string& accelerator_model_name,
                               const std::string& pattern) {
@@ -242,28 +242,35 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
                                                           const std::string& accelerator,
                                                           std::vector<std::string>& notes) {
   if (auto p = find_profile(dir, accelerator)) return p;
+  // Of the same-silicon profiles, the one whose HBM is nearest the target's (GH200 144 GB: H200).
+  const auto target = datasheet_for(accelerator);
+  std::optional<AcceleratorProfile> best;
+  std::filesystem::path best_file;
+  double best_gap = 0;
   for (const auto& file : profile_files(dir)) {
-    const AcceleratorProfile p = load_profile(file);
+    AcceleratorProfile p = load_profile(file);
     if (!same_silicon(p.accelerator, accelerator)) continue;
-    notes.push_back("no profile for " + accelerator + ": " + file.string() + " (for " +
-                    p.accelerator +
-                    ", the same silicon by the datasheets: dense fp16 peak and SMs) adapted to "
-                    "its HBM bandwidth");
-    return adapt_profile(p, accelerator);
+    const double gap = std::abs(datasheet_for(p.accelerator)->memory_tbs - target->memory_tbs);
+    if (best && gap >= best_gap) continue;
+    best = std::move(p);
+    best_file = file;
+    best_gap = gap;
   }
-  return std::nullopt;
+  if (!best) return std::nullopt;
+  notes.push_back("no profile for " + accelerator + ": " + best_file.string() + " (for " +
+                  best->accelerator +
+                  ", the same silicon by the datasheets: dense fp16 peak and SMs) adapted to "
+                  "its HBM bandwidth");
+  return adapt_profile(*best, accelerator);
 }
 
 std::string describe_profiles(const std::filesystem::path& dir) {
-  std::error_code ec;
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".json") continue;
+  for (const auto& file : profile_files(dir)) {
     try {
-      names.push_back(entry.path().stem().string() + " (" + load_profile(entry.path()).accelerator +
-                      ")");
+      names.push_back(file.stem().string() + " (" + load_profile(file).accelerator + ")");
     } catch (const std::exception&) {
-      names.push_back(entry.path().stem().string() + " (unreadable)");
+      names.push_back(file.stem().string() + " (unreadable)");
     }
   }
   std::sort(names.begin(), names.end());
@@ -274,11 +281,18 @@ std::string describe_profiles(const std::filesystem::path& dir) {
 }
 
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name) {
-  // Datasheet values: HBM bandwidth (TB/s), dense fp16 tensor TFLOP/s, NVLink GB/s per GPU, SMs.
+  // Datasheet values: HBM bandwidth (TB/s), dense fp16 tensor TFLOP/s, NVLink GB/s per GPU, SMs,
+  // and the compute NIC per GPU of the vendor's reference system (DGX A100: 8 HDR; DGX H100 and
+  // H200: 8 NDR; DGX-2: EDR). First match wins: the more specific name comes first. "H100 80GB
+  // HBM3" is how nvidia-smi names the SXM5 part (the PCIe part is "H100 PCIe", HBM2e); A800 and
+  // H800 are the A100 and H100 silicon with NVLink cut to 400 GB/s.
   static constexpr AcceleratorDatasheet kSheets[] = {
-      {"a100 sxm 80gb", 2.039, 312, 600, 108}, {"a100 sxm 40gb", 1.555, 312, 600, 108},
-      {"h100 sxm", 3.35, 989, 900, 132},       {"h200 sxm", 4.8, 989, 900, 132},
-      {"v100 sxm3 32gb", 0.981, 125, 300, 80}, {"v100 sxm2", 0.9, 125, 300, 80},
+      {"a100 sxm 80gb", 2.039, 312, 600, 108, 200}, {"a100 sxm 40gb", 1.555, 312, 600, 108, 200},
+      {"a800 sxm 80gb", 2.039, 312, 400, 108, 200}, {"h100 sxm", 3.35, 989, 900, 132, 400},
+      {"h100 80gb hbm3", 3.35, 989, 900, 132, 400}, {"h800 sxm", 3.35, 989, 400, 132, 400},
+      {"h200 sxm", 4.8, 989, 900, 132, 400},        {"gh200 144gb", 4.9, 989, 900, 132, 400},
+      {"gh200", 4.0, 989, 900, 132, 400},           {"v100 sxm3 32gb", 0.981, 125, 300, 80, 100},
+      {"v100 sxm2", 0.9, 125, 300, 80, 100},
   };
   for (const auto& sheet : kSheets)
     if (accelerator_name_matches(accelerator_model_name, sheet.match)) return sheet;
@@ -286,8 +300,9 @@ std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator
 }
 
 bool looks_like_gpu(const std::string& accelerator_model_name) {
-  const std::string name = lower(accelerator_model_name);
-  for (const char* word : {"nvidia", "gpu", "a100", "h100", "h200", "v100", "instinct", "radeon"})
+  const std::string name = ascii_lower(accelerator_model_name);
+  for (const char* word :
+       {"nvidia", "gpu", "a100", "a800", "h100", "h800", "h200", "v100", "instinct", "radeon"})
     if (name.find(word) != std::string::npos) return true;
   return false;
 }

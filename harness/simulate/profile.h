@@ -90,6 +90,7 @@ struct AcceleratorDatasheet {
   double peak_tflops_fp16;
   double nvlink_gbs;  // per GPU, both directions together, as system descriptions state it
   int multiprocessors;
+  double reference_nic_gbps;  // compute NIC per GPU of the vendor's reference system (DGX)
 };
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name);
 
@@ -97,7 +98,8 @@ std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator
 inline constexpr double kMemoryBandwidthFraction = 0.85;
 
 // Two accelerators of the same silicon: both datasheets known, with equal dense fp16 peaks and
-// SM counts (A100 SXM 40 GB and 80 GB; H100 SXM and H200), differing in HBM.
+// SM counts (A100 SXM 40 GB and 80 GB, A800; H100 SXM, H800, H200 and GH200), differing in HBM
+// or NVLink.
 bool same_silicon(const std::string& accelerator_a, const std::string& accelerator_b);
 
 // `profile` carried over to `accelerator` of the same silicon (same_silicon): the fitted tensor
@@ -111,6 +113,9 @@ AcceleratorProfile adapt_profile(const AcceleratorProfile& profile, const std::s
 std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem::path& dir,
                                                           const std::string& accelerator,
                                                           std::vector<std::string>& notes);
+
+// `text` with ASCII letters in lower case (other bytes as they are), for matching names.
+std::string ascii_lower(std::string text);
 
 // Is this accelerator a GPU the simulator can model (NVIDIA or AMD data-centre GPU by name)?
 bool looks_like_gpu(const std::string& accelerator_model_name);

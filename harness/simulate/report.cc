@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
 
 #include "mlperf_logging/score.h"
@@ -283,8 +284,15 @@ ResultComparison compare_with_result(const PublishedResult& result, const Predic
     predicted.push_back(seconds);
     published.push_back(run.seconds);
   }
-  c.predicted_olympic = logging::olympic_average(predicted, 0, 1).value_or(0);
-  c.published_olympic = logging::olympic_average(published, 0, 1).value_or(0);
+  c.olympic = result.runs.size() >= 3;
+  const auto mean = [&](const std::vector<double>& seconds) {
+    if (c.olympic) return logging::olympic_average(seconds, 0, 1).value_or(0);
+    return seconds.empty() ? 0.0
+                           : std::accumulate(seconds.begin(), seconds.end(), 0.0) /
+                                 static_cast<double>(seconds.size());
+  };
+  c.predicted_olympic = mean(predicted);
+  c.published_olympic = mean(published);
   c.official = official_score(result);
   return c;
 }
@@ -311,7 +319,9 @@ std::string format_comparison(const ResultComparison& c, const AcceleratorProfil
     o << line;
   }
   const double error = c.published_olympic > 0 ? c.predicted_olympic / c.published_olympic - 1 : 0;
-  o << "\nolympic mean (drop fastest and slowest, no compliance filter): published "
+  o << (c.olympic ? "\nolympic mean (drop fastest and slowest, no compliance filter): published "
+                  : "\nmean of " + std::to_string(c.result.runs.size()) +
+                        " run(s), too few for the olympic mean: published ")
     << fmt("%.2f s", c.published_olympic) << ", predicted " << fmt("%.2f s", c.predicted_olympic)
     << " (" << fmt("%+.1f%%", error * 100) << ")\n";
   if (c.official.minutes)
@@ -350,6 +360,7 @@ json comparison_to_json(const ResultComparison& c) {
       {"results", c.result.dir.string()},
       {"ruleset", c.result.ruleset},
       {"runs", runs},
+      {"mean", c.olympic ? "olympic" : "plain (fewer than 3 runs)"},
       {"published_olympic_seconds", c.published_olympic},
       {"predicted_olympic_seconds", c.predicted_olympic},
       {"error", c.published_olympic > 0 ? c.predicted_olympic / c.published_olympic - 1 : 0.0},

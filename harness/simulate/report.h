@@ -36,7 +36,10 @@ struct ResultComparison {
   PublishedResult result;
   Prediction prediction;               // timed to the longest run
   std::vector<double> predicted_runs;  // seconds, per published run
+  // Olympic means (drop the fastest and slowest run); the plain means, olympic false, when the
+  // folder has fewer than 3 runs.
   double predicted_olympic = 0, published_olympic = 0;
+  bool olympic = true;
   OfficialScore official;
 };
 ResultComparison compare_with_result(const PublishedResult& result, const Prediction& prediction);

@@ -2,8 +2,10 @@
 #include "harness/simulate/results.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <regex>
 #include <set>
@@ -27,11 +29,22 @@ const std::set<std::string, std::less<>> kKeys = {
     "opt_name",          "submission_division",
     "eval_samples"};
 
+// Counts in the logs (samples, batch sizes, epochs) are whole numbers up to 2^53, which a double
+// holds exactly; anything else (a fraction is truncated) cannot be converted safely.
+constexpr double kMaxLoggedCount = 9007199254740992.0;
+
+std::optional<std::int64_t> logged_count(const nlohmann::json& value) {
+  if (!value.is_number()) return std::nullopt;
+  const double v = value.get<double>();
+  if (!std::isfinite(v) || std::abs(v) > kMaxLoggedCount) return std::nullopt;
+  return static_cast<std::int64_t>(v);
+}
+
 std::int64_t integer_value(const mllog::LogRecord& r, const std::filesystem::path& file) {
-  if (!r.value.is_number())
-    throw std::runtime_error(file.string() + ":" + std::to_string(r.line) + ": " + r.key +
-                             ": value " + r.value.dump() + " is not a number");
-  return static_cast<std::int64_t>(r.value.get<double>());
+  if (const auto n = logged_count(r.value)) return *n;
+  throw std::runtime_error(file.string() + ":" + std::to_string(r.line) + ": " + r.key +
+                           ": value " + r.value.dump() +
+                           (r.value.is_number() ? " is out of range" : " is not a number"));
 }
 
 PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result) {
@@ -57,15 +70,18 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
         } else if (r.key == "eval_accuracy" && start && !stop) {
           ++run.evals;
           run.eval_times.push_back((r.timestamp - *start) / 1000.0);
-          if (r.metadata.is_object() && r.metadata.contains("epoch_num") &&
-              r.metadata["epoch_num"].is_number())
-            last_epoch = static_cast<std::int64_t>(r.metadata["epoch_num"].get<double>());
+          if (r.metadata.is_object() && r.metadata.contains("epoch_num"))
+            last_epoch = logged_count(r.metadata["epoch_num"]).value_or(last_epoch);
         } else if (r.key == "train_samples") {
           run.samples = integer_value(r, file);
         } else if (r.key == "global_batch_size") {
           result.global_batch_size = integer_value(r, file);
         } else if (r.key == "gradient_accumulation_steps") {
-          result.gradient_accumulation = static_cast<int>(integer_value(r, file));
+          const std::int64_t steps = integer_value(r, file);
+          if (steps > std::numeric_limits<int>::max())
+            throw std::runtime_error(file.string() + ":" + std::to_string(r.line) + ": " + r.key +
+                                     ": value " + r.value.dump() + " is out of range");
+          result.gradient_accumulation = static_cast<int>(steps);
         } else if (r.key == "eval_samples") {
           result.eval_samples = integer_value(r, file);
         } else if (r.key == "opt_name" && r.value.is_string()) {
@@ -96,11 +112,19 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
     if (line.find(":::MLLOG") == std::string::npos && line.find(" --") != std::string::npos &&
         text.size() < (1u << 20))
       text += line + "\n";
+  // A flag is a word of its own: at the start or after a space or quote, followed by the end, a
+  // space, a quote or "=" (so --unpad is not found in --unpad_fmha).
   const auto flag = [&](const std::string& name) {
-    const std::regex re("(^|[\\s'\"])" + name + "(?=[\\s'\"=]|$)");
-    if (std::regex_search(text, re)) {
-      result.launch_flags.push_back(name);
-      return true;
+    const auto separator = [](char c) {
+      return std::isspace(static_cast<unsigned char>(c)) || c == '\'' || c == '"';
+    };
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      const std::size_t end = at + name.size();
+      if ((at == 0 || separator(text[at - 1])) &&
+          (end == text.size() || separator(text[end]) || text[end] == '=')) {
+        result.launch_flags.push_back(name);
+        return true;
+      }
     }
     return false;
   };
@@ -118,22 +142,39 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
   result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
   std::smatch m;
-  if (std::regex_search(text, m, std::regex("--optimizer=(\\w+)"))) {
+  // Bounded repetitions only: libstdc++'s regex recurses once per repeated character.
+  static const std::regex optimizer("--optimizer=(\\w{1,64})"),
+      eval_batch("--eval_batch_size=(\\d{1,6})\\b");
+  if (std::regex_search(text, m, optimizer)) {
     result.launch_flags.push_back(m.str(0));
-    std::string name = m.str(1);
-    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-    result.adam = name.find("adam") != std::string::npos;
+    result.adam = ascii_lower(m.str(1)).find("adam") != std::string::npos;
   }
-  if (std::regex_search(text, m, std::regex("--eval_batch_size=(\\d+)"))) {
+  if (std::regex_search(text, m, eval_batch)) {
     result.launch_flags.push_back(m.str(0));
-    result.eval_batch_size = std::stoi(m.str(1));
+    if (const int batch = std::stoi(m.str(1)); batch > 0) result.eval_batch_size = batch;
   }
-  if (std::regex_search(text, m, std::regex("--split_batch_cnt((?:\\s+\\d+)+)"))) {
-    result.launch_flags.push_back("--split_batch_cnt" + m.str(1));
-    std::istringstream counts(m.str(1));
+  // --split_batch_cnt Q1 Q2 ...: the whole numbers that follow it (at most 64, each < 10^6).
+  if (const std::size_t at = text.find("--split_batch_cnt"); at != std::string::npos) {
     std::vector<int> quotas;
-    for (int q; counts >> q;) quotas.push_back(q);
-    result.stratified_quotas = quotas;
+    std::size_t i = at + 17;
+    while (quotas.size() < 64) {
+      std::size_t j = i;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+      std::size_t k = j;
+      while (k < text.size() && k - j < 7 && std::isdigit(static_cast<unsigned char>(text[k]))) ++k;
+      if (j == i || k == j || k - j > 6 ||
+          (k < text.size() && !std::isspace(static_cast<unsigned char>(text[k])) &&
+           text[k] != '\'' && text[k] != '"'))
+        break;
+      quotas.push_back(std::stoi(text.substr(j, k - j)));
+      i = k;
+    }
+    if (!quotas.empty()) {
+      std::string written;
+      for (int q : quotas) written += " " + std::to_string(q);
+      result.launch_flags.push_back("--split_batch_cnt" + written);
+      result.stratified_quotas = quotas;
+    }
   }
 }
 
@@ -161,9 +202,7 @@ std::string string_field(const json& system, const char* field) {
 
 // Frameworks whose ops a Python program issues one by one (eager execution).
 bool eager_framework(const PublishedResult& r) {
-  std::string name = r.framework;
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  return name.find("pytorch") != std::string::npos;
+  return ascii_lower(r.framework).find("pytorch") != std::string::npos;
 }
 
 double PublishedResult::olympic_seconds() const {
@@ -226,6 +265,86 @@ OfficialScore official_score(const PublishedResult& result) {
   return out;
 }
 
+std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking) {
+  // The parts of the text: what precedes the first "Label:" (label empty), then each label's part
+  // up to the next. The compute part is the one labelled compute; else the first (the unlabelled
+  // one included) that is not storage or management.
+  // A real description is a line or two; past 4 KB the text is not one (and the regexes' cost
+  // grows with it).
+  const std::string networking = host_networking.substr(0, 4096);
+  static const std::regex label("([A-Za-z][A-Za-z -]{0,24}):");
+  std::vector<std::pair<std::string, std::string>> parts;
+  std::string current;
+  std::size_t at = 0;
+  for (std::sregex_iterator it(networking.begin(), networking.end(), label), end; it != end; ++it) {
+    parts.emplace_back(current, networking.substr(at, it->position() - at));
+    current = ascii_lower(it->str(1));
+    at = static_cast<std::size_t>(it->position() + it->length());
+  }
+  parts.emplace_back(current, networking.substr(at));
+  std::string part;
+  for (const auto& [name, text] : parts)
+    if (name.find("compute") != std::string::npos) {
+      part = text;
+      break;
+    }
+  if (part.empty())
+    for (const auto& [name, text] : parts)
+      if (name.find("storage") == std::string::npos && name.find("manag") == std::string::npos &&
+          name.find("mgmt") == std::string::npos &&
+          text.find_first_not_of(" ,;") != std::string::npos) {
+        part = text;
+        break;
+      }
+
+  ComputeNics nics;
+  std::smatch m;
+  static const std::regex rate(
+      "(\\d{1,6}(?:\\.\\d{1,6})?)\\s{0,4}([gt])(?:bits?|b|bps)?(?:/s(?:ec)?|ps|e)?\\b",
+      std::regex::icase);
+  static const std::regex generation("\\b(edr|hdr|ndr|xdr)(\\d{0,4})\\b", std::regex::icase);
+  std::size_t speed_end = 0, speed_begin = 0;
+  if (std::regex_search(part, m, rate)) {
+    nics.gbps_each = std::stod(m.str(1)) * (ascii_lower(m.str(2)) == "t" ? 1000 : 1);
+    speed_begin = static_cast<std::size_t>(m.position());
+    speed_end = speed_begin + static_cast<std::size_t>(m.length());
+  } else if (std::regex_search(part, m, generation)) {
+    const std::string g = ascii_lower(m.str(1));
+    nics.gbps_each = !m.str(2).empty() ? std::stod(m.str(2))
+                     : g == "edr"      ? 100
+                     : g == "hdr"      ? 200
+                     : g == "ndr"      ? 400
+                                       : 800;
+    speed_begin = static_cast<std::size_t>(m.position());
+    speed_end = speed_begin + static_cast<std::size_t>(m.length());
+  }
+  if (!(nics.gbps_each > 0)) return std::nullopt;
+  // The count: "8x" / "8 x" before the speed, else " x 8" after it (before a comma or semicolon).
+  static const std::regex leading("(?:^|[^\\w.])(\\d{1,3})\\s{0,4}[xX](?=[\\s\\d]|$)");
+  const std::string before = part.substr(0, speed_begin);
+  std::optional<int> count;
+  if (std::regex_search(before, m, leading)) count = std::stoi(m.str(1));
+  for (std::size_t i = speed_end; !count && i + 1 < part.size() && part[i] != ',' && part[i] != ';';
+       ++i) {
+    if (!std::isspace(static_cast<unsigned char>(part[i])) ||
+        (part[i + 1] != 'x' && part[i + 1] != 'X'))
+      continue;
+    std::size_t j = i + 2;
+    while (j < part.size() && j < i + 6 && std::isspace(static_cast<unsigned char>(part[j]))) ++j;
+    std::size_t k = j;
+    while (k < part.size() && k < j + 4 && std::isdigit(static_cast<unsigned char>(part[k]))) ++k;
+    if (k > j && k - j <= 3 &&
+        (k == part.size() ||
+         !(std::isalnum(static_cast<unsigned char>(part[k])) || part[k] == '_')))
+      count = std::stoi(part.substr(j, k - j));
+  }
+  if (count && *count > 0) {
+    nics.count = *count;
+    nics.count_stated = true;
+  }
+  return nics;
+}
+
 ClusterRun cluster_from_result(const PublishedResult& r) {
   const auto& system_file = r.system_file;
   ClusterRun c;
@@ -243,8 +362,8 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   const auto sheet = datasheet_for(c.accelerator);
   std::smatch m;
   const std::string interconnect = string_field(r.system, "accelerator_interconnect");
-  if (std::regex_search(interconnect, m,
-                        std::regex("(\\d+(?:\\.\\d+)?)\\s*GB/s", std::regex::icase))) {
+  static const std::regex nvlink("(\\d{1,6}(?:\\.\\d{1,6})?)\\s{0,4}GB/s", std::regex::icase);
+  if (std::regex_search(interconnect, m, nvlink)) {
     n.nvlink_gbs = std::stod(m.str(1)) / 2;
   } else if (sheet) {
     n.nvlink_gbs = sheet->nvlink_gbs / 2;
@@ -255,15 +374,18 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                                 ": accelerator_interconnect states no bandwidth (e.g. 600GB/s)");
   }
   const std::string networking = string_field(r.system, "host_networking");
-  if (std::regex_search(
-          networking, m,
-          std::regex("compute:\\s*(\\d+)\\s*x[^,]*?(\\d+)\\s*gb", std::regex::icase))) {
-    n.nics_per_node = std::stoi(m.str(1));
-    n.nic_gbs_per_node = n.nics_per_node * std::stod(m.str(2)) / 8;
+  const double reference_gbps = sheet ? sheet->reference_nic_gbps : 200;
+  if (const auto nics = parse_compute_nics(networking)) {
+    n.nics_per_node = nics->count;
+    n.nic_gbs_per_node = nics->count * nics->gbps_each / 8;
+    if (!nics->count_stated && n.nodes > 1)
+      notes.push_back("host_networking states a compute NIC speed but no count: one NIC per node");
   } else if (n.nodes > 1) {
     n.nics_per_node = n.gpus_per_node;
-    n.nic_gbs_per_node = n.gpus_per_node * 200.0 / 8;
-    notes.push_back("host_networking states no compute NICs: default one 200 Gb/s NIC per GPU");
+    n.nic_gbs_per_node = n.gpus_per_node * reference_gbps / 8;
+    notes.push_back("host_networking states no compute NICs: default one " +
+                    std::to_string(static_cast<int>(reference_gbps)) +
+                    " Gb/s NIC per GPU (the accelerator's reference system)");
   }
 
   RunSpec& run = c.run;
@@ -272,6 +394,11 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   run.global_batch_size = r.global_batch_size;
   run.gradient_accumulation = std::max(1, r.gradient_accumulation);
   const std::int64_t world = static_cast<std::int64_t>(n.nodes) * n.gpus_per_node;
+  if (world > kMaxSimulatedRanks)
+    throw std::invalid_argument(
+        system_file.string() + ": number_of_nodes " + std::to_string(n.nodes) +
+        " x accelerators_per_node " + std::to_string(n.gpus_per_node) + " is more than the " +
+        std::to_string(kMaxSimulatedRanks) + " ranks mlbert simulate models");
   if (run.global_batch_size % (world * run.gradient_accumulation) != 0)
     throw std::invalid_argument(r.dir.string() + ": global_batch_size " +
                                 std::to_string(run.global_batch_size) + " does not split over " +
@@ -280,10 +407,9 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   run.per_rank_batch =
       static_cast<int>(run.global_batch_size / (world * run.gradient_accumulation));
   if (r.opt_name) {
-    std::string name = *r.opt_name;
-    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-    run.optimizer.kind =
-        name.find("adam") != std::string::npos ? OptimizerKind::adamw : OptimizerKind::lamb;
+    run.optimizer.kind = ascii_lower(*r.opt_name).find("adam") != std::string::npos
+                             ? OptimizerKind::adamw
+                             : OptimizerKind::lamb;
   } else if (r.adam) {
     run.optimizer.kind = OptimizerKind::adamw;
   } else {
@@ -296,8 +422,9 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
     run.clipping = ClippingMode::bucket_before_allreduce;
   else
     run.clipping = ClippingMode::after_allreduce;
-  if (r.stratified_quotas && std::accumulate(r.stratified_quotas->begin(),
-                                             r.stratified_quotas->end(), 0) == run.per_rank_batch) {
+  if (r.stratified_quotas &&
+      std::accumulate(r.stratified_quotas->begin(), r.stratified_quotas->end(), std::int64_t{0}) ==
+          run.per_rank_batch) {
     run.sampler = SamplerKind::stratified;
     run.stratified_quotas = *r.stratified_quotas;
   }

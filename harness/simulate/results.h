@@ -75,6 +75,22 @@ struct OfficialScore {
 };
 OfficialScore official_score(const PublishedResult& result);
 
+// The compute NICs a system description's host_networking states. A labelled text ("Storage: ...,
+// Compute: 8x ConnectX-6 IB HDR 200Gb/Sec, Management: ...") is read in its compute part only, an
+// unlabelled one ("8x 200Gb/s HDR InfiniBand") whole. The speed: the first number with Gb/s, Gbps,
+// Gbit/s, GbE or G (Tb/s x 1000), else an InfiniBand generation (EDR 100, HDR 200, NDR 400, XDR
+// 800; "HDR100" 100). The count: "8x" before the speed, else "x 8" after it, else one NIC
+// (count_stated false). nullopt when no compute part with a speed is found.
+struct ComputeNics {
+  int count = 1;         // per node
+  double gbps_each = 0;  // line rate of each, Gb/s
+  bool count_stated = false;
+};
+std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking);
+
+// The most ranks a published result may describe: the deal holds every rank's samples of a step.
+inline constexpr std::int64_t kMaxSimulatedRanks = 1 << 20;
+
 // The machine and the run of a published result. Throws std::invalid_argument with the field
 // named when system.json or the logs leave the shape undetermined (nodes, GPUs, batch size).
 ClusterRun cluster_from_result(const PublishedResult& result);

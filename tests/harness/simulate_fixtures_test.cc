@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "harness/simulate/calibrate.h"
 #include "harness/simulate/report.h"
 #include "harness/simulate/results.h"
@@ -88,6 +90,38 @@ TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node ex
   CHECK(o.sync_per_bucket);
   CHECK(o.sync_after_backward);
   CHECK(o.forward_broadcast_bytes > 150e6);
+}
+
+TEST_CASE("a multi-node result's NICs: as host_networking states them, else a named default",
+          "[simulate]") {
+  PublishedResult r =
+      read_published_result(logs("v2.0/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch"));
+  auto has_note = [](const ClusterRun& c, const std::string& text) {
+    return std::any_of(c.notes.begin(), c.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  // Stated in another submitter's words.
+  r.system["host_networking"] = "8x 200Gb/s HDR InfiniBand";
+  ClusterRun c = cluster_from_result(r);
+  CHECK(c.network.nics_per_node == 8);
+  CHECK(c.network.nic_gbs_per_node == 200);
+  CHECK_FALSE(has_note(c, "host_networking"));
+  // A speed without a count: one NIC, said.
+  r.system["host_networking"] = "Compute: InfiniBand HDR 200Gb/s";
+  c = cluster_from_result(r);
+  CHECK(c.network.nics_per_node == 1);
+  CHECK(c.network.nic_gbs_per_node == 25);
+  CHECK(has_note(c, "no count: one NIC per node"));
+  // Nothing stated: one NIC per GPU at the reference system's rate (DGX A100: HDR; Hopper: NDR).
+  r.system["host_networking"] = "";
+  c = cluster_from_result(r);
+  CHECK(c.network.nics_per_node == 8);
+  CHECK(c.network.nic_gbs_per_node == 8 * 200 / 8);
+  CHECK(has_note(c, "default one 200 Gb/s NIC per GPU"));
+  r.system["accelerator_model_name"] = "NVIDIA H100 80GB HBM3";
+  c = cluster_from_result(r);
+  CHECK(c.network.nic_gbs_per_node == 8 * 400 / 8);
+  CHECK(has_note(c, "default one 400 Gb/s NIC per GPU"));
 }
 
 TEST_CASE("a profile calibrated from one result reproduces that result's time", "[simulate]") {

@@ -804,6 +804,25 @@ TEST_CASE("accelerator names as submitters write them find their profile and dat
   REQUIRE(datasheet_for("NVIDIA H100-SXM5-80GB"));
   CHECK(datasheet_for("NVIDIA H100-SXM5-80GB")->multiprocessors == 132);
   CHECK_FALSE(datasheet_for("NVIDIA A100 80GB PCIe"));
+  // nvidia-smi's name of the H100 SXM5 is the SXM5's datasheet; the PCIe and NVL parts are not.
+  REQUIRE(datasheet_for("NVIDIA H100 80GB HBM3"));
+  CHECK(datasheet_for("NVIDIA H100 80GB HBM3")->nvlink_gbs == 900);
+  CHECK_FALSE(datasheet_for("NVIDIA H100 PCIe"));
+  CHECK_FALSE(datasheet_for("NVIDIA H100 NVL"));
+  // The export parts: the same silicon with NVLink at 400 GB/s.
+  REQUIRE(datasheet_for("NVIDIA H800-SXM5-80GB"));
+  CHECK(datasheet_for("NVIDIA H800-SXM5-80GB")->nvlink_gbs == 400);
+  REQUIRE(datasheet_for("NVIDIA A800-SXM4-80GB"));
+  CHECK(datasheet_for("NVIDIA A800-SXM4-80GB")->multiprocessors == 108);
+  CHECK(looks_like_gpu("A800-SXM4-80GB"));
+  // GH200: the 144 GB HBM3e part before the 96 GB HBM3 one.
+  REQUIRE(datasheet_for("NVIDIA GH200 Grace Hopper Superchip 144GB"));
+  CHECK(datasheet_for("NVIDIA GH200 Grace Hopper Superchip 144GB")->memory_tbs == 4.9);
+  REQUIRE(datasheet_for("NVIDIA GH200 Grace Hopper Superchip"));
+  CHECK(datasheet_for("NVIDIA GH200 Grace Hopper Superchip")->memory_tbs == 4.0);
+  // The reference system's compute NIC per GPU: HDR for the A100, NDR for Hopper.
+  CHECK(datasheet_for("NVIDIA A100-SXM4-80GB")->reference_nic_gbps == 200);
+  CHECK(datasheet_for("NVIDIA H200-SXM5-141GB")->reference_nic_gbps == 400);
 
   CHECK(profile_stem("NVIDIA A100-SXM4-80GB (400W)") == "a100-sxm4-80gb");
   CHECK(profile_stem("NVIDIA H200-SXM5-141GB") == "h200-sxm5-141gb");
@@ -847,12 +866,174 @@ TEST_CASE("a profile stands for another accelerator only of the same silicon, ad
   CHECK_THAT(notes[0], Catch::Contains("no profile for NVIDIA H200-SXM5-141GB") &&
                            Catch::Contains("adapted to its HBM bandwidth"));
 
+  // Of two same-silicon profiles, the one whose HBM is nearest the target's.
+  AcceleratorProfile h200_fitted = h100;
+  h200_fitted.accelerator = "NVIDIA H200-SXM5-141GB";
+  h200_fitted.matches = {"h200 sxm"};
+  h200_fitted.tensor_flops_per_second = 600e12;
+  h200_fitted.memory_bytes_per_second = 4.8e12 * kMemoryBandwidthFraction;
+  save_profile(h200_fitted, dir / "h200.json");
+  notes.clear();
+  const auto gh200 =
+      profile_for_accelerator(dir, "NVIDIA GH200 Grace Hopper Superchip 144GB", notes);
+  REQUIRE(gh200);
+  CHECK(gh200->tensor_flops_per_second == h200_fitted.tensor_flops_per_second);
+  CHECK(gh200->memory_bytes_per_second == Approx(4.9e12 * kMemoryBandwidthFraction));
+  const auto h800 = profile_for_accelerator(dir, "NVIDIA H800-SXM5-80GB", notes);
+  REQUIRE(h800);
+  CHECK(h800->tensor_flops_per_second == h100.tensor_flops_per_second);
+  fs::remove(dir / "h200.json");
+
   notes.clear();
   CHECK_FALSE(profile_for_accelerator(dir, "NVIDIA A100-SXM4-80GB", notes));
   CHECK_FALSE(profile_for_accelerator(dir, "NVIDIA V100-SXM3-32GB", notes));
   CHECK(notes.empty());
   CHECK_THROWS_WITH(adapt_profile(h100, "NVIDIA A100-SXM4-40GB"),
                     Catch::Contains("not the same silicon"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("host_networking's compute NICs as submitters write them", "[simulate]") {
+  struct Case {
+    const char* text;
+    int count;
+    double gbps;
+    bool count_stated;
+  };
+  for (const Case& c : std::vector<Case>{
+           // NVIDIA's and Samsung's form: the compute part among storage and management.
+           {"Storage: 2x ConnectX-6 IB HDR 200Gb/sec, Management: 1x ConnectX-6 Ethernet "
+            "100Gb/Sec, Compute: 8x ConnectX-6 IB HDR 200Gb/Sec",
+            8, 200, true},
+           {"Storage: 1x ConnectX-6 Ethernet 100Gb/sec, Management: 1x Ethernet 1Gb/Sec, Compute: "
+            "4x ConnectX-6 IB HDR 200Gb/Sec",
+            4, 200, true},
+           {"Storage: 2x ConnectX-7 IB NDR 400Gb/s, Compute: 8x ConnectX-7 IB NDR 400Gb/s, "
+            "Management: 100Gb/s Ethernet NIC",
+            8, 400, true},
+           // Unlabelled, the count after the speed, Gbps, an InfiniBand generation, Tb/s.
+           {"8x 200Gb/s HDR InfiniBand", 8, 200, true},
+           {"Mellanox HDR InfiniBand 200Gbps x 8", 8, 200, true},
+           {"Compute: 8 x NDR IB", 8, 400, true},
+           {"Compute: 4x HDR100", 4, 100, true},
+           {"1.6 Tb/s", 1, 1600, false},
+           {"Network: 8x 200Gb/s HDR InfiniBand; Management: 1GbE", 8, 200, true},
+           {"Front-end: 2x 100GbE, Compute: 8x ConnectX-7 NDR 400Gb/s", 8, 400, true},
+           // A speed and no count; a dual-speed adapter (the higher has the unit).
+           {"Management: iDRAC9, ExpressX5 Compute: Mellanox ConnectX-5 Dual Port 40/ 100GbE QSFP "
+            "Adapter PCIe",
+            1, 100, false},
+           // A PCIe lane count is not a NIC count.
+           {"Compute: ConnectX-6 200Gb/s HDR, PCIe Gen4 x16", 1, 200, false},
+       }) {
+    INFO(c.text);
+    const auto nics = parse_compute_nics(c.text);
+    REQUIRE(nics);
+    CHECK(nics->count == c.count);
+    CHECK(nics->gbps_each == c.gbps);
+    CHECK(nics->count_stated == c.count_stated);
+  }
+  // No compute part: only management, nothing, or no speed.
+  for (const char* text : {"Management: 1x Ethernet 1 Gb/Sec", "", "Compute: 8x ConnectX-6"}) {
+    INFO(text);
+    CHECK_FALSE(parse_compute_nics(text));
+  }
+}
+
+namespace {
+
+// A published result folder of one run: system.json with `networking` as its host_networking,
+// and a log of `records` (key, value JSON) between run_start and run_stop, after `launch`.
+std::filesystem::path published_folder(
+    const std::string& name, const std::string& networking,
+    const std::vector<std::pair<std::string, std::string>>& records,
+    const std::string& launch = "") {
+  const auto dir = fresh_temp_dir(name);
+  nlohmann::json system = {{"accelerator_model_name", "NVIDIA A100-SXM4-80GB"},
+                           {"number_of_nodes", "2"},
+                           {"accelerators_per_node", "8"},
+                           {"accelerator_interconnect", "NVLINK 3.0, NVSWITCH 2.0 600GB/s"},
+                           {"host_networking", networking},
+                           {"framework", "PyTorch NVIDIA Release 21.09"}};
+  std::ofstream(dir / "system.json") << system.dump();
+  std::ofstream log(dir / "result_0.txt");
+  if (!launch.empty()) log << launch << "\n";
+  auto record = [&](int ms, const std::string& key, const std::string& value) {
+    log << ":::MLLOG {\"namespace\": \"\", \"time_ms\": " << ms
+        << ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" << key << "\", \"value\": " << value
+        << ", \"metadata\": {\"file\": \"run.py\", \"lineno\": 1, \"status\": \"success\"}}\n";
+  };
+  record(1000, "run_start", "null");
+  for (const auto& [key, value] : records) record(1500, key, value);
+  record(61000, "run_stop", "null");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("a published folder's bad values are named errors, its long texts no crash",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  const std::vector<std::pair<std::string, std::string>> good = {{"global_batch_size", "256"},
+                                                                 {"train_samples", "1000"}};
+  // The reader works on the minimal folder.
+  fs::path dir = published_folder("mlbert_published_ok", "Compute: 8x HDR 200Gb/s", good);
+  PublishedResult r = read_published_result(dir, "1.1.0");
+  CHECK(r.global_batch_size == 256);
+  CHECK(r.runs.at(0).seconds == 60);
+  CHECK(cluster_from_result(r).network.nic_gbs_per_node == 200);
+  // One run is too few for the olympic mean: the plain mean, said so.
+  Prediction p;
+  p.global_batch_size = 256;
+  p.run_start_seconds = 2;
+  p.step_seconds = {10, 10, 10};
+  const ResultComparison c = compare_with_result(r, p);
+  CHECK_FALSE(c.olympic);
+  CHECK(c.published_olympic == 60);
+  CHECK(c.predicted_olympic == 32);  // run start + 3 steps of 256 (1,000 samples)
+  CHECK_THAT(format_comparison(c, test_profile()),
+             Catch::Contains("mean of 1 run(s), too few for the olympic mean: published 60.00 s, "
+                             "predicted 32.00 s (-46.7%)"));
+  CHECK(comparison_to_json(c)["mean"] == "plain (fewer than 3 runs)");
+  fs::remove_all(dir);
+
+  // A count past what a double holds exactly names the file, line and key.
+  dir = published_folder("mlbert_published_range", "", {{"global_batch_size", "1e300"}});
+  CHECK_THROWS_WITH(
+      read_published_result(dir, "1.1.0"),
+      Catch::Contains("result_0.txt:2: global_batch_size: value 1e+300 is out of range"));
+  fs::remove_all(dir);
+
+  // More ranks than the deal can hold.
+  dir = published_folder("mlbert_published_world", "", good);
+  {
+    nlohmann::json system = nlohmann::json::parse(std::ifstream(dir / "system.json"));
+    system["number_of_nodes"] = "2000000";
+    std::ofstream(dir / "system.json") << system.dump();
+  }
+  r = read_published_result(dir, "1.1.0");
+  CHECK_THROWS_WITH(cluster_from_result(r), Catch::Contains("number_of_nodes 2000000") &&
+                                                Catch::Contains("ranks mlbert simulate models"));
+  fs::remove_all(dir);
+
+  // Texts long enough to overflow the stack of a regex that recurses per character: a compute
+  // NIC field padded with 200,000 spaces, a launch flag with a 200,000-letter value.
+  dir = published_folder("mlbert_published_long",
+                         "Compute:" + std::string(200000, ' ') + "8x HDR 200Gb/s", good,
+                         "python run.py --optimizer=" + std::string(200000, 'a') +
+                             " --split_batch_cnt" + std::string(200000, ' ') + "4 4 4 4");
+  r = read_published_result(dir, "1.1.0");
+  CHECK_FALSE(r.adam);
+  CHECK(r.stratified_quotas == std::vector<int>{4, 4, 4, 4});
+  CHECK_NOTHROW(cluster_from_result(r));
+  fs::remove_all(dir);
+
+  // Stratified quotas as the launch line states them.
+  dir = published_folder("mlbert_published_quotas", "", good,
+                         "python run.py --split_batch_cnt 6 3 2 5 '--optimizer=FusedAdam'");
+  r = read_published_result(dir, "1.1.0");
+  CHECK(r.stratified_quotas == std::vector<int>{6, 3, 2, 5});
+  CHECK(r.adam);
   fs::remove_all(dir);
 }
 
