@@ -167,6 +167,22 @@ void package_seeds(const fs::path& out) {
   }
 }
 
+// A result log cut to what `mlbert simulate` reads (the records it times and sizes by, and the
+// launch line), at most 32 KB: the logs of 1,024 ranks run to megabytes.
+std::string timing_lines(const fs::path& log) {
+  std::istringstream in(read_text(log));
+  std::string kept, line;
+  while (std::getline(in, line) && kept.size() < (32u << 10)) {
+    bool keep = line.find(":::MLLOG") == std::string::npos && line.find(" --") != std::string::npos;
+    for (const char* key : {"run_start", "run_stop", "train_samples", "global_batch_size",
+                            "gradient_accumulation_steps", "opt_name", "submission_division",
+                            "eval_samples", "eval_accuracy"})
+      keep = keep || line.find(std::string("\"key\": \"") + key + "\"") != std::string::npos;
+    if (keep) kept += line + "\n";
+  }
+  return kept;
+}
+
 void config_seeds(const fs::path& out) {
   fs::create_directories(out / "fuzz_bert_config");
   write_text(out / "fuzz_bert_config" / "tf_bundle_bert_config.json",
@@ -186,6 +202,27 @@ void config_seeds(const fs::path& out) {
   write_text(simulate / "bench_synthetic.json",
              std::string(1, '\1') +
                  read_text(kSource / "tests/harness/data/device_bench_synthetic.json"));
+  // fuzz_simulate_published: byte 0 the ruleset, then system.json, "@@ result", result_0.txt.
+  const fs::path published = out / "fuzz_simulate_published";
+  fs::create_directories(published);
+  const auto& rulesets = mlbert::mllog::supported_rulesets();
+  for (const char* logs : {"mlperf_logs", "mlperf_logs_early"}) {
+    const fs::path root = kShared / "fixtures" / logs;
+    if (!fs::is_directory(root)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      const fs::path dir = entry.path();
+      if (!entry.is_directory() || !fs::exists(dir / "system.json") ||
+          !fs::exists(dir / "result_0.txt"))
+        continue;
+      const std::string version = dir.parent_path().parent_path().filename().string();  // "v1.1"
+      const auto at = std::find(rulesets.begin(), rulesets.end(),
+                                (version.empty() ? "" : version.substr(1)) + ".0");
+      const auto index = at == rulesets.end() ? 0 : at - rulesets.begin();
+      write_text(published / (version + "_" + dir.filename().string()),
+                 std::string(1, static_cast<char>(index)) + read_text(dir / "system.json") +
+                     "\n@@ result\n" + timing_lines(dir / "result_0.txt"));
+    }
+  }
 }
 
 }  // namespace
