@@ -266,11 +266,9 @@ OfficialScore official_score(const PublishedResult& result) {
 }
 
 std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking) {
-  // The parts of the text: what precedes the first "Label:" (label empty), then each label's part
-  // up to the next. The compute part is the one labelled compute; else the first (the unlabelled
-  // one included) that is not storage or management.
-  // A real description is a line or two; past 4 KB the text is not one (and the regexes' cost
-  // grows with it).
+  // The parts of the text (its first 4 KB: a real one is a line or two): what precedes the first
+  // "Label:" (label empty), then each label's part up to the next. The compute part is the one
+  // labelled compute; else the first (the unlabelled one included) not storage or management.
   const std::string networking = host_networking.substr(0, 4096);
   static const std::regex label("([A-Za-z][A-Za-z -]{0,24}):");
   std::vector<std::pair<std::string, std::string>> parts;
