@@ -21,7 +21,7 @@ namespace {
 
 // The bin of a `len_<lo>-<hi>` directory name, or -1.
 int bin_of_directory(const std::filesystem::path& dir) {
-  static const std::regex pattern("len_([0-9]+)-([0-9]+)");
+  static const std::regex pattern("len_([0-9]{1,9})-([0-9]{1,9})");
   std::smatch match;
   const std::string name = dir.filename().string();
   if (!std::regex_match(name, match, pattern)) return -1;

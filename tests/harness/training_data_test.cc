@@ -140,6 +140,15 @@ TEST_CASE("stratified streams come from length bins, on disk or computed", "[dat
   CHECK(on_disk.streams[1].size() == 1);
   CHECK(on_disk.streams[2].size() == 1);
   CHECK(on_disk.stream_names[1] == "len_129-256");
+  // A folder named like a bin with a bound past int (std::stoi threw out_of_range on it) is no
+  // bin: every row is then binned by its length.
+  fs::create_directories(binned.path / "len_385-99999999999");
+  data::write_shard(binned.path / "len_385-99999999999" / "part_0-of-1.hdf5",
+                    data::Layout::kVarlen, std::vector<data::Sample>{make_sample(4, 40)});
+  const auto by_length =
+      harness::open_training_data(binned.path, run_with(harness::SamplerKind::stratified, 4));
+  CHECK(by_length.streams[0].size() == 3);
+  CHECK(by_length.streams[2].size() == 1);
 }
 
 TEST_CASE("missing or empty data is named in the error", "[data][errors]") {
