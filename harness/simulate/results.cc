@@ -360,9 +360,14 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   const auto sheet = datasheet_for(c.accelerator);
   std::smatch m;
   const std::string interconnect = string_field(r.system, "accelerator_interconnect");
-  static const std::regex nvlink("(\\d{1,6}(?:\\.\\d{1,6})?)\\s{0,4}GB/s", std::regex::icase);
+  // A number of its own ("600GB/s", "900 GB/s"; not the "0" of "9o0 GB/s").
+  static const std::regex nvlink("(?:^|[^\\w.])(\\d{1,6}(?:\\.\\d{1,6})?)\\s{0,4}GB/s",
+                                 std::regex::icase);
   if (std::regex_search(interconnect, m, nvlink)) {
     n.nvlink_gbs = std::stod(m.str(1)) / 2;
+    if (!(n.nvlink_gbs > 0))
+      throw std::invalid_argument(system_file.string() + ": accelerator_interconnect: \"" +
+                                  m.str(1) + " GB/s\" is no bandwidth");
   } else if (sheet) {
     n.nvlink_gbs = sheet->nvlink_gbs / 2;
     notes.push_back("accelerator_interconnect states no GB/s: the datasheet's " +

@@ -1004,6 +1004,26 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
       Catch::Contains("result_0.txt:2: global_batch_size: value 1e+300 is out of range"));
   fs::remove_all(dir);
 
+  // NVLink bandwidth: a number of its own (fuzz_simulate_published found "9o0 GB/s" read as 0,
+  // an NVLink of no bandwidth), and never 0.
+  for (const auto& [interconnect, expected] : std::vector<std::pair<std::string, double>>{
+           {"NVLINK Gen4 900 GB/s + NVSWITCH Gen3", 450},
+           {"NVLINK3.0 600GB/s", 300},
+           {"NVLINK Gen4 9o0 GB/s + NVSWITCH Gen3", 300}}) {  // unreadable: the datasheet's
+    INFO(interconnect);
+    dir = published_folder("mlbert_published_nvlink", "", good);
+    r = read_published_result(dir, "1.1.0");
+    r.system["accelerator_interconnect"] = interconnect;
+    CHECK(cluster_from_result(r).network.nvlink_gbs == expected);
+    fs::remove_all(dir);
+  }
+  dir = published_folder("mlbert_published_nvlink", "", good);
+  r = read_published_result(dir, "1.1.0");
+  r.system["accelerator_interconnect"] = "NVLink 0 GB/s";
+  CHECK_THROWS_WITH(cluster_from_result(r),
+                    Catch::Contains("accelerator_interconnect: \"0 GB/s\" is no bandwidth"));
+  fs::remove_all(dir);
+
   // More ranks than the deal can hold.
   dir = published_folder("mlbert_published_world", "", good);
   {
