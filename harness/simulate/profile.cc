@@ -307,4 +307,20 @@ bool looks_like_gpu(const std::string& accelerator_model_name) {
   return false;
 }
 
+bool is_pcie_card(const std::string& accelerator_model_name) {
+  // The name's alphanumeric words: "NVIDIA A100-PCIe-80GB" -> nvidia, a100, pcie, 80gb.
+  std::vector<std::string> words(1);
+  for (const char c : ascii_lower(accelerator_model_name)) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      words.back() += c;
+    } else if (!words.back().empty()) {
+      words.emplace_back();
+    }
+  }
+  for (const auto& word : words)
+    for (const char* card : {"pcie", "a2", "a10", "a16", "a30", "a40", "l4", "l40", "l40s", "t4"})
+      if (word == card) return true;
+  return false;
+}
+
 }  // namespace mlbert::harness::simulate

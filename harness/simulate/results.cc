@@ -265,36 +265,11 @@ OfficialScore official_score(const PublishedResult& result) {
   return out;
 }
 
-std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking) {
-  // The parts of the text (its first 4 KB: a real one is a line or two): what precedes the first
-  // "Label:" (label empty), then each label's part up to the next. The compute part is the one
-  // labelled compute; else the first (the unlabelled one included) not storage or management.
-  const std::string networking = host_networking.substr(0, 4096);
-  static const std::regex label("([A-Za-z][A-Za-z -]{0,24}):");
-  std::vector<std::pair<std::string, std::string>> parts;
-  std::string current;
-  std::size_t at = 0;
-  for (std::sregex_iterator it(networking.begin(), networking.end(), label), end; it != end; ++it) {
-    parts.emplace_back(current, networking.substr(at, it->position() - at));
-    current = ascii_lower(it->str(1));
-    at = static_cast<std::size_t>(it->position() + it->length());
-  }
-  parts.emplace_back(current, networking.substr(at));
-  std::string part;
-  for (const auto& [name, text] : parts)
-    if (name.find("compute") != std::string::npos) {
-      part = text;
-      break;
-    }
-  if (part.empty())
-    for (const auto& [name, text] : parts)
-      if (name.find("storage") == std::string::npos && name.find("manag") == std::string::npos &&
-          name.find("mgmt") == std::string::npos &&
-          text.find_first_not_of(" ,;") != std::string::npos) {
-        part = text;
-        break;
-      }
+namespace {
 
+// One adapter group ("8x ConnectX-6 IB HDR 200Gb/Sec", "2x Mellanox ConnectX-6, 100Gb/s"): its
+// speed, and its count before or after the speed; nullopt when it states no speed.
+std::optional<ComputeNics> nics_of_group(const std::string& part) {
   ComputeNics nics;
   std::smatch m;
   static const std::regex rate(
@@ -343,6 +318,85 @@ std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking
   return nics;
 }
 
+
+bool names_other_network(const std::string& lowered) {
+  for (const char* word : {"storage", "manag", "mgmt", "front"})
+    if (lowered.find(word) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking) {
+  // The parts of the text (its first 4 KB: a real one is a line or two): what precedes the first
+  // "Label:" (label empty), then each label's part up to the next. The compute part is the one
+  // labelled compute; else every part not labelled storage or management.
+  const std::string networking = host_networking.substr(0, 4096);
+  static const std::regex label("([A-Za-z][A-Za-z -]{0,24}):");
+  std::vector<std::pair<std::string, std::string>> parts;
+  std::string current;
+  std::size_t at = 0;
+  for (std::sregex_iterator it(networking.begin(), networking.end(), label), end; it != end; ++it) {
+    parts.emplace_back(current, networking.substr(at, it->position() - at));
+    current = ascii_lower(it->str(1));
+    at = static_cast<std::size_t>(it->position() + it->length());
+  }
+  parts.emplace_back(current, networking.substr(at));
+  std::string text;
+  for (const auto& [name, part] : parts)
+    if (name.find("compute") != std::string::npos) {
+      text = part;
+      break;
+    }
+  if (text.empty())
+    for (const auto& [name, part] : parts)
+      if (!names_other_network(name)) text += part + ",";
+
+  // The part lists adapters apart (",", ";", "|", " + "): "1x Ethernet 40Gb/Sec, 8x ConnectX-6
+  // IB HDR 200Gb/Sec". Items without a speed join the next item that has one ("2x Mellanox
+  // ConnectX-6, 100Gb/s Ethernet" is two 100 Gb/s NICs), trailing ones the last group. The compute
+  // fabric is the group of the most bandwidth (count x speed), the first on a tie; groups naming
+  // storage, management or a front end only when nothing else states a speed.
+  std::vector<std::string> items;
+  std::string item;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool plus = c == '+' && i > 0 && text[i - 1] == ' ' && i + 1 < text.size() &&
+                      text[i + 1] == ' ';
+    if (c == ',' || c == ';' || c == '|' || plus) {
+      items.push_back(item + ",");  // a count after the speed ends here
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  items.push_back(item);
+  std::vector<std::string> groups;
+  std::string pending;
+  for (const auto& it : items) {
+    pending += it;
+    if (nics_of_group(it)) {  // a speed never spans a separator
+      groups.push_back(pending);
+      pending.clear();
+    }
+  }
+  if (!pending.empty() && !groups.empty()) groups.back() += pending;
+  std::optional<ComputeNics> best;
+  bool best_other = true;
+  for (const auto& group : groups) {
+    const auto nics = nics_of_group(group);
+    if (!nics) continue;
+    const bool other = names_other_network(ascii_lower(group));
+    const double total = nics->count * nics->gbps_each;
+    if (!best || (best_other && !other) ||
+        (best_other == other && total > best->count * best->gbps_each)) {
+      best = nics;
+      best_other = other;
+    }
+  }
+  return best;
+}
+
 ClusterRun cluster_from_result(const PublishedResult& r) {
   const auto& system_file = r.system_file;
   ClusterRun c;
@@ -353,6 +407,12 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   if (!looks_like_gpu(c.accelerator))
     throw std::invalid_argument(system_file.string() + ": accelerator \"" + c.accelerator +
                                 "\" is not a GPU: mlbert simulate models GPU clusters only");
+  if (is_pcie_card(c.accelerator))
+    throw std::invalid_argument(
+        system_file.string() + ": accelerator \"" + c.accelerator +
+        "\" is a PCIe card: its GPUs talk over PCIe (or in pairs over an NVLink bridge), which "
+        "mlbert simulate's network model (NVLink/NVSwitch inside a node, NICs between) does not "
+        "describe");
   auto& notes = c.notes;
   NetworkSpec& n = c.network;
   n.nodes = positive_count(r.system, "number_of_nodes", system_file);

@@ -76,11 +76,15 @@ struct OfficialScore {
 OfficialScore official_score(const PublishedResult& result);
 
 // The compute NICs a system description's host_networking states. A labelled text ("Storage: ...,
-// Compute: 8x ConnectX-6 IB HDR 200Gb/Sec, Management: ...") is read in its compute part only, an
-// unlabelled one ("8x 200Gb/s HDR InfiniBand") whole. The speed: the first number with Gb/s, Gbps,
-// Gbit/s, GbE or G (Tb/s x 1000), else an InfiniBand generation (EDR 100, HDR 200, NDR 400, XDR
-// 800; "HDR100" 100). The count: "8x" before the speed, else "x 8" after it, else one NIC
-// (count_stated false). nullopt when no compute part with a speed is found.
+// Compute: 8x ConnectX-6 IB HDR 200Gb/Sec, Management: ...") is read in its compute part only, else
+// every part not labelled storage, management or front end. A part may list several adapters
+// (", ", "; ", " + "): the compute fabric is the one of the most bandwidth ("1x Ethernet 40Gb/Sec,
+// 8x ConnectX-6 IB HDR 200Gb/Sec" is the eight HDR NICs), one naming storage or management only
+// when no other states a speed. An adapter's speed: the first number with Gb/s, Gbps, Gbit/s, GbE
+// or G (Tb/s x 1000), else an InfiniBand generation (EDR 100, HDR 200, NDR 400, XDR 800; "HDR100"
+// 100). Its count: "8x" before the speed (an item without a speed counts with the next: "2x
+// ConnectX-6, 100Gb/s"), else "x 8" after it, else one NIC (count_stated false). nullopt when no
+// adapter states a speed.
 struct ComputeNics {
   int count = 1;         // per node
   double gbps_each = 0;  // line rate of each, Gb/s

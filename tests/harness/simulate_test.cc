@@ -925,6 +925,16 @@ TEST_CASE("host_networking's compute NICs as submitters write them", "[simulate]
             1, 100, false},
            // A PCIe lane count is not a NIC count.
            {"Compute: ConnectX-6 200Gb/s HDR, PCIe Gen4 x16", 1, 200, false},
+           // Several adapters: the one of the most bandwidth is the compute fabric; an item
+           // without a speed counts with the next; storage only when nothing else has a speed.
+           {"1x Ethernet 40Gb/Sec, 8x ConnectX-6 IB HDR 200Gb/Sec", 8, 200, true},
+           {"Intel X710 2x10GbE SFP+, Mellanox ConnectX-6 HDR100/100GbE QSFP56", 1, 100, false},
+           {"Compute: 4 x Mellanox Technologies MT4123 [ConnectX-6] HDR 200 Gb/Sec +  MT4119 "
+            "[ConnectX-5] Ethernet 100 Gb/Sec",
+            4, 200, true},
+           {"2x Mellanox ConnectX-6, 100Gb/s Ethernet", 2, 100, true},
+           {"1x 400GbE for storage, 1x ConnectX-6 HDR 200Gb/s", 1, 200, true},
+           {"2x 100GbE (storage)", 2, 100, true},
        }) {
     INFO(c.text);
     const auto nics = parse_compute_nics(c.text);
@@ -1023,6 +1033,24 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
   CHECK_THROWS_WITH(cluster_from_result(r),
                     Catch::Contains("accelerator_interconnect: \"0 GB/s\" is no bandwidth"));
   fs::remove_all(dir);
+
+  // A PCIe card is refused by name, not read as a NVLink system of no bandwidth.
+  for (const char* card : {"NVIDIA A100-PCIe-80GB", "NVIDIA A30", "NVIDIA L40S"}) {
+    INFO(card);
+    dir = published_folder("mlbert_published_pcie", "", good);
+    r = read_published_result(dir, "1.1.0");
+    r.system["accelerator_model_name"] = card;
+    r.system["accelerator_interconnect"] = "PCIe 4.0";
+    CHECK_THROWS_WITH(cluster_from_result(r),
+                      Catch::Contains(std::string("accelerator \"") + card + "\" is a PCIe card") &&
+                          Catch::Contains("system.json"));
+    fs::remove_all(dir);
+  }
+  for (const char* sxm : {"NVIDIA A100-SXM4-80GB (400W)", "NVIDIA A100-SXM-40GB",
+                          "NVIDIA H100 80GB HBM3", "NVIDIA GH200 144GB HBM3e", "NVIDIA A800"}) {
+    INFO(sxm);
+    CHECK_FALSE(is_pcie_card(sxm));
+  }
 
   // More ranks than the deal can hold.
   dir = published_folder("mlbert_published_world", "", good);
