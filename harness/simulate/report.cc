@@ -318,6 +318,7 @@ std::string format_comparison(const ResultComparison& c, const AcceleratorProfil
                   (c.predicted_runs[i] / r.seconds - 1) * 100);
     o << line;
   }
+  for (const auto& skipped : c.result.skipped_runs) o << "left out: " << skipped << "\n";
   const double error = c.published_olympic > 0 ? c.predicted_olympic / c.published_olympic - 1 : 0;
   o << (c.olympic ? "\nolympic mean (drop fastest and slowest, no compliance filter): published "
                   : "\nmean of " + std::to_string(c.result.runs.size()) +
@@ -360,6 +361,7 @@ json comparison_to_json(const ResultComparison& c) {
       {"results", c.result.dir.string()},
       {"ruleset", c.result.ruleset},
       {"runs", runs},
+      {"skipped_runs", c.result.skipped_runs},
       {"mean", c.olympic ? "olympic" : "plain (fewer than 3 runs)"},
       {"published_olympic_seconds", c.published_olympic},
       {"predicted_olympic_seconds", c.predicted_olympic},

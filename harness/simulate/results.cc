@@ -91,13 +91,15 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
         }
       },
       [](const mllog::ParseError&) {});  // lines the official parser rejects carry no timing
-  if (!start || !stop)
-    throw std::runtime_error(file.string() + ": no run_start and run_stop records");
+  if (!start) throw IncompleteRun(file.string() + ": no run_start record");
+  if (!stop)
+    throw IncompleteRun(file.string() +
+                        ": no run_stop record after run_start (the log ends before the run)");
   run.seconds = (*stop - *start) / 1000.0;
   // Early rounds log epoch_num 1 on every eval; later ones the samples seen.
   if (run.samples == 0 && last_epoch > 1000) run.samples = last_epoch;
   if (run.samples == 0)
-    throw std::runtime_error(file.string() +
+    throw IncompleteRun(file.string() +
                              ": neither train_samples nor an eval epoch_num says how many samples "
                              "the run trained");
   return run;
@@ -183,10 +185,12 @@ int positive_count(const json& system, const char* field, const std::filesystem:
                                ? system[field].get<std::string>()
                            : system.contains(field) ? system[field].dump()
                                                     : "";
-  try {
+  try {  // a whole number, also written as a decimal ("1.0")
     std::size_t used = 0;
-    const int n = std::stoi(text, &used);
-    if (n > 0 && used == text.size()) return n;
+    const double n = std::stod(text, &used);
+    if (used == text.size() && n >= 1 && n <= std::numeric_limits<int>::max() &&
+        n == std::floor(n) && text.find_first_of("eEnNxX") == std::string::npos)
+      return static_cast<int>(n);
   } catch (const std::exception&) {
   }
   throw std::invalid_argument(file.string() + ": " + field + ": \"" + text +
@@ -237,7 +241,17 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
   } else if (auto from_path = logging::ruleset_from_path(dir)) {
     result.ruleset = *from_path;
   }
-  for (const auto& file : files) result.runs.push_back(read_run(file, result));
+  // A run whose log is cut short is left out, named; a folder of only such runs is an error.
+  std::string first_skip;
+  for (const auto& file : files) {
+    try {
+      result.runs.push_back(read_run(file, result));
+    } catch (const IncompleteRun& e) {
+      result.skipped_runs.push_back(e.what());
+      if (first_skip.empty()) first_skip = e.what();
+    }
+  }
+  if (result.runs.empty()) throw std::runtime_error(first_skip);
   read_launch_flags(files.front(), result);
   if (result.global_batch_size < 1)
     throw std::runtime_error(dir.string() + ": no global_batch_size record in the logs");
@@ -423,8 +437,19 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   // A number of its own ("600GB/s", "900 GB/s"; not the "0" of "9o0 GB/s").
   static const std::regex nvlink("(?:^|[^\\w.])(\\d{1,6}(?:\\.\\d{1,6})?)\\s{0,4}GB/s",
                                  std::regex::icase);
+  // Dell's "18xNVLink 25GB/s" states the links and each link's rate per direction (NVLink 3 and
+  // 4: 25 GB/s); a figure alone ("600GB/s") is the GPU's total over both directions.
+  static const std::regex links("(?:^|[^\\w.])(\\d{1,3})\\s{0,2}x\\s{0,2}nvlink", std::regex::icase);
+  std::smatch count;
   if (std::regex_search(interconnect, m, nvlink)) {
-    n.nvlink_gbs = std::stod(m.str(1)) / 2;
+    const double stated = std::stod(m.str(1));
+    if (std::regex_search(interconnect, count, links) && count.position() < m.position()) {
+      n.nvlink_gbs = std::stoi(count.str(1)) * stated;
+      notes.push_back("accelerator_interconnect \"" + interconnect.substr(0, 80) + "\": " +
+                      count.str(1) + " NVLinks of " + m.str(1) + " GB/s per direction each");
+    } else {
+      n.nvlink_gbs = stated / 2;
+    }
     if (!(n.nvlink_gbs > 0))
       throw std::invalid_argument(system_file.string() + ": accelerator_interconnect: \"" +
                                   m.str(1) + " GB/s\" is no bandwidth");

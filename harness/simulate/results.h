@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct PublishedResult {
   std::string ruleset;                // from the path (v1.1 -> 1.1.0) or given
   std::string division;
   std::vector<PublishedRun> runs;
+  std::vector<std::string> skipped_runs;  // "<file>: why" for each log cut short, left out
   std::int64_t global_batch_size = 0;
   int gradient_accumulation = 1;
   std::int64_t eval_samples = 10000;
@@ -63,8 +65,15 @@ struct PublishedResult {
   double olympic_seconds() const;
 };
 
-// Reads `dir` (result_*.txt and system.json). `ruleset` empty: from the path. Throws
-// std::runtime_error naming the file and record when the folder cannot be read.
+// A result log that does not time a whole run (no run_start, no run_stop after it, no count of
+// the samples trained): read_published_result leaves it out and names it.
+struct IncompleteRun : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Reads `dir` (result_*.txt and system.json). `ruleset` empty: from the path. An incomplete run
+// is left out (skipped_runs); throws std::runtime_error naming the file and record when the folder
+// cannot be read or holds no complete run.
 PublishedResult read_published_result(const std::filesystem::path& dir,
                                       const std::string& ruleset = "");
 

@@ -1019,6 +1019,10 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
   for (const auto& [interconnect, expected] : std::vector<std::pair<std::string, double>>{
            {"NVLINK Gen4 900 GB/s + NVSWITCH Gen3", 450},
            {"NVLINK3.0 600GB/s", 300},
+           // Dell's form: the links, each at its rate per direction.
+           {"18xNVLink 25GB/s + 4xNVSwitch", 450},
+           {"12xNVLink 25GB/s + 6xNVSwitch", 300},
+           {"8x 4th Gen NVLink, 900GB/s", 450},  // a count not of links: the total
            {"NVLINK Gen4 9o0 GB/s + NVSWITCH Gen3", 300}}) {  // unreadable: the datasheet's
     INFO(interconnect);
     dir = published_folder("mlbert_published_nvlink", "", good);
@@ -1051,6 +1055,41 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
     INFO(sxm);
     CHECK_FALSE(is_pcie_card(sxm));
   }
+
+  // A whole number of nodes written as a decimal is one; a fraction is not.
+  for (const auto& [nodes, expected] : std::vector<std::pair<std::string, int>>{
+           {"1.0", 1}, {"2", 2}, {"1.5", 0}, {"1e3", 0}, {"0", 0}}) {
+    INFO(nodes);
+    dir = published_folder("mlbert_published_nodes", "", good);
+    r = read_published_result(dir, "1.1.0");
+    r.system["number_of_nodes"] = nodes;
+    if (expected > 0) {
+      CHECK(cluster_from_result(r).network.nodes == expected);
+    } else {
+      CHECK_THROWS_WITH(cluster_from_result(r),
+                        Catch::Contains("number_of_nodes: \"" + nodes +
+                                        "\" is not a positive whole number"));
+    }
+    fs::remove_all(dir);
+  }
+
+  // A log cut short (no run_stop) is left out and named; a folder of only such logs is an error.
+  dir = published_folder("mlbert_published_cut", "", good);
+  {
+    std::ifstream in(dir / "result_0.txt");
+    std::ofstream out(dir / "result_1.txt");
+    for (std::string line; std::getline(in, line);)
+      if (line.find("run_stop") == std::string::npos) out << line << "\n";
+  }
+  r = read_published_result(dir, "1.1.0");
+  REQUIRE(r.runs.size() == 1);
+  CHECK(r.runs[0].file.filename() == "result_0.txt");
+  REQUIRE(r.skipped_runs.size() == 1);
+  CHECK_THAT(r.skipped_runs[0], Catch::Contains("result_1.txt: no run_stop record after run_start"));
+  fs::remove(dir / "result_0.txt");
+  CHECK_THROWS_WITH(read_published_result(dir, "1.1.0"),
+                    Catch::Contains("result_1.txt: no run_stop record after run_start"));
+  fs::remove_all(dir);
 
   // More ranks than the deal can hold.
   dir = published_folder("mlbert_published_world", "", good);
