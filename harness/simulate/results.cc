@@ -72,7 +72,9 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
           run.eval_times.push_back((r.timestamp - *start) / 1000.0);
           if (r.metadata.is_object() && r.metadata.contains("epoch_num"))
             last_epoch = logged_count(r.metadata["epoch_num"]).value_or(last_epoch);
-        } else if (r.key == "train_samples") {
+        } else if (r.key == "train_samples" && start) {
+          // What the run trained. Before run_start it is a configuration, not a count of this
+          // run (Composer logs the dataset's size there); the last eval's epoch_num then counts.
           run.samples = integer_value(r, file);
         } else if (r.key == "global_batch_size") {
           result.global_batch_size = integer_value(r, file);

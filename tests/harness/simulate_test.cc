@@ -9,6 +9,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -1072,6 +1073,29 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
     }
     fs::remove_all(dir);
   }
+
+  // train_samples before run_start is a configuration (Composer logs the dataset's size there):
+  // the last eval's epoch_num counts what the run trained.
+  dir = published_folder("mlbert_published_config_samples", "", {{"global_batch_size", "448"}});
+  {
+    std::ifstream in(dir / "result_0.txt");
+    std::stringstream text;
+    text << ":::MLLOG {\"namespace\": \"\", \"time_ms\": 900, \"event_type\": \"POINT_IN_TIME\", "
+            "\"key\": \"train_samples\", \"value\": 156811560, \"metadata\": {\"file\": \"c.py\", "
+            "\"lineno\": 1}}\n";
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("run_stop") != std::string::npos)
+        text << ":::MLLOG {\"namespace\": \"\", \"time_ms\": 50000, \"event_type\": "
+                "\"POINT_IN_TIME\", \"key\": \"eval_accuracy\", \"value\": 0.72, \"metadata\": "
+                "{\"file\": \"c.py\", \"lineno\": 2, \"epoch_num\": 640640}}\n";
+      text << line << "\n";
+    }
+    in.close();
+    std::ofstream(dir / "result_0.txt") << text.str();
+  }
+  r = read_published_result(dir, "2.1.0");
+  CHECK(r.runs.at(0).samples == 640640);
+  fs::remove_all(dir);
 
   // A log cut short (no run_stop) is left out and named; a folder of only such logs is an error.
   dir = published_folder("mlbert_published_cut", "", good);
