@@ -318,7 +318,8 @@ bool is_pcie_card(const std::string& accelerator_model_name) {
     }
   }
   for (const auto& word : words)
-    for (const char* card : {"pcie", "a2", "a10", "a16", "a30", "a40", "l4", "l40", "l40s", "t4"})
+    for (const char* card : {"pcie", "a2", "a10", "a16", "a30", "a40", "l4", "l40", "l40s", "t4",
+                             "rtx", "a4000", "a4500", "a5000", "a5500", "a6000"})
       if (word == card) return true;
   return false;
 }
