@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Predicts every BERT result of a published round with `mlbert simulate --results` and prints a
+Markdown table: published against predicted olympic mean, or why a folder is not modelled.
+
+  scripts/simulate_round.py ROUND_DIR RULESET [--mlbert build/bin/mlbert] [--systems-dir systems]
+
+ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<system>/bert/ with
+<org>/systems/<system>.json), e.g. a checkout of mlcommons/training_results_v2.0, or flat folders
+(<org>/<system>/ with result_*.txt and system.json). The profiles are
+the ones in --systems-dir/profiles: what they were calibrated on is in their "source" field, so a
+row of a result a profile was fitted to is a calibration case, not a prediction; the script says so.
+"""
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+
+
+def folders(root):
+    """(submitter, system, folder, its system description) of every BERT result under root: a
+    round's package layout (<org>/results/<system>/bert/ and <org>/systems/<system>.json) or flat
+    folders (<org>/<system>/result_*.txt beside system.json, as ../shared holds them)."""
+    for bert in sorted(root.glob("*/results/*/bert")):
+        if any(bert.glob("result_*.txt")):
+            folder = bert.parent
+            yield (folder.parts[-3], folder.name, folder,
+                   folder.parent.parent / "systems" / f"{folder.name}.json")
+    for system in sorted(root.glob("*/*/system.json")):
+        folder = system.parent
+        if any(folder.glob("result_*.txt")):
+            yield folder.parts[-2], folder.name, folder, system
+
+
+def calibration_sources(systems_dir):
+    """(round or None, submitter, system) of each profile's calibration result."""
+    sources = []
+    for profile in (systems_dir / "profiles").glob("*.json"):
+        try:
+            source = json.loads(profile.read_text()).get("provenance", {}).get("source", "")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(source, str) or not source:
+            continue
+        # ".../v1.0/NVIDIA/dgxa100_ngc21.05_pytorch" or "NVIDIA/results/<system>/bert"
+        parts = [p for p in source.split("/") if p not in ("", ".", "bert", "results")]
+        version = next((p for p in parts if p.startswith("v") and p[1:2].isdigit()), None)
+        if len(parts) >= 2:
+            sources.append((version, parts[-2], parts[-1]))
+    return sources
+
+
+def is_calibration(fitted, version, submitter, system):
+    return any((v is None or v == version) and (o, n) == (submitter, system)
+               for v, o, n in fitted)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("round_dir", type=pathlib.Path)
+    parser.add_argument("ruleset")
+    parser.add_argument("--mlbert", default="build/bin/mlbert")
+    parser.add_argument("--systems-dir", type=pathlib.Path, default=pathlib.Path("systems"))
+    args = parser.parse_args()
+    fitted = calibration_sources(args.systems_dir)
+    errors = []
+    print("| submitter / system | nodes x GPUs | published s | predicted s | error |")
+    print("|---|---|---|---|---|")
+    for submitter, system_name, folder, description in folders(args.round_dir):
+        name = f"{submitter} / {system_name}"
+        try:
+            run = subprocess.run(
+                [args.mlbert, "simulate", "--results", str(folder), "--ruleset", args.ruleset,
+                 "--systems-dir", str(args.systems_dir), "--json"],
+                capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            print(f"| {name} | | | | no answer in 300 s |")
+            continue
+        if run.returncode != 0:
+            reason = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
+            reason = reason.replace("mlbert: error: ", "").replace(str(args.round_dir) + "/", "")
+            print(f"| {name} | | | | not modelled: {reason.replace('|', '/')} |")
+            continue
+        out = json.loads(run.stdout)
+        system = json.loads(description.read_text())
+        shape = f"{system.get('number_of_nodes')} x {system.get('accelerators_per_node')}"
+        error = out["error"]
+        version = "v" + ".".join(args.ruleset.split(".")[:2])
+        calibration = is_calibration(fitted, version, submitter, system_name)
+        note = " (calibration case)" if calibration else ""
+        if not note:
+            errors.append(error)
+        print(f"| {name} | {shape} | {out['published_olympic_seconds']:.2f} | "
+              f"{out['predicted_olympic_seconds']:.2f} | {error * 100:+.1f}%{note} |")
+    if errors:
+        within = lambda bound: sum(abs(e) <= bound for e in errors)
+        print(f"\n{len(errors)} predictions: median |error| "
+              f"{statistics.median(abs(e) for e in errors) * 100:.1f}%, "
+              f"{within(0.10)} within 10%, {within(0.15)} within 15%, {within(0.25)} within 25%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
