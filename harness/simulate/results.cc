@@ -204,18 +204,18 @@ std::string string_field(const json& system, const char* field) {
                                                              : "";
 }
 
-// A GPU the network model describes: not a TPU or IPU, not a PCIe card.
-void require_modelled_accelerator(const std::string& accelerator,
-                                  const std::filesystem::path& system_file) {
+// Why the network model cannot describe this accelerator (a TPU or IPU, a PCIe card), or nullopt.
+std::optional<std::string> unmodelled_accelerator(const std::string& accelerator,
+                                                  const std::filesystem::path& system_file) {
   if (!looks_like_gpu(accelerator))
-    throw std::invalid_argument(system_file.string() + ": accelerator \"" + accelerator +
-                                "\" is not a GPU: mlbert simulate models GPU clusters only");
+    return system_file.string() + ": accelerator \"" + accelerator +
+           "\" is not a GPU: mlbert simulate models GPU clusters only";
   if (is_pcie_card(accelerator))
-    throw std::invalid_argument(
-        system_file.string() + ": accelerator \"" + accelerator +
-        "\" is a PCIe card: its GPUs talk over PCIe (or in pairs over an NVLink bridge), which "
-        "mlbert simulate's network model (NVLink/NVSwitch inside a node, NICs between) does not "
-        "describe");
+    return system_file.string() + ": accelerator \"" + accelerator +
+           "\" is a PCIe card: its GPUs talk over PCIe (or in pairs over an NVLink bridge), which "
+           "mlbert simulate's network model (NVLink/NVSwitch inside a node, NICs between) does not "
+           "describe";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -254,7 +254,9 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
     throw std::runtime_error(system_file.string() + ": must be a JSON object");
   // What cannot be modelled is said before the logs are read (a TPU's or an IPU's logs need not
   // follow the GPU implementations' records).
-  require_modelled_accelerator(string_field(result.system, "accelerator_model_name"), system_file);
+  if (const auto why =
+          unmodelled_accelerator(string_field(result.system, "accelerator_model_name"), system_file))
+    throw std::runtime_error(*why);
   if (!ruleset.empty()) {
     result.ruleset = ruleset;
   } else if (auto from_path = logging::ruleset_from_path(dir)) {
@@ -437,7 +439,8 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                .filename()
                .string();
   c.accelerator = string_field(r.system, "accelerator_model_name");
-  require_modelled_accelerator(c.accelerator, system_file);
+  if (const auto why = unmodelled_accelerator(c.accelerator, system_file))
+    throw std::invalid_argument(*why);
   auto& notes = c.notes;
   NetworkSpec& n = c.network;
   n.nodes = positive_count(r.system, "number_of_nodes", system_file);
