@@ -121,8 +121,9 @@ std::string ascii_lower(std::string text);
 bool looks_like_gpu(const std::string& accelerator_model_name);
 
 // Is this accelerator a PCIe card: "PCIe" in its name, or a part made only as one (A2, A10, A16,
-// A30, A40, L4, L40, L40S, T4, the RTX workstation cards)? Its GPUs talk over PCIe, or in pairs over an NVLink bridge, which
-// the network model (NVLink/NVSwitch inside a node, NICs between nodes) does not describe.
+// A30, A40, L4, L40, L40S, T4, the RTX workstation cards)? Its GPUs talk over PCIe, or in pairs
+// over an NVLink bridge, which the network model (NVLink/NVSwitch inside a node, NICs between
+// nodes) does not describe.
 bool is_pcie_card(const std::string& accelerator_model_name);
 
 }  // namespace mlbert::harness::simulate

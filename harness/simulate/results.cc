@@ -102,8 +102,8 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
   if (run.samples == 0 && last_epoch > 1000) run.samples = last_epoch;
   if (run.samples == 0)
     throw IncompleteRun(file.string() +
-                             ": neither train_samples nor an eval epoch_num says how many samples "
-                             "the run trained");
+                        ": neither train_samples nor an eval epoch_num says how many samples "
+                        "the run trained");
   return run;
 }
 
@@ -254,8 +254,8 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
     throw std::runtime_error(system_file.string() + ": must be a JSON object");
   // What cannot be modelled is said before the logs are read (a TPU's or an IPU's logs need not
   // follow the GPU implementations' records).
-  if (const auto why =
-          unmodelled_accelerator(string_field(result.system, "accelerator_model_name"), system_file))
+  if (const auto why = unmodelled_accelerator(string_field(result.system, "accelerator_model_name"),
+                                              system_file))
     throw std::runtime_error(*why);
   if (!ruleset.empty()) {
     result.ruleset = ruleset;
@@ -353,7 +353,6 @@ std::optional<ComputeNics> nics_of_group(const std::string& part) {
   return nics;
 }
 
-
 bool names_other_network(const std::string& lowered) {
   for (const char* word : {"storage", "manag", "mgmt", "front"})
     if (lowered.find(word) != std::string::npos) return true;
@@ -396,8 +395,8 @@ std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking
   std::string item;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    const bool plus = c == '+' && i > 0 && text[i - 1] == ' ' && i + 1 < text.size() &&
-                      text[i + 1] == ' ';
+    const bool plus =
+        c == '+' && i > 0 && text[i - 1] == ' ' && i + 1 < text.size() && text[i + 1] == ' ';
     if (c == ',' || c == ';' || c == '|' || plus) {
       items.push_back(item + ",");  // a count after the speed ends here
       item.clear();
@@ -453,7 +452,8 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                                  std::regex::icase);
   // Dell's "18xNVLink 25GB/s" states the links and each link's rate per direction (NVLink 3 and
   // 4: 25 GB/s); a figure alone ("600GB/s") is the GPU's total over both directions.
-  static const std::regex links("(?:^|[^\\w.])(\\d{1,3})\\s{0,2}x\\s{0,2}nvlink", std::regex::icase);
+  static const std::regex links("(?:^|[^\\w.])(\\d{1,3})\\s{0,2}x\\s{0,2}nvlink",
+                                std::regex::icase);
   std::smatch count;
   if (std::regex_search(interconnect, m, nvlink)) {
     const double stated = std::stod(m.str(1));

@@ -150,9 +150,9 @@ TEST_CASE("a profile calibrated from one result reproduces that result's time", 
 TEST_CASE("results that simulate cannot model are refused, not guessed", "[simulate]") {
   CHECK_FALSE(looks_like_gpu("Graphcore IPU GC200"));
   // Said before the logs are read: an IPU's logs need not have the GPU implementations' records.
-  CHECK_THROWS_WITH(read_published_result(logs("v1.1/Graphcore/ipu-pod16-POPART-open")),
-                    Catch::Contains("system.json: accelerator \"") &&
-                        Catch::Contains("is not a GPU"));
+  CHECK_THROWS_WITH(
+      read_published_result(logs("v1.1/Graphcore/ipu-pod16-POPART-open")),
+      Catch::Contains("system.json: accelerator \"") && Catch::Contains("is not a GPU"));
   // And by what models a result read before its system was changed.
   PublishedResult ipu = read_published_result(logs("v1.1/NVIDIA/dgxa100_n8_ngc21.09_pytorch"));
   ipu.system["accelerator_model_name"] = "Graphcore IPU GC200";

@@ -1023,7 +1023,7 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
            // Dell's form: the links, each at its rate per direction.
            {"18xNVLink 25GB/s + 4xNVSwitch", 450},
            {"12xNVLink 25GB/s + 6xNVSwitch", 300},
-           {"8x 4th Gen NVLink, 900GB/s", 450},  // a count not of links: the total
+           {"8x 4th Gen NVLink, 900GB/s", 450},               // a count not of links: the total
            {"NVLINK Gen4 9o0 GB/s + NVSWITCH Gen3", 300}}) {  // unreadable: the datasheet's
     INFO(interconnect);
     dir = published_folder("mlbert_published_nvlink", "", good);
@@ -1072,9 +1072,9 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
     if (expected > 0) {
       CHECK(cluster_from_result(r).network.nodes == expected);
     } else {
-      CHECK_THROWS_WITH(cluster_from_result(r),
-                        Catch::Contains("number_of_nodes: \"" + nodes +
-                                        "\" is not a positive whole number"));
+      CHECK_THROWS_WITH(
+          cluster_from_result(r),
+          Catch::Contains("number_of_nodes: \"" + nodes + "\" is not a positive whole number"));
     }
     fs::remove_all(dir);
   }
@@ -1114,7 +1114,8 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
   REQUIRE(r.runs.size() == 1);
   CHECK(r.runs[0].file.filename() == "result_0.txt");
   REQUIRE(r.skipped_runs.size() == 1);
-  CHECK_THAT(r.skipped_runs[0], Catch::Contains("result_1.txt: no run_stop record after run_start"));
+  CHECK_THAT(r.skipped_runs[0],
+             Catch::Contains("result_1.txt: no run_stop record after run_start"));
   fs::remove(dir / "result_0.txt");
   CHECK_THROWS_WITH(read_published_result(dir, "1.1.0"),
                     Catch::Contains("result_1.txt: no run_stop record after run_start"));
