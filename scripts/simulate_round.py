@@ -6,9 +6,9 @@ Markdown table: published against predicted olympic mean, or why a folder is not
 
 ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<system>/bert/ with
 <org>/systems/<system>.json), e.g. a checkout of mlcommons/training_results_v2.0, or flat folders
-(<org>/<system>/ with result_*.txt and system.json). The profiles are
-the ones in --systems-dir/profiles: what they were calibrated on is in their "source" field, so a
-row of a result a profile was fitted to is a calibration case, not a prediction; the script says so.
+(<org>/<system>/ with result_*.txt and system.json). The profiles are the ones in
+--systems-dir/profiles: what each was calibrated on is its provenance.source, so the row of a
+result a profile was fitted to is a calibration case, not a prediction; the script says so.
 """
 import argparse
 import json
