@@ -263,16 +263,14 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
     result.ruleset = *from_path;
   }
   // A run whose log is cut short is left out, named; a folder of only such runs is an error.
-  std::string first_skip;
   for (const auto& file : files) {
     try {
       result.runs.push_back(read_run(file, result));
     } catch (const IncompleteRun& e) {
       result.skipped_runs.push_back(e.what());
-      if (first_skip.empty()) first_skip = e.what();
     }
   }
-  if (result.runs.empty()) throw std::runtime_error(first_skip);
+  if (result.runs.empty()) throw std::runtime_error(result.skipped_runs.front());
   read_launch_flags(files.front(), result);
   if (result.global_batch_size < 1)
     throw std::runtime_error(dir.string() + ": no global_batch_size record in the logs");
