@@ -3,19 +3,27 @@
 Markdown table: published against predicted olympic mean, or why a folder is not modelled.
 
   scripts/simulate_round.py ROUND_DIR RULESET [--mlbert build/bin/mlbert] [--systems-dir systems]
+                            [--calibrate SUBMITTER/SYSTEM]
 
 ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<system>/bert/ with
 <org>/systems/<system>.json), e.g. a checkout of mlcommons/training_results_v2.0, or flat folders
 (<org>/<system>/ with result_*.txt and system.json). The profiles are the ones in
 --systems-dir/profiles: what each was calibrated on is its provenance.source, so the row of a
 result a profile was fitted to is a calibration case, not a prediction; the script says so.
+
+--calibrate SUBMITTER/SYSTEM fits the profile of that result's accelerator to that ONE result of
+the round (`mlbert simulate calibrate`, into a scratch copy of --systems-dir/profiles: the shipped
+files are not touched) and predicts every other result of the round with it: the round's software
+instead of the shipped profile's. Its row is then the calibration case.
 """
 import argparse
 import json
 import pathlib
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 
 
 def folders(root):
@@ -56,13 +64,45 @@ def is_calibration(fitted, version, submitter, system):
                for v, o, n in fitted)
 
 
+def calibrated_systems_dir(args, scratch):
+    """A copy of --systems-dir/profiles in `scratch` with the profile of --calibrate's accelerator
+    fitted to that result; exits with the reason when the result is not in the round or the fit
+    fails."""
+    wanted = tuple(args.calibrate.strip("/").split("/"))
+    folder = next((f for o, n, f, _ in folders(args.round_dir) if (o, n) == wanted), None)
+    if len(wanted) != 2 or folder is None:
+        sys.exit(f"simulate_round.py: --calibrate {args.calibrate}: no BERT result "
+                 f"SUBMITTER/SYSTEM of that name under {args.round_dir}")
+    shutil.copytree(args.systems_dir / "profiles", scratch / "profiles")
+    fit = subprocess.run(
+        [args.mlbert, "simulate", "calibrate", "--results", str(folder), "--ruleset", args.ruleset,
+         "--profiles-dir", str(scratch / "profiles"), "--systems-dir", str(scratch)],
+        capture_output=True, text=True, timeout=600)
+    if fit.returncode != 0:
+        reason = (fit.stderr.strip().splitlines() or ["(no message)"])[-1]
+        sys.exit(f"simulate_round.py: --calibrate {args.calibrate}: {reason}")
+    print(f"Profile fitted to {args.calibrate} alone (`mlbert simulate calibrate`); every other "
+          "row is a prediction.\n")
+    return scratch
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("round_dir", type=pathlib.Path)
     parser.add_argument("ruleset")
     parser.add_argument("--mlbert", default="build/bin/mlbert")
     parser.add_argument("--systems-dir", type=pathlib.Path, default=pathlib.Path("systems"))
+    parser.add_argument("--calibrate", metavar="SUBMITTER/SYSTEM",
+                        help="fit the profile to this result of the round and predict the rest")
     args = parser.parse_args()
+    if args.calibrate:
+        with tempfile.TemporaryDirectory(prefix="simulate_round.") as scratch:
+            args.systems_dir = calibrated_systems_dir(args, pathlib.Path(scratch))
+            return predict_round(args)
+    return predict_round(args)
+
+
+def predict_round(args):
     fitted = calibration_sources(args.systems_dir)
     errors = []
     print("| submitter / system | nodes x GPUs | published s | predicted s | error |")

@@ -276,6 +276,12 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
     throw std::runtime_error(dir.string() + ": no global_batch_size record in the logs");
   if (result.division.empty()) result.division = string_field(result.system, "division");
   result.framework = string_field(result.system, "framework");
+  // No flag of a launch line (the logs of most submissions echo none, or only the container's
+  // `docker exec --env=...`): a PyTorch run is taken to be NVIDIA's reference launch.
+  if (result.launch_flags.empty() && eager_framework(result)) {
+    result.reference_launch = true;
+    result.distributed_lamb = true;  // kReferenceLaunchFlags
+  }
   return result;
 }
 
@@ -544,6 +550,12 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
     for (const auto& f : r.launch_flags) flags += (flags.empty() ? "" : " ") + f;
     notes.push_back("read from the launch line in the logs: " + flags);
   }
+  if (r.reference_launch)
+    notes.push_back(std::string("the logs echo no launch flag: NVIDIA's reference launch of its "
+                                "PyTorch BERT assumed, ") +
+                    kReferenceLaunchFlags +
+                    " (its run_and_time.sh passes it to every run in the v1.1-v3.1 results; the "
+                    "config's CUDA graphs, padding or packing are not in the folder)");
   run.eval.eval_samples = r.eval_samples;
   run.eval.batch_size = r.eval_batch_size.value_or(16);
   if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");

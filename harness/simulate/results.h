@@ -46,6 +46,9 @@ struct PublishedResult {
   std::int64_t eval_samples = 10000;
   std::optional<std::string> opt_name;    // MLLOG opt_name, when logged
   std::vector<std::string> launch_flags;  // the recognized launch-line flags found in the logs
+  // The logs hold no launch flag and the framework is PyTorch: the run is taken to have used
+  // NVIDIA's reference launch (kReferenceLaunchFlags), which the PyTorch submissions derive from.
+  bool reference_launch = false;
   std::optional<int> eval_batch_size;
   std::optional<std::vector<int>> stratified_quotas;
   bool global_exchange = false, group_exchange = false, bucket_clipping = false, adam = false;
@@ -121,6 +124,13 @@ void time_longest_run(const PublishedResult& result, std::int64_t global_batch_s
 
 // Is the result's framework one whose ops Python issues one by one (PyTorch)?
 bool eager_framework(const PublishedResult& result);
+
+// What NVIDIA's reference launch of its PyTorch BERT passes to every run, whatever the config:
+// the `run_and_time.sh` of its v1.1 to v3.1 results puts `--distributed_lamb` (apex
+// DistributedFusedLAMB) in the base command (the config's EXTRA_PARAMS, which add CUDA graphs,
+// padding or packing per scale, are not in the result folder). Applied to a PyTorch result whose
+// logs echo no launch flag (PublishedResult::reference_launch).
+inline constexpr const char* kReferenceLaunchFlags = "--distributed_lamb";
 
 // Bytes per parameter of the published implementations' passes over the gradients per step.
 // DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py): flatten the fp16 gradients

@@ -4,6 +4,7 @@
 // the network model's shape, settings and sweeps.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -981,6 +982,46 @@ std::filesystem::path published_folder(
 }
 
 }  // namespace
+
+TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch", "[simulate]") {
+  namespace fs = std::filesystem;
+  const std::vector<std::pair<std::string, std::string>> records = {{"global_batch_size", "256"},
+                                                                    {"train_samples", "1000"}};
+  const std::string nics = "Compute: 8x HDR 200Gb/s";
+  // No launch line, or only the container's: --distributed_lamb, as NVIDIA's run_and_time.sh.
+  for (const std::string launch : {"", "+ docker exec -it --env=BATCHSIZE --env=DGXNNODES bert"}) {
+    INFO(launch);
+    const fs::path dir = published_folder("mlbert_published_reference", nics, records, launch);
+    const PublishedResult r = read_published_result(dir, "1.1.0");
+    CHECK(r.reference_launch);
+    CHECK(r.distributed_lamb);
+    const SimulationOptions o = simulation_options_for(r, SimulationOptions());
+    CHECK(o.optimizer_shard == OptimizerShard::node);
+    CHECK(o.gradient_wire_bytes == 2);
+    CHECK_FALSE(o.overlap);
+    const auto notes = cluster_from_result(r).notes;
+    CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+      return n.find("NVIDIA's reference launch") != std::string::npos &&
+             n.find("--distributed_lamb") != std::string::npos;
+    }));
+  }
+  // A launch line of its own decides: Samsung's DDP path, not the sharded optimizer.
+  const fs::path samsung =
+      published_folder("mlbert_published_own_launch", nics, records,
+                       "python run_pretraining.py --local_gradient_clip --exchange_padding");
+  const PublishedResult own = read_published_result(samsung, "1.1.0");
+  CHECK_FALSE(own.reference_launch);
+  CHECK_FALSE(own.distributed_lamb);
+  CHECK(simulation_options_for(own, SimulationOptions()).overlap);
+  // Not PyTorch (MXNet, TensorFlow): NVIDIA's PyTorch launch says nothing of it.
+  const fs::path mxnet = published_folder("mlbert_published_mxnet", nics, records);
+  nlohmann::json system = nlohmann::json::parse(std::ifstream(mxnet / "system.json"));
+  system["framework"] = "MXNet NVIDIA Release 21.09";
+  std::ofstream(mxnet / "system.json") << system.dump();
+  const PublishedResult other = read_published_result(mxnet, "1.1.0");
+  CHECK_FALSE(other.reference_launch);
+  CHECK_FALSE(other.distributed_lamb);
+}
 
 TEST_CASE("a published folder's bad values are named errors, its long texts no crash",
           "[simulate]") {
