@@ -27,7 +27,7 @@ const std::set<std::string, std::less<>> kKeys = {
     "eval_accuracy",     "train_samples",
     "global_batch_size", "gradient_accumulation_steps",
     "opt_name",          "submission_division",
-    "eval_samples"};
+    "eval_samples",      "d_batch_size"};
 
 // Counts in the logs (samples, batch sizes, epochs) are whole numbers up to 2^53, which a double
 // holds exactly; anything else (a fraction is truncated) cannot be converted safely.
@@ -86,6 +86,8 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
           result.gradient_accumulation = static_cast<int>(steps);
         } else if (r.key == "eval_samples") {
           result.eval_samples = integer_value(r, file);
+        } else if (r.key == "d_batch_size") {
+          result.device_batch_size = integer_value(r, file);
         } else if (r.key == "opt_name" && r.value.is_string()) {
           result.opt_name = r.value.get<std::string>();
         } else if (r.key == "submission_division" && r.value.is_string()) {
@@ -204,6 +206,24 @@ std::string string_field(const json& system, const char* field) {
                                                              : "";
 }
 
+// Samples per packed row: the samples each GPU trains per micro-step over the logged d_batch_size
+// (rows), when that is a whole number from 2 to kMaxPacking; 1 otherwise (the shape undetermined,
+// no d_batch_size, or rows that are samples).
+int packing_factor(const PublishedResult& r) {
+  if (!r.device_batch_size || *r.device_batch_size < 1 || r.global_batch_size < 1) return 1;
+  std::int64_t world = 0;
+  try {
+    world = static_cast<std::int64_t>(positive_count(r.system, "number_of_nodes", r.system_file)) *
+            positive_count(r.system, "accelerators_per_node", r.system_file);
+  } catch (const std::invalid_argument&) {
+    return 1;  // cluster_from_result names the field
+  }
+  const std::int64_t rows = world * std::max(1, r.gradient_accumulation) * *r.device_batch_size;
+  if (rows > r.global_batch_size || r.global_batch_size % rows != 0) return 1;
+  const std::int64_t packing = r.global_batch_size / rows;
+  return packing <= kMaxPacking ? static_cast<int>(packing) : 1;
+}
+
 // Why the network model cannot describe this accelerator (a TPU or IPU, a PCIe card), or nullopt.
 std::optional<std::string> unmodelled_accelerator(const std::string& accelerator,
                                                   const std::filesystem::path& system_file) {
@@ -281,6 +301,14 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
   if (result.launch_flags.empty() && eager_framework(result)) {
     result.reference_launch = true;
     result.distributed_lamb = true;  // kReferenceLaunchFlags
+  }
+  // Packed samples come in rows of max_seq_length tokens, which hold about as many tokens on every
+  // rank (the kernels run on the rows, padded); NVIDIA's packed configs, all but two, also replay
+  // CUDA graphs.
+  result.packing = packing_factor(result);
+  if (result.packing > 1) {
+    result.padded = true;
+    if (result.reference_launch) result.cuda_graph = true;
   }
   return result;
 }
@@ -538,6 +566,13 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
     run.load_balancing = LoadBalancing::node_exchange;
   } else if (r.global_exchange) {
     run.load_balancing = LoadBalancing::global_exchange;
+  } else if (r.packing > 1) {
+    run.load_balancing = LoadBalancing::none;
+    notes.push_back("packed samples: d_batch_size " + std::to_string(*r.device_batch_size) +
+                    " rows per GPU for " + std::to_string(run.per_rank_batch) + " samples, " +
+                    std::to_string(r.packing) +
+                    " per row; no load balancing (NVIDIA's packed configs pass no "
+                    "--exchange_padding: the packing evens the rows)");
   } else {
     run.load_balancing = LoadBalancing::global_exchange;
     notes.push_back(
@@ -605,7 +640,15 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                             "\" without --use_cuda_graph: each kernel issued by an eager op "
                             "from Python, 7 us (pytorch/pytorch#41383) + 3 us launch"
                       : "no framework stated: mlbert's C++ launches, 3 us per kernel");
-  if (r.padded)
+  if (r.packing > 1)
+    notes.push_back("packed rows: kernels on rows x " + std::to_string(run.max_seq_length) +
+                    " tokens, attention on the real lengths" +
+                    (r.reference_launch
+                         ? std::string(", the step replayed from CUDA graphs, as NVIDIA's packed "
+                                       "configs run (--packed_samples --pad_fmha --use_cuda_graph "
+                                       "in 90 of the 92 with PACKING_FACTOR 2, v2.0-v4.0 results)")
+                         : std::string()));
+  else if (r.padded)
     notes.push_back("--pad_fmha: kernels on sequences x " + std::to_string(run.max_seq_length) +
                     " tokens, attention on the real lengths");
   c.model = bert::BertConfig::preset("bert-large");
@@ -705,6 +748,7 @@ SimulationOptions simulation_options_for(const PublishedResult& result, Simulati
                       " from Python: ~7 us per op (pytorch/pytorch#41383) + a 3 us launch";
   }
   base.padded = result.padded;
+  base.packing = result.packing;
   implementation_host(result, base);
   return base;
 }

@@ -50,6 +50,9 @@ struct PublishedResult {
   // NVIDIA's reference launch (kReferenceLaunchFlags), which the PyTorch submissions derive from.
   bool reference_launch = false;
   std::optional<int> eval_batch_size;
+  std::optional<std::int64_t> device_batch_size;  // MLLOG d_batch_size: rows per GPU per micro-step
+  // Samples per packed row (packing_factor): the samples per GPU and micro-step over the rows.
+  int packing = 1;
   std::optional<std::vector<int>> stratified_quotas;
   bool global_exchange = false, group_exchange = false, bucket_clipping = false, adam = false;
   bool post_accumulation_allreduce = false;  // one allreduce of all gradients after backward
@@ -124,6 +127,9 @@ void time_longest_run(const PublishedResult& result, std::int64_t global_batch_s
 
 // Is the result's framework one whose ops Python issues one by one (PyTorch)?
 bool eager_framework(const PublishedResult& result);
+
+// The most samples per packed row a result may state (NVIDIA packs 2 or 3 into 512 tokens).
+inline constexpr int kMaxPacking = 64;
 
 // What NVIDIA's reference launch of its PyTorch BERT passes to every run, whatever the config:
 // the `run_and_time.sh` of its v1.1 to v3.1 results puts `--distributed_lamb` (apex

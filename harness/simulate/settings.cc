@@ -101,6 +101,12 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
     sim.optimizer_shard = optimizer_shard_from_string(s.value);
   } else if (name == "padded") {
     sim.padded = boolean(s);
+  } else if (name == "packing") {
+    const double v = positive_number(s);
+    if (v != std::floor(v) || v > 64)
+      throw std::invalid_argument("--set " + s.field + "=" + s.value +
+                                  ": samples per padded row, a whole number from 1 to 64");
+    sim.packing = static_cast<int>(v);
   } else if (name == "read_backs") {
     sim.read_backs = boolean(s);
   } else if (name == "broadcast_mb") {
@@ -113,7 +119,8 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
         ": unknown simulator setting (simulate.algorithm, "
         "simulate.nvlink_efficiency, simulate.nic_efficiency, "
         "simulate.gradient_wire_bytes, simulate.overlap, simulate.host_us_per_kernel, "
-        "simulate.optimizer_shard, simulate.padded, simulate.read_backs, simulate.broadcast_mb, "
+        "simulate.optimizer_shard, simulate.padded, simulate.packing, simulate.read_backs, "
+        "simulate.broadcast_mb, "
         "simulate.infinite_network)");
   }
   sim.notes.push_back("--set " + s.field + "=" + s.value);
@@ -305,6 +312,7 @@ void apply_simulator_settings(const SimulatorSettings& sim, ClusterRun& cluster,
   }
   if (sim.optimizer_shard) options.optimizer_shard = *sim.optimizer_shard;
   if (sim.padded) options.padded = *sim.padded;
+  if (sim.packing) options.packing = *sim.packing;
   if (sim.read_backs && !*sim.read_backs) {
     // What an implementation without read-backs inside its step would do (NVIDIA removed them to
     // capture the step as a CUDA graph): no waits, and its host loops overlap the GPU's work.

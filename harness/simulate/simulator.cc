@@ -433,7 +433,8 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
                                   (costs.clip_seconds + costs.optimizer_seconds))
           : 0.0;
   const auto shape = [&](double tokens, double sequences, double predictions, double squares) {
-    return MicroBatchShape{options.padded ? sequences * run.max_seq_length : tokens, sequences,
+    const double rows = std::ceil(sequences / std::max(1, options.packing));
+    return MicroBatchShape{options.padded ? rows * run.max_seq_length : tokens, sequences,
                            predictions, squares};
   };
 
@@ -542,7 +543,11 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
               " per evaluation batch), each no earlier than the host has issued it; host " +
               format_number(options.host_seconds_per_kernel * 1e6, 3) + " us per kernel (" +
               options.host_issue + ")" +
-              (options.padded
+              (options.padded && options.packing > 1
+                   ? "; micro-batches padded to rows of " + std::to_string(run.max_seq_length) +
+                         " tokens, " + std::to_string(options.packing) +
+                         " samples packed per row (attention on the real lengths)"
+               : options.padded
                    ? "; micro-batches padded to sequences x " + std::to_string(run.max_seq_length) +
                          " tokens (attention on the real lengths)"
                    : std::string("; unpadded micro-batches")) +

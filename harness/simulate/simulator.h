@@ -71,6 +71,9 @@ struct SimulationOptions {
   // Kernels run on padded micro-batches (sequences x run.max_seq_length tokens; attention on the
   // real lengths), as an implementation with static shapes (CUDA graphs) does.
   bool padded = false;
+  // Samples per padded row (packed samples): a padded micro-batch of n sequences is ceil(n /
+  // packing) rows of run.max_seq_length tokens.
+  int packing = 1;
   // The optimizer's state and update sharded over the node's GPUs or the world: each rank updates
   // 1/g of the parameters, the gradients are reduce-scattered (then, sharded by node, allreduced
   // between nodes) and the updated parameters all-gathered in the compute dtype.

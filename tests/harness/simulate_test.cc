@@ -514,6 +514,27 @@ TEST_CASE("padded micro-batches cost what a batch of full-length sequences costs
   CHECK(padded.mean_step.imbalance < real.mean_step.imbalance);
 }
 
+TEST_CASE("packed rows cost what rows of full length cost, not what their samples would",
+          "[simulate]") {
+  const ClusterRun cluster = samsung();  // 16 sequences per GPU
+  const AcceleratorProfile profile = test_profile();
+  SimulationOptions options = small_options();
+  options.padded = true;
+  const Prediction rows16 = predict(cluster, profile, options);
+  options.packing = 2;
+  const Prediction rows8 = predict(cluster, profile, options);
+  options.packing = 3;  // ceil(16 / 3) = 6 rows
+  const Prediction rows6 = predict(cluster, profile, options);
+  CHECK(rows8.mean_step.compute < rows16.mean_step.compute * 0.6);
+  CHECK(rows8.mean_step.compute > rows16.mean_step.compute * 0.4);
+  CHECK(rows6.mean_step.compute < rows8.mean_step.compute);
+  // Unpadded, packing changes nothing: the kernels run on the real tokens.
+  options.padded = false;
+  const Prediction real = predict(cluster, profile, options);
+  options.packing = 1;
+  CHECK(predict(cluster, profile, options).mean_step.compute == Approx(real.mean_step.compute));
+}
+
 TEST_CASE("a published launch line sets how the implementation ran", "[simulate]") {
   PublishedResult r;
   r.framework = "PyTorch NVIDIA Release 21.05";
@@ -1021,6 +1042,51 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
   const PublishedResult other = read_published_result(mxnet, "1.1.0");
   CHECK_FALSE(other.reference_launch);
   CHECK_FALSE(other.distributed_lamb);
+}
+
+TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "[simulate]") {
+  namespace fs = std::filesystem;
+  const std::string nics = "Compute: 8x HDR 200Gb/s";
+  // 2 nodes x 8 GPUs, GBS 64: 4 samples per GPU.
+  const auto folder = [&](const std::string& name, const std::string& rows,
+                          const std::string& launch = "") {
+    return read_published_result(
+        published_folder(
+            name, nics,
+            {{"global_batch_size", "64"}, {"d_batch_size", rows}, {"train_samples", "640"}},
+            launch),
+        "2.0.0");
+  };
+  // 2 rows for 4 samples: 2 per row; padded rows, CUDA graphs (NVIDIA's packed configs), no
+  // exchange padding.
+  const PublishedResult packed = folder("mlbert_published_packed", "2");
+  CHECK(packed.packing == 2);
+  CHECK(packed.padded);
+  CHECK(packed.cuda_graph);
+  const ClusterRun cluster = cluster_from_result(packed);
+  CHECK(cluster.run.load_balancing == LoadBalancing::none);
+  const SimulationOptions o = simulation_options_for(packed, SimulationOptions());
+  CHECK(o.packing == 2);
+  CHECK(o.padded);
+  CHECK(o.host_seconds_per_kernel == 0);
+  CHECK(std::any_of(cluster.notes.begin(), cluster.notes.end(), [](const std::string& n) {
+    return n.find("d_batch_size 2 rows per GPU for 4 samples, 2 per row") != std::string::npos;
+  }));
+  // Rows that are the samples, rows that do not divide them, no rows: not packed.
+  for (const char* rows : {"4", "3", "0", "8"}) {
+    INFO(rows);
+    const PublishedResult r = folder("mlbert_published_unpacked", rows);
+    CHECK(r.packing == 1);
+    CHECK_FALSE(r.padded);
+    CHECK(cluster_from_result(r).run.load_balancing == LoadBalancing::global_exchange);
+  }
+  // A launch line of its own: the rows are padded, but graphs and balancing are what it says.
+  const PublishedResult own =
+      folder("mlbert_published_packed_own", "2", "python run_pretraining.py --exchange_padding");
+  CHECK(own.packing == 2);
+  CHECK(own.padded);
+  CHECK_FALSE(own.cuda_graph);
+  CHECK(cluster_from_result(own).run.load_balancing == LoadBalancing::global_exchange);
 }
 
 TEST_CASE("a published folder's bad values are named errors, its long texts no crash",
