@@ -12,13 +12,14 @@ ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<sy
 result a profile was fitted to is a calibration case, not a prediction; the script says so.
 
 --calibrate SUBMITTER/SYSTEM fits the profile of that result's accelerator to that ONE result of
-the round (`mlbert simulate calibrate`, into a scratch copy of --systems-dir/profiles: the shipped
-files are not touched) and predicts every other result of the round with it: the round's software
-instead of the shipped profile's. Its row is then the calibration case.
+the round (`mlbert simulate calibrate`, into a scratch copy of --systems-dir/profiles in which it
+replaces the shipped profiles of that accelerator; the shipped files are not touched) and predicts
+every other result of the round with it. Its row is then the calibration case.
 """
 import argparse
 import json
 import pathlib
+import re
 import statistics
 import shutil
 import subprocess
@@ -51,9 +52,11 @@ def calibration_sources(systems_dir):
             continue
         if not isinstance(source, str) or not source:
             continue
-        # ".../v1.0/NVIDIA/dgxa100_ngc21.05_pytorch" or "NVIDIA/results/<system>/bert"
+        # ".../v1.0/NVIDIA/dgxa100_ngc21.05_pytorch" or
+        # "mlcommons/training_results_v2.0/NVIDIA/results/<system>/bert"
         parts = [p for p in source.split("/") if p not in ("", ".", "bert", "results")]
-        version = next((p for p in parts if p.startswith("v") and p[1:2].isdigit()), None)
+        version = next((m.group(1) for m in map(re.compile(r"(?:^|_)(v\d+\.\d+)$").search, parts)
+                        if m), None)
         if len(parts) >= 2:
             sources.append((version, parts[-2], parts[-1]))
     return sources
@@ -73,14 +76,25 @@ def calibrated_systems_dir(args, scratch):
     if len(wanted) != 2 or folder is None:
         sys.exit(f"simulate_round.py: --calibrate {args.calibrate}: no BERT result "
                  f"SUBMITTER/SYSTEM of that name under {args.round_dir}")
-    shutil.copytree(args.systems_dir / "profiles", scratch / "profiles")
+    profiles = scratch / "profiles"
+    shutil.copytree(args.systems_dir / "profiles", profiles)
+    fitted = profiles / "calibrated-within-the-round.json"
     fit = subprocess.run(
         [args.mlbert, "simulate", "calibrate", "--results", str(folder), "--ruleset", args.ruleset,
-         "--profiles-dir", str(scratch / "profiles"), "--systems-dir", str(scratch)],
+         "--output", str(fitted), "--systems-dir", str(scratch)],
         capture_output=True, text=True, timeout=600)
     if fit.returncode != 0:
         reason = (fit.stderr.strip().splitlines() or ["(no message)"])[-1]
         sys.exit(f"simulate_round.py: --calibrate {args.calibrate}: {reason}")
+    # The fitted profile alone stands for its accelerator: the copies of the shipped ones for it
+    # (of any round) go.
+    matches = json.loads(fitted.read_text())["matches"]
+    for other in profiles.glob("*.json"):
+        try:
+            if other != fitted and json.loads(other.read_text()).get("matches") == matches:
+                other.unlink()
+        except (OSError, ValueError, AttributeError):
+            continue
     print(f"Profile fitted to {args.calibrate} alone (`mlbert simulate calibrate`); every other "
           "row is a prediction.\n")
     return scratch

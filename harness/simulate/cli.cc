@@ -66,7 +66,8 @@ AcceleratorProfile profile_for(const Options& o, const std::string& accelerator,
     return p;
   }
   const auto dir = profiles_dir_of(o);
-  if (auto p = profile_for_accelerator(dir, accelerator, cluster.notes)) return *p;
+  if (auto p = profile_for_accelerator(dir, accelerator, cluster.notes, cluster.run.ruleset))
+    return *p;
   throw std::runtime_error("no accelerator profile for \"" + accelerator + "\" (" +
                            describe_profiles(dir) +
                            "): measure one with a device check, or calibrate one from a "

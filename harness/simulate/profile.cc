@@ -200,13 +200,81 @@ void save_profile(const AcceleratorProfile& profile, const std::filesystem::path
   if (!out) throw std::runtime_error(path.string() + ": cannot write the profile");
 }
 
+std::string calibration_ruleset(const AcceleratorProfile& profile) {
+  const json& p = profile.provenance;
+  if (p.is_object() && p.contains("result") && p["result"].is_object() &&
+      p["result"].contains("ruleset") && p["result"]["ruleset"].is_string())
+    return p["result"]["ruleset"].get<std::string>();
+  return "";
+}
+
+namespace {
+
+// "2.1.0" as (2, 1, 0); empty for anything else (a profile without a round ranks first).
+std::vector<int> version_of(const std::string& ruleset) {
+  std::vector<int> parts;
+  std::size_t at = 0;
+  while (at <= ruleset.size() && parts.size() < 4) {
+    const std::size_t dot = std::min(ruleset.find('.', at), ruleset.size());
+    const std::string part = ruleset.substr(at, dot - at);
+    if (part.empty() || part.size() > 4 || !std::all_of(part.begin(), part.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c));
+        }))
+      return {};
+    parts.push_back(std::stoi(part));
+    if (dot == ruleset.size()) return parts.size() >= 2 ? parts : std::vector<int>{};
+    at = dot + 1;
+  }
+  return {};
+}
+
+// find_profile's round rule over `candidates` (not empty): the index it takes.
+std::size_t pick_by_round(const std::vector<AcceleratorProfile>& candidates,
+                          const std::string& ruleset) {
+  const std::vector<int> wanted = version_of(ruleset);
+  std::optional<std::size_t> latest_before, earliest, latest;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::vector<int> v = version_of(calibration_ruleset(candidates[i]));
+    const auto round = [&](std::size_t j) {
+      return version_of(calibration_ruleset(candidates[j]));
+    };
+    if (!latest || v > round(*latest)) latest = i;
+    if (!earliest || v < round(*earliest)) earliest = i;
+    if (!wanted.empty() && v <= wanted && (!latest_before || v > round(*latest_before)))
+      latest_before = i;
+  }
+  if (wanted.empty()) return *latest;
+  return latest_before ? *latest_before : *earliest;
+}
+
+// What pick_by_round did, for the notes, when it had a choice.
+std::string round_note(const std::vector<AcceleratorProfile>& candidates, std::size_t picked,
+                       const std::string& ruleset) {
+  std::string rounds;
+  for (const auto& p : candidates) {
+    const std::string r = calibration_ruleset(p);
+    rounds += (rounds.empty() ? "" : ", ") + (r.empty() ? std::string("none") : r);
+  }
+  const std::string r = calibration_ruleset(candidates[picked]);
+  return "profile " + candidates[picked].path.string() + ": calibrated on a " +
+         (r.empty() ? std::string("result of no stated round") : "ruleset " + r + " result") +
+         ", the latest round " + (ruleset.empty() ? "" : "not after " + ruleset + " ") +
+         "of the profiles for " + candidates[picked].accelerator + " (rounds " + rounds +
+         "; where none is that early, the earliest)";
+}
+
+}  // namespace
+
 std::optional<AcceleratorProfile> find_profile(const std::filesystem::path& dir,
-                                               const std::string& accelerator_model_name) {
+                                               const std::string& accelerator_model_name,
+                                               const std::string& ruleset) {
+  std::vector<AcceleratorProfile> matching;
   for (const auto& file : profile_files(dir)) {
     AcceleratorProfile p = load_profile(file);
-    if (p.matches_accelerator(accelerator_model_name)) return p;
+    if (p.matches_accelerator(accelerator_model_name)) matching.push_back(std::move(p));
   }
-  return std::nullopt;
+  if (matching.empty()) return std::nullopt;
+  return matching[pick_by_round(matching, ruleset)];
 }
 
 bool same_silicon(const std::string& accelerator_a, const std::string& accelerator_b) {
@@ -240,28 +308,40 @@ AcceleratorProfile adapt_profile(const AcceleratorProfile& profile,
 
 std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem::path& dir,
                                                           const std::string& accelerator,
-                                                          std::vector<std::string>& notes) {
-  if (auto p = find_profile(dir, accelerator)) return p;
-  // Of the same-silicon profiles, the one whose HBM is nearest the target's (GH200 144 GB: H200).
+                                                          std::vector<std::string>& notes,
+                                                          const std::string& ruleset) {
+  std::vector<AcceleratorProfile> matching, nearest;
+  for (const auto& file : profile_files(dir)) {
+    AcceleratorProfile p = load_profile(file);
+    if (p.matches_accelerator(accelerator)) matching.push_back(std::move(p));
+  }
+  if (!matching.empty()) {
+    const std::size_t picked = pick_by_round(matching, ruleset);
+    if (matching.size() > 1) notes.push_back(round_note(matching, picked, ruleset));
+    return matching[picked];
+  }
+  // Of the same-silicon profiles, those whose HBM is nearest the target's (GH200 144 GB: H200),
+  // then the round rule.
   const auto target = datasheet_for(accelerator);
-  std::optional<AcceleratorProfile> best;
-  std::filesystem::path best_file;
   double best_gap = 0;
   for (const auto& file : profile_files(dir)) {
     AcceleratorProfile p = load_profile(file);
     if (!same_silicon(p.accelerator, accelerator)) continue;
     const double gap = std::abs(datasheet_for(p.accelerator)->memory_tbs - target->memory_tbs);
-    if (best && gap >= best_gap) continue;
-    best = std::move(p);
-    best_file = file;
+    if (!nearest.empty() && gap > best_gap) continue;
+    if (!nearest.empty() && gap < best_gap) nearest.clear();
+    nearest.push_back(std::move(p));
     best_gap = gap;
   }
-  if (!best) return std::nullopt;
-  notes.push_back("no profile for " + accelerator + ": " + best_file.string() + " (for " +
-                  best->accelerator +
+  if (nearest.empty()) return std::nullopt;
+  const std::size_t picked = pick_by_round(nearest, ruleset);
+  if (nearest.size() > 1) notes.push_back(round_note(nearest, picked, ruleset));
+  const AcceleratorProfile& best = nearest[picked];
+  notes.push_back("no profile for " + accelerator + ": " + best.path.string() + " (for " +
+                  best.accelerator +
                   ", the same silicon by the datasheets: dense fp16 peak and SMs) adapted to "
                   "its HBM bandwidth");
-  return adapt_profile(*best, accelerator);
+  return adapt_profile(best, accelerator);
 }
 
 std::string describe_profiles(const std::filesystem::path& dir) {

@@ -77,8 +77,16 @@ nlohmann::json profile_to_json(const AcceleratorProfile& profile);
 void save_profile(const AcceleratorProfile& profile, const std::filesystem::path& path);
 
 // The profile in `dir` whose `matches` name `accelerator_model_name`; nullopt when none does.
+// Several profiles of one accelerator, each calibrated on a result of a different round (their
+// provenance.result.ruleset), stand for the software of their rounds: the one of the latest round
+// not after `ruleset` is taken (none that early: the earliest; `ruleset` empty: the latest). A
+// profile without a round (measured) ranks before every round.
 std::optional<AcceleratorProfile> find_profile(const std::filesystem::path& dir,
-                                               const std::string& accelerator_model_name);
+                                               const std::string& accelerator_model_name,
+                                               const std::string& ruleset = "");
+
+// The ruleset of the result a profile was calibrated on (provenance.result.ruleset), or "".
+std::string calibration_ruleset(const AcceleratorProfile& profile);
 // "known profiles: a100-sxm4-80gb (NVIDIA A100-SXM4-80GB)", for messages.
 std::string describe_profiles(const std::filesystem::path& dir);
 
@@ -109,10 +117,12 @@ bool same_silicon(const std::string& accelerator_a, const std::string& accelerat
 AcceleratorProfile adapt_profile(const AcceleratorProfile& profile, const std::string& accelerator);
 
 // The profile for `accelerator`: one in `dir` that matches it, else one there of the same
-// silicon adapted to it (adapt_profile, with a note in `notes`); nullopt when neither exists.
+// silicon adapted to it (adapt_profile, with a note in `notes`); nullopt when neither exists. Of
+// several, the round rule of find_profile picks by `ruleset` (named in `notes`).
 std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem::path& dir,
                                                           const std::string& accelerator,
-                                                          std::vector<std::string>& notes);
+                                                          std::vector<std::string>& notes,
+                                                          const std::string& ruleset = "");
 
 // `text` with ASCII letters in lower case (other bytes as they are), for matching names.
 std::string ascii_lower(std::string text);

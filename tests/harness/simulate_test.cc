@@ -852,6 +852,50 @@ TEST_CASE("accelerator names as submitters write them find their profile and dat
   CHECK(profile_stem("(400W)") == "accelerator");
 }
 
+TEST_CASE("of profiles calibrated on several rounds, the latest not after the result's is taken",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_profile_rounds");
+  // An A100 80 GB profile per round, told apart by their tensor rates; one without a round.
+  const auto save = [&](const std::string& ruleset, double tflops, const std::string& file) {
+    AcceleratorProfile p = test_profile();
+    p.accelerator = "NVIDIA A100-SXM4-80GB";
+    p.matches = {"a100 sxm 80gb"};
+    p.tensor_flops_per_second = tflops * 1e12;
+    p.memory_bytes_per_second = 2.039e12 * kMemoryBandwidthFraction;
+    p.provenance = {{"kind", "calibrated"}, {"source", file}};
+    if (!ruleset.empty()) p.provenance["result"] = {{"ruleset", ruleset}};
+    save_profile(p, dir / file);
+  };
+  save("2.1.0", 182, "a100-v2.1.json");  // sorted first: the files' order must not decide
+  save("1.0.0", 157, "a100-v1.0.json");
+  save("2.0.0", 180, "a100-v2.0.json");
+  save("", 150, "a100-measured.json");
+  const auto rate = [&](const std::string& accelerator, const std::string& ruleset) {
+    std::vector<std::string> notes;
+    const auto p = profile_for_accelerator(dir, accelerator, notes, ruleset);
+    REQUIRE(p);
+    CHECK(notes.size() >= 1);  // the choice is named
+    return p->tensor_flops_per_second / 1e12;
+  };
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "1.0.0") == 157);
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "1.1.0") == 157);  // the latest not after it
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "2.0.0") == 180);
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "2.1.0") == 182);
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "4.1.0") == 182);
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "") == 182);       // no round: the newest software
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "0.7.0") == 150);  // earlier than every round: unranked
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "bogus") == 182);  // not a ruleset: as none
+  // The same rule for a profile of the same silicon adapted to another HBM (the 40 GB part).
+  CHECK(rate("NVIDIA A100-SXM4-40GB", "2.0.0") == 180);
+  CHECK(find_profile(dir, "NVIDIA A100-SXM4-80GB", "1.1.0")->tensor_flops_per_second == 157e12);
+  std::vector<std::string> notes;
+  profile_for_accelerator(dir, "NVIDIA A100-SXM4-80GB", notes, "1.1.0");
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("a100-v1.0.json") && Catch::Contains("ruleset 1.0.0") &&
+                           Catch::Contains("not after 1.1.0"));
+}
+
 TEST_CASE("a profile stands for another accelerator only of the same silicon, adapted to its HBM",
           "[simulate]") {
   namespace fs = std::filesystem;
