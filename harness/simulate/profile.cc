@@ -365,14 +365,17 @@ std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator
   // and the compute NIC per GPU of the vendor's reference system (DGX A100: 8 HDR; DGX H100 and
   // H200: 8 NDR; DGX-2: EDR). First match wins: the more specific name comes first. "H100 80GB
   // HBM3" is how nvidia-smi names the SXM5 part (the PCIe part is "H100 PCIe", HBM2e); A800 and
-  // H800 are the A100 and H100 silicon with NVLink cut to 400 GB/s.
+  // H800 are the A100 and H100 silicon with NVLink cut to 400 GB/s. B200 as HGX B200 states it
+  // (1,000 W: 2.25 PFLOP/s dense fp16, 62 TB/s of HBM3e over 8 GPUs, 148 SMs, NVLink 5 at 1.8 TB/s;
+  // DGX B200: 8 ConnectX-7 at 400 Gb/s); GB200 (2.5 PFLOP/s at 1,200 W, NVLink across the rack) is
+  // not this row: "gb200" is another word.
   static constexpr AcceleratorDatasheet kSheets[] = {
       {"a100 sxm 80gb", 2.039, 312, 600, 108, 200}, {"a100 sxm 40gb", 1.555, 312, 600, 108, 200},
       {"a800 sxm 80gb", 2.039, 312, 400, 108, 200}, {"h100 sxm", 3.35, 989, 900, 132, 400},
       {"h100 80gb hbm3", 3.35, 989, 900, 132, 400}, {"h800 sxm", 3.35, 989, 400, 132, 400},
       {"h200 sxm", 4.8, 989, 900, 132, 400},        {"gh200 144gb", 4.9, 989, 900, 132, 400},
       {"gh200", 4.0, 989, 900, 132, 400},           {"v100 sxm3 32gb", 0.981, 125, 300, 80, 100},
-      {"v100 sxm2", 0.9, 125, 300, 80, 100},
+      {"v100 sxm2", 0.9, 125, 300, 80, 100},        {"b200", 7.7, 2250, 1800, 148, 400},
   };
   for (const auto& sheet : kSheets)
     if (accelerator_name_matches(accelerator_model_name, sheet.match)) return sheet;

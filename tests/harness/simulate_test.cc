@@ -843,6 +843,12 @@ TEST_CASE("accelerator names as submitters write them find their profile and dat
   CHECK(datasheet_for("NVIDIA GH200 Grace Hopper Superchip 144GB")->memory_tbs == 4.9);
   REQUIRE(datasheet_for("NVIDIA GH200 Grace Hopper Superchip"));
   CHECK(datasheet_for("NVIDIA GH200 Grace Hopper Superchip")->memory_tbs == 4.0);
+  // Blackwell: the HGX B200 as MLPerf names it; the GB200 (another peak, NVLink across the rack)
+  // is not the B200's row.
+  REQUIRE(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)"));
+  CHECK(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)")->multiprocessors == 148);
+  CHECK(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)")->peak_tflops_fp16 == 2250);
+  CHECK_FALSE(datasheet_for("NVIDIA Blackwell GPU (GB200)"));
   // The reference system's compute NIC per GPU: HDR for the A100, NDR for Hopper.
   CHECK(datasheet_for("NVIDIA A100-SXM4-80GB")->reference_nic_gbps == 200);
   CHECK(datasheet_for("NVIDIA H200-SXM5-141GB")->reference_nic_gbps == 400);
