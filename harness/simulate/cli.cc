@@ -74,6 +74,13 @@ AcceleratorProfile profile_for(const Options& o, const std::string& accelerator,
                            "single-node result with `mlbert simulate calibrate --results DIR`");
 }
 
+// small_batch_note for the run's samples per GPU and step, into its notes.
+void note_small_batch(const AcceleratorProfile& profile, ClusterRun& cluster) {
+  const double per_gpu =
+      static_cast<double>(cluster.run.global_batch_size) / std::max(1, cluster.world());
+  if (auto note = small_batch_note(profile, per_gpu)) cluster.notes.push_back(*note);
+}
+
 std::filesystem::path system_path(const Options& o) {
   std::filesystem::path path = o.system;
   if (o.system.find('/') == std::string::npos && path.extension() != ".json")
@@ -136,6 +143,7 @@ int run_system(const Options& o) {
     SimulationOptions options = simulation_options(o);
     apply_simulator_settings(sim, cluster, options);
     const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
+    note_small_batch(profile, cluster);
     if (!first_profile) first_profile = profile;
     points.push_back({settings.empty() || o.sweep.empty() ? system.name : settings.back().value,
                       predict(cluster, profile, options)});
@@ -164,6 +172,7 @@ int run_results(const Options& o) {
   for (const auto& s : o.sets) settings.push_back(parse_setting(s));
   apply_result_settings(settings, cluster, options);
   const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
+  note_small_batch(profile, cluster);
   time_longest_run(result, cluster.run.global_batch_size, options);
   const ResultComparison c = compare_with_result(result, predict(cluster, profile, options));
   if (o.json)

@@ -344,6 +344,26 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
   return adapt_profile(best, accelerator);
 }
 
+std::optional<std::string> small_batch_note(const AcceleratorProfile& profile,
+                                            double samples_per_gpu_step) {
+  const json& p = profile.provenance;
+  if (!p.is_object() || !p.contains("result") || !p["result"].is_object()) return std::nullopt;
+  const json& r = p["result"];
+  const auto number = [&](const char* key) {
+    return r.contains(key) && r[key].is_number() ? r[key].get<double>() : 0.0;
+  };
+  const double gpus = number("nodes") * number("gpus_per_node");
+  if (!(gpus > 0) || !(number("global_batch_size") > 0)) return std::nullopt;
+  const double calibrated = number("global_batch_size") / gpus;
+  if (!(samples_per_gpu_step * 3 < calibrated)) return std::nullopt;
+  const auto whole = [](double x) { return std::to_string(std::llround(x)); };
+  return "extrapolated: " + whole(samples_per_gpu_step) +
+         " samples per GPU and step, under a third of the profile's calibration run (" +
+         whole(calibrated) +
+         "): the profile's one rate per sample under-counts the costs of a step that do not "
+         "shrink with the batch (BENCHMARKS.md, fixed costs per step)";
+}
+
 std::string describe_profiles(const std::filesystem::path& dir) {
   std::vector<std::string> names;
   for (const auto& file : profile_files(dir)) {
@@ -367,8 +387,9 @@ std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator
   // HBM3" is how nvidia-smi names the SXM5 part (the PCIe part is "H100 PCIe", HBM2e); A800 and
   // H800 are the A100 and H100 silicon with NVLink cut to 400 GB/s. B200 as HGX B200 states it
   // (1,000 W: 2.25 PFLOP/s dense fp16, 62 TB/s of HBM3e over 8 GPUs, 148 SMs, NVLink 5 at 1.8 TB/s;
-  // DGX B200: 8 ConnectX-7 at 400 Gb/s); GB200 (2.5 PFLOP/s at 1,200 W, NVLink across the rack) is
-  // not this row: "gb200" is another word.
+  // DGX B200: 8 ConnectX-7 at 400 Gb/s). GB200 (another word than "b200") as the GB200 NVL72
+  // states it: 2.5 PFLOP/s dense fp16 at 1,200 W, 576 TB/s of HBM3e over 72 GPUs, NVLink 5 joining
+  // the rack's 18 trays of 4 GPUs (each tray with 4 ConnectX-7 at 400 Gb/s).
   static constexpr AcceleratorDatasheet kSheets[] = {
       {"a100 sxm 80gb", 2.039, 312, 600, 108, 200}, {"a100 sxm 40gb", 1.555, 312, 600, 108, 200},
       {"a800 sxm 80gb", 2.039, 312, 400, 108, 200}, {"h100 sxm", 3.35, 989, 900, 132, 400},
@@ -376,6 +397,7 @@ std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator
       {"h200 sxm", 4.8, 989, 900, 132, 400},        {"gh200 144gb", 4.9, 989, 900, 132, 400},
       {"gh200", 4.0, 989, 900, 132, 400},           {"v100 sxm3 32gb", 0.981, 125, 300, 80, 100},
       {"v100 sxm2", 0.9, 125, 300, 80, 100},        {"b200", 7.7, 2250, 1800, 148, 400},
+      {"gb200", 8.0, 2500, 1800, 148, 400, 72},
   };
   for (const auto& sheet : kSheets)
     if (accelerator_name_matches(accelerator_model_name, sheet.match)) return sheet;

@@ -99,6 +99,7 @@ struct AcceleratorDatasheet {
   double nvlink_gbs;  // per GPU, both directions together, as system descriptions state it
   int multiprocessors;
   double reference_nic_gbps;  // compute NIC per GPU of the vendor's reference system (DGX)
+  int nvlink_domain = 0;      // GPUs one NVLink fabric joins across nodes (GB200 NVL72: 72)
 };
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name);
 
@@ -123,6 +124,13 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
                                                           const std::string& accelerator,
                                                           std::vector<std::string>& notes,
                                                           const std::string& ruleset = "");
+
+// A note when a run trains under a third of the samples per GPU and step that `profile`'s
+// calibration result did: the profile fits one rate per sample, so costs of a step that do not
+// shrink with its batch (BENCHMARKS: "fixed costs per step") are spread over the calibration's
+// samples and under-counted here. nullopt otherwise, or when the profile records no result.
+std::optional<std::string> small_batch_note(const AcceleratorProfile& profile,
+                                            double samples_per_gpu_step);
 
 // `text` with ASCII letters in lower case (other bytes as they are), for matching names.
 std::string ascii_lower(std::string text);

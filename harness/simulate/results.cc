@@ -522,6 +522,26 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                     " Gb/s NIC per GPU (the accelerator's reference system)");
   }
 
+  // A rack-scale NVLink (GB200 NVL72) joins the trays' GPUs across nodes: for the network model a
+  // "node" is then an NVLink domain, the fewest of equal whole trays that hold the world, with its
+  // trays' NICs.
+  if (sheet && sheet->nvlink_domain > n.gpus_per_node) {
+    const int tray = n.gpus_per_node;
+    const std::int64_t world = static_cast<std::int64_t>(n.nodes) * tray;
+    std::int64_t domains = (world + sheet->nvlink_domain - 1) / sheet->nvlink_domain;
+    while (world % domains != 0 || (world / domains) % tray != 0) ++domains;  // at most n.nodes
+    const auto trays = static_cast<int>(world / domains / tray);
+    notes.push_back("NVLink across trays (up to " + std::to_string(sheet->nvlink_domain) +
+                    " GPUs): " + std::to_string(n.nodes) + " nodes of " + std::to_string(tray) +
+                    " GPUs as " + std::to_string(domains) + " NVLink domain(s) of " +
+                    std::to_string(trays) + " trays, " + std::to_string(trays * tray) +
+                    " GPUs, with the trays' NICs");
+    n.nodes = static_cast<int>(domains);
+    n.gpus_per_node = trays * tray;
+    n.nics_per_node *= trays;
+    n.nic_gbs_per_node *= trays;
+  }
+
   RunSpec& run = c.run;
   run.ruleset = r.ruleset;
   run.division = r.division;

@@ -843,12 +843,17 @@ TEST_CASE("accelerator names as submitters write them find their profile and dat
   CHECK(datasheet_for("NVIDIA GH200 Grace Hopper Superchip 144GB")->memory_tbs == 4.9);
   REQUIRE(datasheet_for("NVIDIA GH200 Grace Hopper Superchip"));
   CHECK(datasheet_for("NVIDIA GH200 Grace Hopper Superchip")->memory_tbs == 4.0);
-  // Blackwell: the HGX B200 as MLPerf names it; the GB200 (another peak, NVLink across the rack)
-  // is not the B200's row.
+  // Blackwell: the HGX B200 as MLPerf names it; the GB200 is its own row (another peak, NVLink
+  // across the rack's trays).
   REQUIRE(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)"));
   CHECK(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)")->multiprocessors == 148);
   CHECK(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)")->peak_tflops_fp16 == 2250);
-  CHECK_FALSE(datasheet_for("NVIDIA Blackwell GPU (GB200)"));
+  CHECK(datasheet_for("NVIDIA Blackwell GPU (B200-SXM-180GB)")->nvlink_domain == 0);
+  REQUIRE(datasheet_for("NVIDIA Blackwell GPU (GB200)"));
+  CHECK(datasheet_for("NVIDIA Blackwell GPU (GB200)")->peak_tflops_fp16 == 2500);
+  CHECK(datasheet_for("NVIDIA Blackwell GPU (GB200)")->nvlink_domain == 72);
+  CHECK_FALSE(
+      same_silicon("NVIDIA Blackwell GPU (GB200)", "NVIDIA Blackwell GPU (B200-SXM-180GB)"));
   // The reference system's compute NIC per GPU: HDR for the A100, NDR for Hopper.
   CHECK(datasheet_for("NVIDIA A100-SXM4-80GB")->reference_nic_gbps == 200);
   CHECK(datasheet_for("NVIDIA H200-SXM5-141GB")->reference_nic_gbps == 400);
@@ -856,6 +861,21 @@ TEST_CASE("accelerator names as submitters write them find their profile and dat
   CHECK(profile_stem("NVIDIA A100-SXM4-80GB (400W)") == "a100-sxm4-80gb");
   CHECK(profile_stem("NVIDIA H200-SXM5-141GB") == "h200-sxm5-141gb");
   CHECK(profile_stem("(400W)") == "accelerator");
+}
+
+TEST_CASE("a run of under a third of the calibration's samples per GPU is named extrapolated",
+          "[simulate]") {
+  AcceleratorProfile p = test_profile();
+  p.provenance = {{"kind", "calibrated"},
+                  {"source", "x"},
+                  {"result", {{"nodes", 1}, {"gpus_per_node", 8}, {"global_batch_size", 768}}}};
+  const auto note = small_batch_note(p, 16);  // 96 per GPU in the calibration
+  REQUIRE(note);
+  CHECK_THAT(*note, Catch::Contains("16 samples per GPU") && Catch::Contains("(96)"));
+  CHECK_FALSE(small_batch_note(p, 32));  // exactly a third: not under it
+  CHECK_FALSE(small_batch_note(p, 200));
+  p.provenance.erase("result");  // a measured profile: no calibration run to compare with
+  CHECK_FALSE(small_batch_note(p, 1));
 }
 
 TEST_CASE("of profiles calibrated on several rounds, the latest not after the result's is taken",
@@ -1053,6 +1073,47 @@ std::filesystem::path published_folder(
 }
 
 }  // namespace
+
+TEST_CASE("GB200 trays joined by NVLink are one network node per NVLink domain", "[simulate]") {
+  namespace fs = std::filesystem;
+  const auto cluster = [](const std::string& nodes) {
+    const fs::path dir =
+        published_folder("mlbert_published_gb200", "4x ConnectX-7 IB NDR 400Gb/s",
+                         {{"global_batch_size", "8192"}, {"train_samples", "81920"}});
+    nlohmann::json system = nlohmann::json::parse(std::ifstream(dir / "system.json"));
+    system["accelerator_model_name"] = "NVIDIA Blackwell GPU (GB200)";
+    system["accelerator_interconnect"] = "NVLINK Gen5 1800 GB/s + NVSWITCH Gen5";
+    system["number_of_nodes"] = nodes;
+    system["accelerators_per_node"] = "4";
+    std::ofstream(dir / "system.json") << system.dump();
+    return cluster_from_result(read_published_result(dir, "5.0.0"));
+  };
+  // 128 trays of 4 (512 GPUs): 8 domains of 16 trays (64 GPUs), each with its trays' 64 NICs.
+  const ClusterRun big = cluster("128");
+  CHECK(big.network.nodes == 8);
+  CHECK(big.network.gpus_per_node == 64);
+  CHECK(big.network.nics_per_node == 64);
+  CHECK(big.network.nic_gbs_per_node == Approx(64 * 400.0 / 8));
+  CHECK(big.network.nvlink_gbs == 900);
+  CHECK(std::any_of(big.notes.begin(), big.notes.end(), [](const std::string& n) {
+    return n.find("128 nodes of 4 GPUs as 8 NVLink domain(s) of 16 trays") != std::string::npos;
+  }));
+  // Within one rack: one domain.
+  const ClusterRun two = cluster("2");
+  CHECK(two.network.nodes == 1);
+  CHECK(two.network.gpus_per_node == 8);
+  // 256 GPUs: 4 domains of 64 (fewer than 72 each, equal whole trays).
+  CHECK(cluster("64").network.gpus_per_node == 64);
+  // The B200 (HGX, NVLink inside the node) keeps its nodes.
+  const fs::path dir = published_folder("mlbert_published_b200", "8x ConnectX-7 IB NDR 400Gb/s",
+                                        {{"global_batch_size", "256"}, {"train_samples", "2560"}});
+  nlohmann::json system = nlohmann::json::parse(std::ifstream(dir / "system.json"));
+  system["accelerator_model_name"] = "NVIDIA Blackwell GPU (B200-SXM-180GB)";
+  std::ofstream(dir / "system.json") << system.dump();
+  const ClusterRun b200 = cluster_from_result(read_published_result(dir, "5.0.0"));
+  CHECK(b200.network.nodes == 2);
+  CHECK(b200.network.gpus_per_node == 8);
+}
 
 TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch", "[simulate]") {
   namespace fs = std::filesystem;
