@@ -218,10 +218,37 @@ int packing_factor(const PublishedResult& r) {
   } catch (const std::invalid_argument&) {
     return 1;  // cluster_from_result names the field
   }
-  const std::int64_t rows = world * std::max(1, r.gradient_accumulation) * *r.device_batch_size;
-  if (rows > r.global_batch_size || r.global_batch_size % rows != 0) return 1;
-  const std::int64_t packing = r.global_batch_size / rows;
+  // rows = world x accumulation x d_batch_size, refused once past the batch (no overflow).
+  const std::int64_t gbs = r.global_batch_size, accumulation = std::max(1, r.gradient_accumulation);
+  std::int64_t rows = *r.device_batch_size;
+  if (rows > gbs / accumulation) return 1;
+  rows *= accumulation;
+  if (rows > gbs / world) return 1;
+  rows *= world;
+  if (gbs % rows != 0) return 1;
+  const std::int64_t packing = gbs / rows;
   return packing <= kMaxPacking ? static_cast<int>(packing) : 1;
+}
+
+// A rack-scale NVLink (GB200 NVL72: `domain` GPUs) joins the trays' GPUs across nodes: for the
+// network model a "node" is then an NVLink domain, the fewest of equal whole trays that hold the
+// world, with its trays' NICs. Worlds past kMaxSimulatedRanks are left to cluster_from_result's
+// error.
+void group_nvlink_domains(int domain, NetworkSpec& n, std::vector<std::string>& notes) {
+  const int tray = n.gpus_per_node;
+  const std::int64_t world = static_cast<std::int64_t>(n.nodes) * tray;
+  if (domain <= tray || world > kMaxSimulatedRanks) return;
+  std::int64_t domains = (world + domain - 1) / domain;
+  while (world % domains != 0 || (world / domains) % tray != 0) ++domains;  // at most n.nodes
+  const auto trays = static_cast<int>(world / domains / tray);
+  notes.push_back("NVLink across trays (up to " + std::to_string(domain) + " GPUs): " +
+                  std::to_string(n.nodes) + " nodes of " + std::to_string(tray) + " GPUs as " +
+                  std::to_string(domains) + " NVLink domain(s) of " + std::to_string(trays) +
+                  " trays, " + std::to_string(trays * tray) + " GPUs, with the trays' NICs");
+  n.nodes = static_cast<int>(domains);
+  n.gpus_per_node = trays * tray;
+  n.nics_per_node *= trays;
+  n.nic_gbs_per_node *= trays;
 }
 
 // Why the network model cannot describe this accelerator (a TPU or IPU, a PCIe card), or nullopt.
@@ -522,25 +549,7 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                     " Gb/s NIC per GPU (the accelerator's reference system)");
   }
 
-  // A rack-scale NVLink (GB200 NVL72) joins the trays' GPUs across nodes: for the network model a
-  // "node" is then an NVLink domain, the fewest of equal whole trays that hold the world, with its
-  // trays' NICs.
-  if (sheet && sheet->nvlink_domain > n.gpus_per_node) {
-    const int tray = n.gpus_per_node;
-    const std::int64_t world = static_cast<std::int64_t>(n.nodes) * tray;
-    std::int64_t domains = (world + sheet->nvlink_domain - 1) / sheet->nvlink_domain;
-    while (world % domains != 0 || (world / domains) % tray != 0) ++domains;  // at most n.nodes
-    const auto trays = static_cast<int>(world / domains / tray);
-    notes.push_back("NVLink across trays (up to " + std::to_string(sheet->nvlink_domain) +
-                    " GPUs): " + std::to_string(n.nodes) + " nodes of " + std::to_string(tray) +
-                    " GPUs as " + std::to_string(domains) + " NVLink domain(s) of " +
-                    std::to_string(trays) + " trays, " + std::to_string(trays * tray) +
-                    " GPUs, with the trays' NICs");
-    n.nodes = static_cast<int>(domains);
-    n.gpus_per_node = trays * tray;
-    n.nics_per_node *= trays;
-    n.nic_gbs_per_node *= trays;
-  }
+  if (sheet) group_nvlink_domains(sheet->nvlink_domain, n, notes);
 
   RunSpec& run = c.run;
   run.ruleset = r.ruleset;

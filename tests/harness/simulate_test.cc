@@ -1104,6 +1104,8 @@ TEST_CASE("GB200 trays joined by NVLink are one network node per NVLink domain",
   CHECK(two.network.gpus_per_node == 8);
   // 256 GPUs: 4 domains of 64 (fewer than 72 each, equal whole trays).
   CHECK(cluster("64").network.gpus_per_node == 64);
+  // Past the ranks mlbert simulates: the shape's error, at once (no search over 2e9 trays).
+  CHECK_THROWS_WITH(cluster("2000000000"), Catch::Contains("more than the"));
   // The B200 (HGX, NVLink inside the node) keeps its nodes.
   const fs::path dir = published_folder("mlbert_published_b200", "8x ConnectX-7 IB NDR 400Gb/s",
                                         {{"global_batch_size", "256"}, {"train_samples", "2560"}});
@@ -1190,6 +1192,22 @@ TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "
     CHECK(r.packing == 1);
     CHECK_FALSE(r.padded);
     CHECK(cluster_from_result(r).run.load_balancing == LoadBalancing::global_exchange);
+  }
+  // Counts far past any machine: no packing, no overflow (UBSan in the sanitizer run), no error
+  // before cluster_from_result names the shape.
+  {
+    const fs::path dir = published_folder("mlbert_published_packed_huge", nics,
+                                          {{"global_batch_size", "9007199254740991"},
+                                           {"d_batch_size", "4503599627370496"},
+                                           {"gradient_accumulation_steps", "2147483647"},
+                                           {"train_samples", "640"}});
+    nlohmann::json system = nlohmann::json::parse(std::ifstream(dir / "system.json"));
+    system["number_of_nodes"] = "2000000000";
+    system["accelerators_per_node"] = "2000000000";
+    std::ofstream(dir / "system.json") << system.dump();
+    const PublishedResult huge = read_published_result(dir, "2.0.0");
+    CHECK(huge.packing == 1);
+    CHECK_THROWS_AS(cluster_from_result(huge), std::invalid_argument);
   }
   // A launch line of its own: the rows are padded, but graphs and balancing are what it says.
   const PublishedResult own =
