@@ -231,20 +231,20 @@ std::vector<int> version_of(const std::string& ruleset) {
 // find_profile's round rule over `candidates` (not empty): the index it takes.
 std::size_t pick_by_round(const std::vector<AcceleratorProfile>& candidates,
                           const std::string& ruleset) {
+  std::vector<std::vector<int>> rounds;
+  for (const auto& p : candidates) rounds.push_back(version_of(calibration_ruleset(p)));
   const std::vector<int> wanted = version_of(ruleset);
-  std::optional<std::size_t> latest_before, earliest, latest;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const std::vector<int> v = version_of(calibration_ruleset(candidates[i]));
-    const auto round = [&](std::size_t j) {
-      return version_of(calibration_ruleset(candidates[j]));
-    };
-    if (!latest || v > round(*latest)) latest = i;
-    if (!earliest || v < round(*earliest)) earliest = i;
-    if (!wanted.empty() && v <= wanted && (!latest_before || v > round(*latest_before)))
+  std::size_t latest = 0, earliest = 0;
+  std::optional<std::size_t> latest_before;
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    if (rounds[i] > rounds[latest]) latest = i;
+    if (rounds[i] < rounds[earliest]) earliest = i;
+    if (!wanted.empty() && rounds[i] <= wanted &&
+        (!latest_before || rounds[i] > rounds[*latest_before]))
       latest_before = i;
   }
-  if (wanted.empty()) return *latest;
-  return latest_before ? *latest_before : *earliest;
+  if (wanted.empty()) return latest;
+  return latest_before.value_or(earliest);
 }
 
 // What pick_by_round did, for the notes, when it had a choice.
