@@ -263,16 +263,23 @@ std::string round_note(const std::vector<AcceleratorProfile>& candidates, std::s
          "; where none is that early, the earliest)";
 }
 
-}  // namespace
-
-std::optional<AcceleratorProfile> find_profile(const std::filesystem::path& dir,
-                                               const std::string& accelerator_model_name,
-                                               const std::string& ruleset) {
+// The profiles in `dir` whose `matches` name the accelerator, in file-name order.
+std::vector<AcceleratorProfile> matching_profiles(const std::filesystem::path& dir,
+                                                  const std::string& accelerator_model_name) {
   std::vector<AcceleratorProfile> matching;
   for (const auto& file : profile_files(dir)) {
     AcceleratorProfile p = load_profile(file);
     if (p.matches_accelerator(accelerator_model_name)) matching.push_back(std::move(p));
   }
+  return matching;
+}
+
+}  // namespace
+
+std::optional<AcceleratorProfile> find_profile(const std::filesystem::path& dir,
+                                               const std::string& accelerator_model_name,
+                                               const std::string& ruleset) {
+  const std::vector<AcceleratorProfile> matching = matching_profiles(dir, accelerator_model_name);
   if (matching.empty()) return std::nullopt;
   return matching[pick_by_round(matching, ruleset)];
 }
@@ -310,11 +317,8 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
                                                           const std::string& accelerator,
                                                           std::vector<std::string>& notes,
                                                           const std::string& ruleset) {
-  std::vector<AcceleratorProfile> matching, nearest;
-  for (const auto& file : profile_files(dir)) {
-    AcceleratorProfile p = load_profile(file);
-    if (p.matches_accelerator(accelerator)) matching.push_back(std::move(p));
-  }
+  const std::vector<AcceleratorProfile> matching = matching_profiles(dir, accelerator);
+  std::vector<AcceleratorProfile> nearest;
   if (!matching.empty()) {
     const std::size_t picked = pick_by_round(matching, ruleset);
     if (matching.size() > 1) notes.push_back(round_note(matching, picked, ruleset));

@@ -128,9 +128,6 @@ void time_longest_run(const PublishedResult& result, std::int64_t global_batch_s
 // Is the result's framework one whose ops Python issues one by one (PyTorch)?
 bool eager_framework(const PublishedResult& result);
 
-// The most samples per packed row a result may state (NVIDIA packs 2 or 3 into 512 tokens).
-inline constexpr int kMaxPacking = 64;
-
 // What NVIDIA's reference launch of its PyTorch BERT passes to every run, whatever the config:
 // the `run_and_time.sh` of its v1.1 to v3.1 results puts `--distributed_lamb` (apex
 // DistributedFusedLAMB) in the base command (the config's EXTRA_PARAMS, which add CUDA graphs,

@@ -103,9 +103,10 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
     sim.padded = boolean(s);
   } else if (name == "packing") {
     const double v = positive_number(s);
-    if (v != std::floor(v) || v > 64)
+    if (v != std::floor(v) || v > kMaxPacking)
       throw std::invalid_argument("--set " + s.field + "=" + s.value +
-                                  ": samples per padded row, a whole number from 1 to 64");
+                                  ": samples per padded row, a whole number from 1 to " +
+                                  std::to_string(kMaxPacking));
     sim.packing = static_cast<int>(v);
   } else if (name == "read_backs") {
     sim.read_backs = boolean(s);

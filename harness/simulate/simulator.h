@@ -55,6 +55,9 @@ const char* to_string(OptimizerShard shard);
 // "none", "node" or "world"; throws std::invalid_argument otherwise.
 OptimizerShard optimizer_shard_from_string(const std::string& text);
 
+// The most samples per packed row a run may state (NVIDIA packs 2 or 3 into 512 tokens).
+inline constexpr int kMaxPacking = 64;
+
 struct SimulationOptions {
   enum class Lengths { mlperf_bin_mix, shards };
   Lengths lengths = Lengths::mlperf_bin_mix;
@@ -72,7 +75,7 @@ struct SimulationOptions {
   // real lengths), as an implementation with static shapes (CUDA graphs) does.
   bool padded = false;
   // Samples per padded row (packed samples): a padded micro-batch of n sequences is ceil(n /
-  // packing) rows of run.max_seq_length tokens.
+  // packing) rows of run.max_seq_length tokens; at most kMaxPacking.
   int packing = 1;
   // The optimizer's state and update sharded over the node's GPUs or the world: each rank updates
   // 1/g of the parameters, the gradients are reduce-scattered (then, sharded by node, allreduced
