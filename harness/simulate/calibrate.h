@@ -27,8 +27,8 @@ struct CalibrationOptions {
 
 // The fitted profile; its provenance records the source, the fit and every derived constant.
 // Throws std::invalid_argument when the folder cannot calibrate (no datasheet for the accelerator,
-// a non-GPU accelerator, fewer than 2 evaluations in every run, a ruleset before 1.0.0, a fitted
-// tensor rate above the datasheet peak).
+// a non-GPU accelerator, fewer than 2 evaluations in every run of a 1.0.0-or-later ruleset, a
+// fitted tensor rate above the datasheet peak).
 AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options);
 
 // `mlbert simulate calibrate --bench FILE`: a profile measured on one GPU by the device check's
@@ -57,6 +57,10 @@ AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
 // f32 master, gradient and both moments and write master, moments and the compute copy (30);
 // LAMB adds the update written as scratch and the per-tensor norm pass (50).
 inline constexpr double kAdamBytesPerParameter = 30;
+// The run start a calibration records where its logs cannot separate it (rulesets 0.x, whose
+// first evaluation is not one cadence interval from sample 0): the one fitted to the v1.0
+// single-node NVIDIA result (systems/profiles/a100-sxm4-80gb.json), rounded.
+inline constexpr double kUnseparatedRunStartSeconds = 2.57;
 inline constexpr double kLambBytesPerParameter = 50;
 
 }  // namespace mlbert::harness::simulate

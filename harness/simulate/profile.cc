@@ -253,14 +253,14 @@ std::string round_note(const std::vector<AcceleratorProfile>& candidates, std::s
   std::string rounds;
   for (const auto& p : candidates) {
     const std::string r = calibration_ruleset(p);
-    rounds += (rounds.empty() ? "" : ", ") + (r.empty() ? std::string("none") : r);
+    rounds += (rounds.empty() ? "" : ", ") + p.path.filename().string() + " " +
+              (r.empty() ? std::string("none") : r);
   }
   const std::string r = calibration_ruleset(candidates[picked]);
   return "profile " + candidates[picked].path.string() + ": calibrated on a " +
          (r.empty() ? std::string("result of no stated round") : "ruleset " + r + " result") +
          ", the latest round " + (ruleset.empty() ? "" : "not after " + ruleset + " ") +
-         "of the profiles for " + candidates[picked].accelerator + " (rounds " + rounds +
-         "; where none is that early, the earliest)";
+         "of the profiles of this silicon (" + rounds + "; where none is that early, the earliest)";
 }
 
 // The profiles in `dir` whose `matches` name the accelerator, in file-name order.
@@ -317,35 +317,44 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
                                                           const std::string& accelerator,
                                                           std::vector<std::string>& notes,
                                                           const std::string& ruleset) {
-  const std::vector<AcceleratorProfile> matching = matching_profiles(dir, accelerator);
-  std::vector<AcceleratorProfile> nearest;
-  if (!matching.empty()) {
-    const std::size_t picked = pick_by_round(matching, ruleset);
-    if (matching.size() > 1) notes.push_back(round_note(matching, picked, ruleset));
-    return matching[picked];
-  }
-  // Of the same-silicon profiles, those whose HBM is nearest the target's (GH200 144 GB: H200),
-  // then the round rule.
+  // The candidates: the profiles that match the accelerator and those of the same silicon. The
+  // round comes first: a profile stands for its round's software, which moves a result more than
+  // its HBM does (NVIDIA's single DGX A100: 2,941 s in v0.7, 1,302 s in v1.0, 1,013 s in v2.1), so
+  // a v2.0 result on A100 40 GB takes the v2.0 profile of the 80 GB part adapted, not a v0.7 one
+  // of its own part. Of the round's candidates, one that matches; else the one nearest in HBM
+  // (GH200 144 GB: H200), adapted.
+  std::vector<AcceleratorProfile> candidates = matching_profiles(dir, accelerator);
+  const std::size_t exact = candidates.size();
   const auto target = datasheet_for(accelerator);
+  if (target)
+    for (const auto& file : profile_files(dir)) {
+      AcceleratorProfile p = load_profile(file);
+      if (!p.matches_accelerator(accelerator) && same_silicon(p.accelerator, accelerator))
+        candidates.push_back(std::move(p));
+    }
+  if (candidates.empty()) return std::nullopt;
+  const std::string round = calibration_ruleset(candidates[pick_by_round(candidates, ruleset)]);
+  std::optional<std::size_t> best;
   double best_gap = 0;
-  for (const auto& file : profile_files(dir)) {
-    AcceleratorProfile p = load_profile(file);
-    if (!same_silicon(p.accelerator, accelerator)) continue;
-    const double gap = std::abs(datasheet_for(p.accelerator)->memory_tbs - target->memory_tbs);
-    if (!nearest.empty() && gap > best_gap) continue;
-    if (!nearest.empty() && gap < best_gap) nearest.clear();
-    nearest.push_back(std::move(p));
-    best_gap = gap;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (calibration_ruleset(candidates[i]) != round) continue;
+    if (i < exact) {
+      best = i;
+      break;
+    }
+    const double gap =
+        std::abs(datasheet_for(candidates[i].accelerator)->memory_tbs - target->memory_tbs);
+    if (!best || gap < best_gap) best = i, best_gap = gap;
   }
-  if (nearest.empty()) return std::nullopt;
-  const std::size_t picked = pick_by_round(nearest, ruleset);
-  if (nearest.size() > 1) notes.push_back(round_note(nearest, picked, ruleset));
-  const AcceleratorProfile& best = nearest[picked];
-  notes.push_back("no profile for " + accelerator + ": " + best.path.string() + " (for " +
-                  best.accelerator +
+  if (candidates.size() > 1) notes.push_back(round_note(candidates, *best, ruleset));
+  if (*best < exact) return candidates[*best];
+  const AcceleratorProfile& chosen = candidates[*best];
+  notes.push_back("no profile for " + accelerator +
+                  (exact > 0 ? " of that round" : std::string()) + ": " + chosen.path.string() +
+                  " (for " + chosen.accelerator +
                   ", the same silicon by the datasheets: dense fp16 peak and SMs) adapted to "
                   "its HBM bandwidth");
-  return adapt_profile(best, accelerator);
+  return adapt_profile(chosen, accelerator);
 }
 
 std::optional<std::string> small_batch_note(const AcceleratorProfile& profile,

@@ -144,6 +144,11 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   result.fmha = flag("--unpad_fmha");
   result.unpad = flag("--unpad") || result.fmha;
   result.dense_seq_output = flag("--dense_seq_output");
+  // NVIDIA's run_pretraining.py pads every sequence to max_seq_length unless told otherwise.
+  const bool nvidia_launch = text.find("run_pretraining.py") != std::string::npos &&
+                             text.find("--train_batch_size=") != std::string::npos;
+  result.full_padding = nvidia_launch && !result.unpad && !result.padded &&
+                        !flag("--packed_samples");
   result.apex_amp = flag("--use_apex_amp");
   result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
   result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
@@ -334,6 +339,7 @@ PublishedResult read_published_result(const std::filesystem::path& dir,
   // CUDA graphs.
   result.packing = packing_factor(result);
   if (result.packing > 1) {
+    result.full_padding = false;  // rows of packed samples: attention on the real lengths
     result.padded = true;
     if (result.reference_launch) result.cuda_graph = true;
   }
@@ -595,6 +601,13 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
     run.load_balancing = LoadBalancing::node_exchange;
   } else if (r.global_exchange) {
     run.load_balancing = LoadBalancing::global_exchange;
+  } else if (r.full_padding) {
+    run.load_balancing = LoadBalancing::none;
+    notes.push_back(
+        "no --unpad on NVIDIA's run_pretraining.py launch line: every sequence padded to " +
+        std::to_string(run.max_seq_length) +
+        " tokens, attention too (the model removes no padding), and no load balancing (every "
+        "rank's work is the same)");
   } else if (r.packing > 1) {
     run.load_balancing = LoadBalancing::none;
     notes.push_back("packed samples: d_batch_size " + std::to_string(*r.device_batch_size) +
@@ -776,7 +789,8 @@ SimulationOptions simulation_options_for(const PublishedResult& result, Simulati
     base.host_issue = "eager " + result.framework +
                       " from Python: ~7 us per op (pytorch/pytorch#41383) + a 3 us launch";
   }
-  base.padded = result.padded;
+  base.padded = result.padded || result.full_padding;
+  base.padded_attention = result.full_padding;
   base.packing = result.packing;
   implementation_host(result, base);
   return base;

@@ -61,6 +61,10 @@ struct PublishedResult {
   bool baseline = false;          // Samsung's --baseline: NVIDIA's gradient path, not its own
   bool cuda_graph = false;        // --use_cuda_graph: the step replayed as CUDA graphs
   bool padded = false;            // --pad_fmha: static padded shapes, attention on real lengths
+  // A stated launch of NVIDIA's run_pretraining.py with none of --unpad, --unpad_fmha, --pad_fmha
+  // or packing: its model never removes the padding (v0.7's configs at scale), so every kernel,
+  // attention too, runs on sequences x max_seq_length tokens.
+  bool full_padding = false;
   bool unpad = false;             // --unpad / --unpad_fmha: sequence lengths read back per step
   bool fmha = false;              // --unpad_fmha: the FMHA module (its QKV weights are buffers)
   bool dense_seq_output = false;  // --dense_seq_output: masked positions as a dynamic shape

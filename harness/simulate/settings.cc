@@ -101,6 +101,8 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
     sim.optimizer_shard = optimizer_shard_from_string(s.value);
   } else if (name == "padded") {
     sim.padded = boolean(s);
+  } else if (name == "padded_attention") {
+    sim.padded_attention = boolean(s);
   } else if (name == "packing") {
     const double v = positive_number(s);
     if (v != std::floor(v) || v > kMaxPacking)
@@ -120,7 +122,8 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
         ": unknown simulator setting (simulate.algorithm, "
         "simulate.nvlink_efficiency, simulate.nic_efficiency, "
         "simulate.gradient_wire_bytes, simulate.overlap, simulate.host_us_per_kernel, "
-        "simulate.optimizer_shard, simulate.padded, simulate.packing, simulate.read_backs, "
+        "simulate.optimizer_shard, simulate.padded, simulate.padded_attention, simulate.packing, "
+        "simulate.read_backs, "
         "simulate.broadcast_mb, "
         "simulate.infinite_network)");
   }
@@ -313,6 +316,7 @@ void apply_simulator_settings(const SimulatorSettings& sim, ClusterRun& cluster,
   }
   if (sim.optimizer_shard) options.optimizer_shard = *sim.optimizer_shard;
   if (sim.padded) options.padded = *sim.padded;
+  if (sim.padded_attention) options.padded_attention = *sim.padded_attention;
   if (sim.packing) options.packing = *sim.packing;
   if (sim.read_backs && !*sim.read_backs) {
     // What an implementation without read-backs inside its step would do (NVIDIA removed them to

@@ -40,6 +40,7 @@ struct SimulatorSettings {
   std::optional<double> host_us_per_kernel;       // simulate.host_us_per_kernel
   std::optional<OptimizerShard> optimizer_shard;  // simulate.optimizer_shard
   std::optional<bool> padded;                     // simulate.padded
+  std::optional<bool> padded_attention;           // simulate.padded_attention (with padded)
   std::optional<int> packing;                     // simulate.packing
   std::optional<bool> read_backs;  // simulate.read_backs=false: none inside a step (true: as read)
   std::optional<double> broadcast_mb;  // simulate.broadcast_mb: buffers per forward

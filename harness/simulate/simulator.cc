@@ -138,8 +138,9 @@ const char* exchange_description(LoadBalancing balancing) {
 // splits them, each batch timed by the model's eval kernels; the slowest rank plus the allreduce of
 // the counts.
 double evaluation_seconds(const LengthSource& lengths, const RunSpec& run, int world,
-                          const KernelPlan& plan, const KernelRates& rates, bool padded,
-                          const NetworkSpec& network) {
+                          const KernelPlan& plan, const KernelRates& rates,
+                          const SimulationOptions& options, const NetworkSpec& network) {
+  const double max_length = static_cast<double>(run.max_seq_length);
   const auto n = static_cast<std::int64_t>(lengths.eval_lengths.size());
   double slowest = 0;
   for (int r = 0; r < world; ++r) {
@@ -149,8 +150,9 @@ double evaluation_seconds(const LengthSource& lengths, const RunSpec& run, int w
       MicroBatchShape shape;
       for (std::int64_t i = first; i < std::min(end, first + run.eval.batch_size); ++i) {
         const double s = lengths.eval_lengths[static_cast<std::size_t>(i)];
-        shape.tokens += padded ? run.max_seq_length : s;
-        shape.squares += s * s;
+        shape.tokens += options.padded ? max_length : s;
+        shape.squares += options.padded && options.padded_attention ? max_length * max_length
+                                                                     : s * s;
         shape.sequences += 1;
         shape.predictions += masked_predictions(static_cast<int>(s), run.max_predictions_per_seq);
       }
@@ -434,8 +436,11 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
           : 0.0;
   const auto shape = [&](double tokens, double sequences, double predictions, double squares) {
     const double rows = std::ceil(sequences / std::max(1, options.packing));
-    return MicroBatchShape{options.padded ? rows * run.max_seq_length : tokens, sequences,
-                           predictions, squares};
+    const double length = static_cast<double>(run.max_seq_length);
+    return MicroBatchShape{options.padded ? rows * length : tokens, sequences, predictions,
+                           options.padded && options.padded_attention
+                               ? sequences * length * length
+                               : squares};
   };
 
   double straggler_sum = 0;
@@ -512,7 +517,7 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
     p.straggler_ratio = straggler_sum / static_cast<double>(steps * accumulation);
   }
   p.kernels_per_micro_step = plan_.train.size();
-  p.eval_seconds = evaluation_seconds(lengths, run, world, plan_, rates, options.padded, network);
+  p.eval_seconds = evaluation_seconds(lengths, run, world, plan_, rates, options, network);
   p.eval_total_seconds = p.eval_seconds * static_cast<double>(p.convergence.evals);
   p.run_start_seconds = profile.run_start_seconds;
   p.total_seconds = p.run_start_seconds + p.train_seconds + p.eval_total_seconds;
@@ -549,7 +554,8 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
                          " samples packed per row (attention on the real lengths)"
                : options.padded
                    ? "; micro-batches padded to sequences x " + std::to_string(run.max_seq_length) +
-                         " tokens (attention on the real lengths)"
+                         " tokens (attention on the " +
+                         (options.padded_attention ? "padded" : "real") + " lengths)"
                    : std::string("; unpadded micro-batches")) +
               "; forward = 1/3 and backward = 2/3 of a micro-step for the bucket timeline");
   a.push_back(

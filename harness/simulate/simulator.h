@@ -74,6 +74,9 @@ struct SimulationOptions {
   // Kernels run on padded micro-batches (sequences x run.max_seq_length tokens; attention on the
   // real lengths), as an implementation with static shapes (CUDA graphs) does.
   bool padded = false;
+  // With `padded`: attention on the padded length too (an implementation that never removes the
+  // padding, e.g. NVIDIA's run_pretraining.py without --unpad).
+  bool padded_attention = false;
   // Samples per padded row (packed samples): a padded micro-batch of n sequences is ceil(n /
   // packing) rows of run.max_seq_length tokens; at most kMaxPacking.
   int packing = 1;

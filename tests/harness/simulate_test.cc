@@ -514,6 +514,26 @@ TEST_CASE("padded micro-batches cost what a batch of full-length sequences costs
   CHECK(padded.mean_step.imbalance < real.mean_step.imbalance);
 }
 
+TEST_CASE("a model that never removes padding runs attention on the padded length too",
+          "[simulate]") {
+  const ClusterRun cluster = samsung();
+  const AcceleratorProfile profile = test_profile();
+  SimulationOptions options = small_options();
+  options.padded_attention = true;  // alone it changes nothing: it qualifies `padded`
+  const Prediction real = predict(cluster, profile, options);
+  options.padded_attention = false;
+  CHECK(predict(cluster, profile, options).mean_step.compute == Approx(real.mean_step.compute));
+  options.padded = true;
+  const Prediction padded = predict(cluster, profile, options);
+  options.padded_attention = true;
+  const Prediction full = predict(cluster, profile, options);
+  CHECK(full.mean_step.compute > padded.mean_step.compute * 1.05);
+  CHECK(full.eval_seconds > padded.eval_seconds);
+  // Every rank's encoder work is the same: what is left differs with the masked positions only.
+  CHECK(full.mean_step.imbalance < padded.mean_step.imbalance);
+  CHECK(full.mean_step.imbalance < full.mean_step.compute * 1e-3);
+}
+
 TEST_CASE("packed rows cost what rows of full length cost, not what their samples would",
           "[simulate]") {
   const ClusterRun cluster = samsung();  // 16 sequences per GPU
@@ -920,6 +940,33 @@ TEST_CASE("of profiles calibrated on several rounds, the latest not after the re
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Catch::Contains("a100-v1.0.json") && Catch::Contains("ruleset 1.0.0") &&
                            Catch::Contains("not after 1.1.0"));
+
+  // The round before the part: with a v0.7 profile of the 40 GB part beside them, a 2.0 result on
+  // 40 GB still takes the 2.0 profile of the 80 GB part, adapted (newer software moves a result
+  // more than the HBM does); a 0.7 result takes the 40 GB profile itself, and a 0.7 result on
+  // 80 GB that one adapted.
+  AcceleratorProfile a40 = test_profile();
+  a40.accelerator = "NVIDIA A100-SXM4-40GB";
+  a40.matches = {"a100 sxm 40gb"};
+  a40.tensor_flops_per_second = 78e12;
+  a40.memory_bytes_per_second = 1.555e12 * kMemoryBandwidthFraction;
+  a40.provenance = {{"kind", "calibrated"}, {"result", {{"ruleset", "0.7.0"}}}};
+  save_profile(a40, dir / "a100-40gb-v0.7.json");
+  CHECK(rate("NVIDIA A100-SXM4-40GB", "2.0.0") == 180);
+  CHECK(rate("NVIDIA A100-SXM4-40GB", "1.0.0") == 157);
+  CHECK(rate("NVIDIA A100-SXM4-40GB", "0.7.0") == 78);
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "0.7.0") == 78);
+  CHECK(rate("NVIDIA A100-SXM4-80GB", "2.1.0") == 182);
+  notes.clear();
+  const auto adapted = profile_for_accelerator(dir, "NVIDIA A100-SXM4-40GB", notes, "2.0.0");
+  REQUIRE(adapted);
+  CHECK(adapted->accelerator == "NVIDIA A100-SXM4-40GB");
+  CHECK(adapted->memory_bytes_per_second == Approx(1.555e12 * kMemoryBandwidthFraction));
+  REQUIRE(notes.size() == 2);
+  CHECK_THAT(notes[0], Catch::Contains("a100-v2.0.json") && Catch::Contains("not after 2.0.0") &&
+                           Catch::Contains("a100-40gb-v0.7.json 0.7.0"));
+  CHECK_THAT(notes[1], Catch::Contains("no profile for NVIDIA A100-SXM4-40GB of that round") &&
+                           Catch::Contains("adapted to its HBM bandwidth"));
 }
 
 TEST_CASE("a profile stands for another accelerator only of the same silicon, adapted to its HBM",
@@ -975,6 +1022,18 @@ TEST_CASE("a profile stands for another accelerator only of the same silicon, ad
   const auto h800 = profile_for_accelerator(dir, "NVIDIA H800-SXM5-80GB", notes);
   REQUIRE(h800);
   CHECK(h800->tensor_flops_per_second == h100.tensor_flops_per_second);
+  // Calibrated on different rounds (H100 on 3.0, H200 on 4.0): a 4.0 H100 result takes the H200's
+  // profile, of its round, adapted; a 3.1 one its own part's.
+  h100.provenance = {{"result", {{"ruleset", "3.0.0"}}}};
+  h200_fitted.provenance = {{"result", {{"ruleset", "4.0.0"}}}};
+  save_profile(h100, dir / "h100.json");
+  save_profile(h200_fitted, dir / "h200.json");
+  CHECK(profile_for_accelerator(dir, "NVIDIA H100-SXM5-80GB", notes, "4.0.0")
+            ->tensor_flops_per_second == h200_fitted.tensor_flops_per_second);
+  CHECK(profile_for_accelerator(dir, "NVIDIA H100-SXM5-80GB", notes, "3.1.0")
+            ->tensor_flops_per_second == h100.tensor_flops_per_second);
+  h100.provenance = nlohmann::json::object();
+  save_profile(h100, dir / "h100.json");
   fs::remove(dir / "h200.json");
 
   notes.clear();
@@ -1155,6 +1214,42 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
   const PublishedResult other = read_published_result(mxnet, "1.1.0");
   CHECK_FALSE(other.reference_launch);
   CHECK_FALSE(other.distributed_lamb);
+}
+
+TEST_CASE("NVIDIA's run_pretraining.py without --unpad pads every sequence", "[simulate]") {
+  namespace fs = std::filesystem;
+  const std::vector<std::pair<std::string, std::string>> records = {{"global_batch_size", "5120"},
+                                                                    {"train_samples", "1000"}};
+  const std::string nics = "Compute: 8x HDR 200Gb/s";
+  // v0.7's configs at scale: --fused_mha and no --unpad, so apex's padded attention (modeling.py
+  // takes --unpad before --fused_mha).
+  const std::string padded_launch =
+      "python -u /workspace/bert/run_pretraining.py --train_batch_size=20 --fused_gelu_bias "
+      "--dense_seq_output --fused_mha --allreduce_post_accumulation";
+  const fs::path dir = published_folder("mlbert_published_no_unpad", nics, records, padded_launch);
+  const PublishedResult r = read_published_result(dir, "0.7.0");
+  CHECK(r.full_padding);
+  CHECK_FALSE(r.reference_launch);
+  const SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  CHECK(o.padded);
+  CHECK(o.padded_attention);
+  const ClusterRun c = cluster_from_result(r);
+  CHECK(c.run.load_balancing == LoadBalancing::none);
+  CHECK(std::any_of(c.notes.begin(), c.notes.end(), [](const std::string& n) {
+    return n.find("no --unpad on NVIDIA's run_pretraining.py launch line") != std::string::npos;
+  }));
+  // Any way of removing padding or packing it, or a launch that is not run_pretraining.py's: no.
+  for (const std::string flag : {" --unpad", " --unpad_fmha", " --pad_fmha", " --packed_samples"}) {
+    INFO(flag);
+    const fs::path other =
+        published_folder("mlbert_published_unpad", nics, records, padded_launch + flag);
+    const PublishedResult u = read_published_result(other, "0.7.0");
+    CHECK_FALSE(u.full_padding);
+    CHECK_FALSE(simulation_options_for(u, SimulationOptions()).padded_attention);
+  }
+  const fs::path own = published_folder("mlbert_published_other_script", nics, records,
+                                        "python train.py --train_batch_size=20 --fused_mha");
+  CHECK_FALSE(read_published_result(own, "0.7.0").full_padding);
 }
 
 TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "[simulate]") {
