@@ -162,7 +162,7 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
       start_sum += std::max(0.0, run.eval_times[0] - (run.eval_times[1] - run.eval_times[0]));
       ++start_runs;
     }
-    max_steps = std::max(max_steps, run.samples / cluster.run.global_batch_size);
+    max_steps = std::max(max_steps, run.steps(cluster.run.global_batch_size));
     max_evals = std::max(max_evals, run.evals);
   }
   if (even_cadence && start_runs == 0)
@@ -189,7 +189,7 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
     const Prediction p = sim.time(with_tensor_rate(base, flops_per_second));
     double total = 0;
     for (const PublishedRun& run : result.runs) {
-      const auto steps = static_cast<std::size_t>(run.samples / cluster.run.global_batch_size);
+      const auto steps = static_cast<std::size_t>(run.steps(cluster.run.global_batch_size));
       for (std::size_t i = 0; i < steps; ++i) total += p.step_seconds[i];
       total += static_cast<double>(run.evals) * p.eval_seconds;
     }

@@ -275,7 +275,7 @@ ResultComparison compare_with_result(const PublishedResult& result, const Predic
   c.prediction = prediction;
   std::vector<double> predicted, published;
   for (const PublishedRun& run : result.runs) {
-    const auto steps = static_cast<std::size_t>(run.samples / prediction.global_batch_size);
+    const auto steps = static_cast<std::size_t>(run.steps(prediction.global_batch_size));
     double seconds = prediction.run_start_seconds;
     for (std::size_t i = 0; i < steps && i < prediction.step_seconds.size(); ++i)
       seconds += prediction.step_seconds[i];

@@ -47,6 +47,39 @@ std::int64_t integer_value(const mllog::LogRecord& r, const std::filesystem::pat
                            (r.value.is_number() ? " is out of range" : " is not a number"));
 }
 
+}  // namespace
+
+std::int64_t skipped_steps(const std::filesystem::path& log) {
+  static constexpr std::string_view kAnnouncements[] = {"reducing loss scale to ",
+                                                        "reduced loss_scaler to "};
+  std::ifstream in(log, std::ios::binary);
+  std::set<std::string, std::less<>> scales;
+  std::string line;
+  while (std::getline(in, line) && scales.size() < 4096) {
+    if (line.find(":::MLLOG") != std::string::npos) continue;
+    for (const std::string_view announcement : kAnnouncements)
+      for (std::size_t at = line.find(announcement); at != std::string::npos;
+           at = line.find(announcement, at + 1)) {
+        std::size_t end = at + announcement.size();
+        const std::size_t begin = end;
+        while (end < line.size() && end - begin < 32 &&
+               (std::isdigit(static_cast<unsigned char>(line[end])) || line[end] == '.'))
+          ++end;
+        if (line.find_first_of("0123456789", begin) >= end) continue;
+        // 65536.0 and 65536.000000 are one scale.
+        std::string digits = line.substr(begin, end - begin);
+        if (const std::size_t dot = digits.find('.'); dot != std::string::npos) {
+          while (digits.back() == '0') digits.pop_back();
+          if (digits.back() == '.') digits.pop_back();
+        }
+        scales.insert(std::move(digits));
+      }
+  }
+  return static_cast<std::int64_t>(scales.size());
+}
+
+namespace {
+
 PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result) {
   PublishedRun run;
   run.file = file;
@@ -100,6 +133,7 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
     throw IncompleteRun(file.string() +
                         ": no run_stop record after run_start (the log ends before the run)");
   run.seconds = (*stop - *start) / 1000.0;
+  run.skipped_steps = skipped_steps(file);
   // Early rounds log epoch_num 1 on every eval; later ones the samples seen.
   if (run.samples == 0 && last_epoch > 1000) run.samples = last_epoch;
   if (run.samples == 0)
@@ -622,6 +656,17 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
         "exchange padding, the GPU submissions' practice); --set "
         "run.load_balancing=none to change");
   }
+  std::int64_t skipped = 0, most = 0;
+  for (const PublishedRun& run : r.runs) {
+    skipped += run.skipped_steps;
+    most = std::max(most, run.skipped_steps);
+  }
+  if (skipped > 0)
+    notes.push_back("loss-scale overflows: " + std::to_string(skipped) + " steps over the " +
+                    std::to_string(r.runs.size()) + " runs (at most " + std::to_string(most) +
+                    " in one) were skipped for an overflow, which the logs announce, and not "
+                    "counted in train_samples (global_step does not advance on them): each is "
+                    "timed as a whole step beyond the logged samples");
   if (!r.launch_flags.empty()) {
     std::string flags;
     for (const auto& f : r.launch_flags) flags += (flags.empty() ? "" : " ") + f;
@@ -800,7 +845,7 @@ void time_longest_run(const PublishedResult& result, std::int64_t global_batch_s
                       SimulationOptions& o) {
   std::int64_t steps = 0, evals = 0;
   for (const PublishedRun& run : result.runs) {
-    steps = std::max(steps, run.samples / global_batch_size);
+    steps = std::max(steps, run.steps(global_batch_size));
     evals = std::max(evals, run.evals);
   }
   o.steps = steps;

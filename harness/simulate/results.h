@@ -31,7 +31,23 @@ struct PublishedRun {
   std::int64_t evals = 0;          // eval_accuracy records
   std::vector<double> eval_times;  // seconds after run_start
   std::string status;              // run_stop's metadata.status
+  // Steps trained but not in `samples`: the loss-scale overflows the log announces (skipped_steps).
+  std::int64_t skipped_steps = 0;
+  std::int64_t steps(std::int64_t global_batch_size) const {
+    return samples / global_batch_size + skipped_steps;
+  }
 };
+
+// Steps a log says were skipped for a loss-scale overflow, computed but not counted: apex amp's
+// "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to X" (every rank prints
+// it) and NVIDIA's "Overflow detected, reduced loss_scaler to X" (the main process). The
+// implementations that print them do not advance global_step on such a step, and train_samples is
+// global_step x GBS (Samsung's and NVIDIA's v1.0 run_pretraining.py), so each is a step the run
+// computed beyond its logged samples. Counted as the distinct scales announced: the scale only
+// falls between them (apex's dynamic scaler grows it back after 2,000 clean steps, more than a
+// BERT run takes), and the ranks' copies of one announcement count once. Samsung's logs agree
+// with their own count of steps run, "(epoch, training_steps)", in each of their 40 runs.
+std::int64_t skipped_steps(const std::filesystem::path& log);
 
 struct PublishedResult {
   std::filesystem::path dir;

@@ -167,13 +167,19 @@ void package_seeds(const fs::path& out) {
   }
 }
 
-// A result log cut to what `mlbert simulate` reads (the records it times and sizes by, and the
-// launch line), at most 32 KB: the logs of 1,024 ranks run to megabytes.
+// A result log cut to what `mlbert simulate` reads (the records it times and sizes by, the
+// launch line and the first 16 loss-scale overflow announcements), at most 32 KB: the logs of
+// 1,024 ranks run to megabytes.
 std::string timing_lines(const fs::path& log) {
   std::istringstream in(read_text(log));
   std::string kept, line;
+  int overflows = 0;
   while (std::getline(in, line) && kept.size() < (32u << 10)) {
     bool keep = line.find(":::MLLOG") == std::string::npos && line.find(" --") != std::string::npos;
+    if (line.find("loss scale to ") != std::string::npos && overflows < 16) {
+      keep = true;
+      ++overflows;
+    }
     for (const char* key : {"run_start", "run_stop", "train_samples", "global_batch_size",
                             "gradient_accumulation_steps", "opt_name", "submission_division",
                             "eval_samples", "eval_accuracy", "d_batch_size"})

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <regex>
 
 #include "harness/simulate/calibrate.h"
 #include "harness/simulate/report.h"
@@ -168,6 +170,48 @@ TEST_CASE("results that simulate cannot model are refused, not guessed", "[simul
   CHECK_THROWS_WITH(cluster_from_result(ipu), Catch::Contains("is not a GPU"));
   CalibrationOptions options;
   CHECK_THROWS_WITH(calibrate(ipu, options), Catch::Contains("is not a GPU"));
+}
+
+TEST_CASE("steps skipped for a loss-scale overflow are counted as the logs' own step counts say",
+          "[simulate]") {
+  // Samsung's run_pretraining.py does not advance global_step on an overflow (train_samples is
+  // global_step x GBS) and prints, after the run, "(epoch, training_steps)" with every step run:
+  // the skipped steps are that count less the logged samples' steps, in every run of both rounds.
+  int runs = 0;
+  for (const char* round : {"v1.1", "v2.0"}) {
+    const PublishedResult r =
+        read_published_result(logs(std::string(round) + "/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch"));
+    for (const PublishedRun& run : r.runs) {
+      INFO(run.file.string());
+      std::ifstream in(run.file);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::smatch m;
+      REQUIRE(std::regex_search(text, m, std::regex(R"(\(1, (\d{1,6})\.0\) \{'final_loss')")));
+      const std::int64_t trained = std::stoll(m.str(1));
+      CHECK(run.skipped_steps > 0);
+      CHECK(run.steps(r.global_batch_size) == trained);
+      ++runs;
+    }
+    // And they are timed: the same runs without them are predicted shorter.
+    ClusterRun cluster = cluster_from_result(r);
+    SimulationOptions sim = simulation_options_for(r, SimulationOptions());
+    time_longest_run(r, r.global_batch_size, sim);
+    const AcceleratorProfile profile =
+        *find_profile(mlbert::test::source_dir() / "systems" / "profiles", cluster.accelerator);
+    const Prediction p = predict(cluster, profile, sim);
+    PublishedResult unskipped = r;
+    for (PublishedRun& run : unskipped.runs) run.skipped_steps = 0;
+    CHECK(compare_with_result(r, p).predicted_olympic >
+          compare_with_result(unskipped, p).predicted_olympic * 1.02);
+    CHECK(std::any_of(cluster.notes.begin(), cluster.notes.end(), [](const std::string& n) {
+      return n.find("loss-scale overflows:") != std::string::npos;
+    }));
+  }
+  CHECK(runs == 20);
+  // NVIDIA's logs announce none.
+  for (const PublishedRun& run :
+       read_published_result(early("v1.0/NVIDIA/dgxa100_ngc21.05_pytorch")).runs)
+    CHECK(run.skipped_steps == 0);
 }
 
 TEST_CASE("a round without an evaluation cadence from sample 0 calibrates with a stated run start",

@@ -1216,6 +1216,31 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
   CHECK_FALSE(other.distributed_lamb);
 }
 
+TEST_CASE("a log's loss-scale overflow announcements count skipped steps once each",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_overflows");
+  const auto count = [&](const std::string& text) {
+    std::ofstream(dir / "log.txt", std::ios::binary) << text;
+    return skipped_steps(dir / "log.txt");
+  };
+  const std::string apex = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to ";
+  CHECK(count("") == 0);
+  CHECK(count("nothing about scales\n") == 0);
+  // Every rank prints each announcement, the copies run together on one line or not.
+  CHECK(count(apex + "65536.0\n" + apex + "65536.0" + apex + "65536.0\n" + apex + "32768.0\n") ==
+        2);
+  // NVIDIA's main-process message; one scale written two ways is one step.
+  CHECK(count("0: Overflow detected, reduced loss_scaler to 65536.000000\n" + apex +
+              "65536.0\n0: Overflow detected, reduced loss_scaler to 16384.000000\n") == 2);
+  // A record of the log is not an announcement; nor is the phrase without a number.
+  CHECK(count(":::MLLOG {\"key\": \"x\", \"value\": \"" + apex + "8.0\"}\n") == 0);
+  CHECK(count(apex + "\n" + apex + ".\n" + apex + "x1\n") == 0);
+  // A corrupt line of any length ends: the number is read up to 32 characters.
+  CHECK(count(apex + std::string(200000, '9') + "\n") == 1);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("NVIDIA's run_pretraining.py without --unpad pads every sequence", "[simulate]") {
   namespace fs = std::filesystem;
   const std::vector<std::pair<std::string, std::string>> records = {{"global_batch_size", "5120"},
