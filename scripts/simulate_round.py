@@ -9,7 +9,9 @@ ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<sy
 <org>/systems/<system>.json), e.g. a checkout of mlcommons/training_results_v2.0, or flat folders
 (<org>/<system>/ with result_*.txt and system.json). The profiles are the ones in
 --systems-dir/profiles: what each was calibrated on is its provenance.source, so the row of a
-result a profile was fitted to is a calibration case, not a prediction; the script says so.
+result a profile was fitted to is a calibration case, not a prediction; the script says so, also
+where a later round's package re-publishes those runs (the submitter's, with the same olympic mean
+to the millisecond, under any name).
 
 --calibrate SUBMITTER/SYSTEM fits the profile of that result's accelerator to that ONE result of
 the round (`mlbert simulate calibrate`, into a scratch copy of --systems-dir/profiles in which it
@@ -43,13 +45,18 @@ def folders(root):
 
 
 def calibration_sources(systems_dir):
-    """(round or None, submitter, system) of each profile's calibration result."""
+    """(round or None, submitter, system, published olympic seconds or None) of each profile's
+    calibration result."""
     sources = []
     for profile in (systems_dir / "profiles").glob("*.json"):
         try:
-            source = json.loads(profile.read_text()).get("provenance", {}).get("source", "")
+            provenance = json.loads(profile.read_text()).get("provenance", {})
+            source = provenance.get("source", "")
+            observed = provenance.get("fit", {}).get("observed_olympic_seconds")
         except (OSError, ValueError, AttributeError):
             continue
+        if not isinstance(observed, (int, float)):
+            observed = None
         if not isinstance(source, str) or not source:
             continue
         # ".../v1.0/NVIDIA/dgxa100_ngc21.05_pytorch" or
@@ -58,13 +65,23 @@ def calibration_sources(systems_dir):
         version = next((m.group(1) for m in map(re.compile(r"(?:^|_)(v\d+\.\d+)$").search, parts)
                         if m), None)
         if len(parts) >= 2:
-            sources.append((version, parts[-2], parts[-1]))
+            sources.append((version, parts[-2], parts[-1], observed))
     return sources
 
 
 def is_calibration(fitted, version, submitter, system):
     return any((v is None or v == version) and (o, n) == (submitter, system)
-               for v, o, n in fitted)
+               for v, o, n, _ in fitted)
+
+
+def is_republished_calibration(fitted, submitter, system, published):
+    """A later round's package re-publishes earlier runs, under the same name or another (NVIDIA's
+    v3.0 dgxh100_n8 runs as eos_n8 in v3.1 to v4.1, its v4.0 H200 runs in v4.1): the submitter's
+    result with the olympic mean of a profile's calibration result, to the logged millisecond, is
+    those runs, not a prediction."""
+    del system  # the name may change; ten runs' mean to the millisecond does not
+    return any(o == submitter and observed is not None and abs(observed - published) < 0.0005
+               for _, o, _, observed in fitted)
 
 
 def calibrated_systems_dir(args, scratch):
@@ -141,8 +158,13 @@ def predict_round(args):
         shape = f"{system.get('number_of_nodes')} x {system.get('accelerators_per_node')}"
         error = out["error"]
         version = "v" + ".".join(args.ruleset.split(".")[:2])
-        calibration = is_calibration(fitted, version, submitter, system_name)
-        note = " (calibration case)" if calibration else ""
+        if is_calibration(fitted, version, submitter, system_name):
+            note = " (calibration case)"
+        elif is_republished_calibration(fitted, submitter, system_name,
+                                        out["published_olympic_seconds"]):
+            note = " (calibration case of an earlier round, re-published)"
+        else:
+            note = ""
         if not note:
             errors.append(error)
         print(f"| {name} | {shape} | {out['published_olympic_seconds']:.2f} | "
