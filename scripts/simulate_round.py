@@ -74,12 +74,11 @@ def is_calibration(fitted, version, submitter, system):
                for v, o, n, _ in fitted)
 
 
-def is_republished_calibration(fitted, submitter, system, published):
+def is_republished_calibration(fitted, submitter, published):
     """A later round's package re-publishes earlier runs, under the same name or another (NVIDIA's
     v3.0 dgxh100_n8 runs as eos_n8 in v3.1 to v4.1, its v4.0 H200 runs in v4.1): the submitter's
     result with the olympic mean of a profile's calibration result, to the logged millisecond, is
     those runs, not a prediction."""
-    del system  # the name may change; ten runs' mean to the millisecond does not
     return any(o == submitter and observed is not None and abs(observed - published) < 0.0005
                for _, o, _, observed in fitted)
 
@@ -160,8 +159,7 @@ def predict_round(args):
         version = "v" + ".".join(args.ruleset.split(".")[:2])
         if is_calibration(fitted, version, submitter, system_name):
             note = " (calibration case)"
-        elif is_republished_calibration(fitted, submitter, system_name,
-                                        out["published_olympic_seconds"]):
+        elif is_republished_calibration(fitted, submitter, out["published_olympic_seconds"]):
             note = " (calibration case of an earlier round, re-published)"
         else:
             note = ""

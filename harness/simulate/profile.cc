@@ -323,15 +323,18 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
   // a v2.0 result on A100 40 GB takes the v2.0 profile of the 80 GB part adapted, not a v0.7 one
   // of its own part. Of the round's candidates, one that matches; else the one nearest in HBM
   // (GH200 144 GB: H200), adapted.
-  std::vector<AcceleratorProfile> candidates = matching_profiles(dir, accelerator);
-  const std::size_t exact = candidates.size();
+  // Each file read once: the matching ones first (in file-name order), then the same silicon.
+  std::vector<AcceleratorProfile> candidates, kin;
   const auto target = datasheet_for(accelerator);
-  if (target)
-    for (const auto& file : profile_files(dir)) {
-      AcceleratorProfile p = load_profile(file);
-      if (!p.matches_accelerator(accelerator) && same_silicon(p.accelerator, accelerator))
-        candidates.push_back(std::move(p));
-    }
+  for (const auto& file : profile_files(dir)) {
+    AcceleratorProfile p = load_profile(file);
+    if (p.matches_accelerator(accelerator))
+      candidates.push_back(std::move(p));
+    else if (target && same_silicon(p.accelerator, accelerator))
+      kin.push_back(std::move(p));
+  }
+  const std::size_t exact = candidates.size();
+  for (auto& p : kin) candidates.push_back(std::move(p));
   if (candidates.empty()) return std::nullopt;
   const std::string round = calibration_ruleset(candidates[pick_by_round(candidates, ruleset)]);
   std::optional<std::size_t> best;
