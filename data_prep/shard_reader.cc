@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -142,6 +143,16 @@ std::string describe_exit(int status) {
   return "stopped (wait status " + std::to_string(status) + ")";
 }
 
+// A limit as the user wrote it: "2" for 2 s, "0.25" for a quarter (at most 3 decimals).
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", seconds);
+  std::string out = text;
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out;
+}
+
 class ReaderProcess {
  public:
   // Sends one request, returns the response payload after its status byte (which it checks).
@@ -162,7 +173,7 @@ class ReaderProcess {
       const std::string ended = stop();
       if (timed_out) {
         throw std::runtime_error(shard.string() + ": HDF5 did not finish reading the file within " +
-                                 std::to_string(static_cast<long long>(timeout.count())) +
+                                 seconds_text(timeout.count()) +
                                  " s, so its reader process was killed (a corrupt shard? "
                                  "MLBERT_SHARD_READ_TIMEOUT sets the limit)");
       }

@@ -109,6 +109,19 @@ TEST_CASE("a shard on which HDF5 never finishes is an error naming it after the 
   CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);  // a fresh reader process
 }
 
+TEST_CASE("a fractional read timeout is kept and named as given") {
+  REQUIRE(std::filesystem::exists(kHangingShard));
+  const ScopedEnv timeout("MLBERT_SHARD_READ_TIMEOUT", "0.25");
+  CHECK(shard_read_timeout_seconds() == 0.25);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string error = error_of([&] { read_lengths(kHangingShard); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK_THAT(error, Catch::Contains("within 0.25 s"));
+  CHECK(seconds >= 0.25);
+  CHECK(seconds < 30);
+}
+
 TEST_CASE(
     "HDF5 misreading memory on a shard gives an error naming it or rows that pass the checks") {
   // Found by fuzz_data_shard: a corrupt global heap makes HDF5 1.10 read past its heap buffer
