@@ -158,8 +158,8 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
   int start_runs = 0;
   std::int64_t max_steps = 0, max_evals = 0;
   for (const PublishedRun& run : result.runs) {
-    if (even_cadence && run.eval_times.size() >= 2) {
-      start_sum += std::max(0.0, run.eval_times[0] - (run.eval_times[1] - run.eval_times[0]));
+    if (const auto excess = run.run_start_excess(); even_cadence && excess) {
+      start_sum += *excess;
       ++start_runs;
     }
     max_steps = std::max(max_steps, run.steps(cluster.run.global_batch_size));

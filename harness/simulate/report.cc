@@ -294,8 +294,40 @@ ResultComparison compare_with_result(const PublishedResult& result, const Predic
   c.predicted_olympic = mean(predicted);
   c.published_olympic = mean(published);
   c.official = official_score(result);
+  c.phases = published_phases(result);
   return c;
 }
+
+namespace {
+
+// The published phases beside the predicted ones: where a prediction misses, which phase it is.
+std::string format_phases(const PublishedPhases& ph, const Prediction& p) {
+  std::ostringstream o;
+  o << "published phases (medians over the runs):";
+  if (ph.step_seconds)
+    o << " step " << fmt("%.2f ms", *ph.step_seconds * 1e3) << " between evaluations ("
+      << ph.step_intervals << " intervals),";
+  if (ph.eval_seconds)
+    o << " evaluation " << fmt("%.1f ms", *ph.eval_seconds * 1e3) << " (" << ph.timed_evals
+      << " timed),";
+  if (!ph.step_seconds && !ph.eval_seconds)
+    o << " the logs time no evaluation (no eval_start and eval_stop pair),";
+  if (ph.run_start_seconds)
+    o << " run start " << fmt("%.2f s", *ph.run_start_seconds)
+      << " (first evaluation interval minus the second)";
+  else
+    o << " no run start (fewer than two evaluations, or a 0.x ruleset's cadence)";
+  o << "; predicted step " << fmt("%.2f ms", p.mean_step.total() * 1e3) << ", evaluation "
+    << fmt("%.1f ms", p.eval_seconds * 1e3) << ", run start "
+    << fmt("%.2f s", p.run_start_seconds) << "\n";
+  return o.str();
+}
+
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
 
 std::string format_comparison(const ResultComparison& c, const AcceleratorProfile& profile) {
   std::ostringstream o;
@@ -341,6 +373,7 @@ std::string format_comparison(const ResultComparison& c, const AcceleratorProfil
     << fmt("%.2f", p.mean_step.host * 1e3) << " ms; evaluation "
     << fmt("%.1f ms", p.eval_seconds * 1e3) << "; run start " << fmt("%.2f s", p.run_start_seconds)
     << "\n";
+  o << format_phases(c.phases, p);
   o << "assumptions:\n";
   for (const auto& a : p.assumptions) o << "  - " << a << "\n";
   return o.str();
@@ -366,7 +399,13 @@ json comparison_to_json(const ResultComparison& c) {
       {"published_olympic_seconds", c.published_olympic},
       {"predicted_olympic_seconds", c.predicted_olympic},
       {"error", c.published_olympic > 0 ? c.predicted_olympic / c.published_olympic - 1 : 0.0},
-      {"prediction", prediction_to_json(c.prediction)}};
+      {"prediction", prediction_to_json(c.prediction)},
+      {"published_phases",
+       {{"step_seconds", optional_json(c.phases.step_seconds)},
+        {"step_intervals", c.phases.step_intervals},
+        {"eval_seconds", optional_json(c.phases.eval_seconds)},
+        {"timed_evals", c.phases.timed_evals},
+        {"run_start_seconds", optional_json(c.phases.run_start_seconds)}}}};
   if (c.official.minutes)
     out["official_score_minutes"] = *c.official.minutes;
   else

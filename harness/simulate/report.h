@@ -41,6 +41,7 @@ struct ResultComparison {
   double predicted_olympic = 0, published_olympic = 0;
   bool olympic = true;
   OfficialScore official;
+  PublishedPhases phases;  // what the logs say the phases took, beside the predicted ones
 };
 ResultComparison compare_with_result(const PublishedResult& result, const Prediction& prediction);
 std::string format_comparison(const ResultComparison& c, const AcceleratorProfile& profile);

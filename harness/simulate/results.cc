@@ -27,7 +27,8 @@ const std::set<std::string, std::less<>> kKeys = {
     "eval_accuracy",     "train_samples",
     "global_batch_size", "gradient_accumulation_steps",
     "opt_name",          "submission_division",
-    "eval_samples",      "d_batch_size"};
+    "eval_samples",      "d_batch_size",
+    "eval_start",        "eval_stop"};
 
 // Counts in the logs (samples, batch sizes, epochs) are whole numbers up to 2^53, which a double
 // holds exactly; anything else (a fraction is truncated) cannot be converted safely.
@@ -85,6 +86,7 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
   run.file = file;
   std::optional<double> start, stop;
   std::int64_t last_epoch = 0;
+  bool eval_open = false;  // an eval_start waits for its eval_stop
   mllog::ParseOptions options;
   options.wanted = [](std::string_view key, bool is_string) {
     return is_string && kKeys.count(key) ? mllog::ParseOptions::Want::all
@@ -105,6 +107,20 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
           run.eval_times.push_back((r.timestamp - *start) / 1000.0);
           if (r.metadata.is_object() && r.metadata.contains("epoch_num"))
             last_epoch = logged_count(r.metadata["epoch_num"]).value_or(last_epoch);
+        } else if (r.key == "eval_start" && start && !stop) {
+          TimedEval e;
+          e.start = e.stop = (r.timestamp - *start) / 1000.0;
+          e.samples = logged_count(r.value);
+          if ((!e.samples || *e.samples <= 1000) && r.metadata.is_object() &&
+              r.metadata.contains("epoch_num"))
+            e.samples = logged_count(r.metadata["epoch_num"]);
+          if (e.samples && *e.samples <= 1000) e.samples.reset();
+          if (eval_open) run.timed_evals.pop_back();  // a start without its stop times nothing
+          run.timed_evals.push_back(e);
+          eval_open = true;
+        } else if (r.key == "eval_stop" && start && !stop && eval_open) {
+          run.timed_evals.back().stop = (r.timestamp - *start) / 1000.0;
+          eval_open = false;
         } else if (r.key == "train_samples" && start) {
           // What the run trained. Before run_start it is a configuration, not a count of this
           // run (Composer logs the dataset's size there); the last eval's epoch_num then counts.
@@ -128,6 +144,7 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
         }
       },
       [](const mllog::ParseError&) {});  // lines the official parser rejects carry no timing
+  if (eval_open) run.timed_evals.pop_back();
   if (!start) throw IncompleteRun(file.string() + ": no run_start record");
   if (!stop)
     throw IncompleteRun(file.string() +
@@ -315,6 +332,57 @@ double PublishedResult::olympic_seconds() const {
   std::vector<double> seconds;
   for (const auto& r : runs) seconds.push_back(r.seconds);
   return logging::olympic_average(seconds, 0, 1).value_or(0);
+}
+
+std::optional<double> PublishedRun::run_start_excess() const {
+  if (eval_times.size() < 2) return std::nullopt;
+  const double excess = eval_times[0] - (eval_times[1] - eval_times[0]);
+  if (!std::isfinite(excess)) return std::nullopt;
+  return std::max(0.0, excess);
+}
+
+namespace {
+
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2) return upper;
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) +
+          upper) /
+         2;
+}
+
+}  // namespace
+
+PublishedPhases published_phases(const PublishedResult& result) {
+  std::vector<double> steps, evals, starts;
+  const bool even_cadence = result.ruleset.rfind("0.", 0) != 0;
+  for (const PublishedRun& run : result.runs) {
+    const auto& t = run.timed_evals;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (std::isfinite(t[i].stop - t[i].start) && t[i].stop >= t[i].start)
+        evals.push_back(t[i].stop - t[i].start);
+      if (i + 1 == t.size() || !t[i].samples || !t[i + 1].samples ||
+          result.global_batch_size <= 0)
+        continue;
+      const double step_count = static_cast<double>(*t[i + 1].samples - *t[i].samples) /
+                                static_cast<double>(result.global_batch_size);
+      const double seconds = t[i + 1].start - t[i].stop;
+      if (step_count >= 1 && std::isfinite(seconds) && seconds >= 0)
+        steps.push_back(seconds / step_count);
+    }
+    if (even_cadence)
+      if (const auto excess = run.run_start_excess()) starts.push_back(*excess);
+  }
+  PublishedPhases p;
+  p.step_seconds = median(steps);
+  p.step_intervals = steps.size();
+  p.eval_seconds = median(evals);
+  p.timed_evals = evals.size();
+  p.run_start_seconds = median(starts);
+  return p;
 }
 
 PublishedResult read_published_result(const std::filesystem::path& dir,

@@ -24,18 +24,32 @@
 
 namespace mlbert::harness::simulate {
 
+// An evaluation the log times with eval_start and eval_stop (NVIDIA's logs from v3.1 on; earlier
+// ones log eval_accuracy only): seconds after run_start, and the samples trained before it where
+// the log states them (eval_start's value, else its epoch_num; counts of 1,000 or less are not
+// samples: early rounds log epoch_num 1 on every eval).
+struct TimedEval {
+  double start = 0, stop = 0;
+  std::optional<std::int64_t> samples;
+};
+
 struct PublishedRun {
   std::filesystem::path file;
   double seconds = 0;              // run_start to run_stop
   std::int64_t samples = 0;        // trained when it stopped
   std::int64_t evals = 0;          // eval_accuracy records
   std::vector<double> eval_times;  // seconds after run_start
+  std::vector<TimedEval> timed_evals;  // eval_start .. eval_stop pairs, in order
   std::string status;              // run_stop's metadata.status
   // Steps trained but not in `samples`: the loss-scale overflows the log announces (skipped_steps).
   std::int64_t skipped_steps = 0;
   std::int64_t steps(std::int64_t global_batch_size) const {
     return samples / global_batch_size + skipped_steps;
   }
+  // The time before the first step, as the run's evaluation cadence shows it: the first interval
+  // (run_start to the first eval_accuracy) minus the second, which trains as many samples (the
+  // cadence of rules 1.0.0 and later), floored at 0. nullopt with fewer than two evaluations.
+  std::optional<double> run_start_excess() const;
 };
 
 // Steps a log says were skipped for a loss-scale overflow, computed but not counted: apex amp's
@@ -90,6 +104,21 @@ struct PublishedResult {
   // Olympic mean of the run times in seconds (drop fastest and slowest, no compliance filter).
   double olympic_seconds() const;
 };
+
+// What the logs say each phase of the runs took, to set beside a prediction's: medians over every
+// run of the folder; a figure the logs cannot give is nullopt.
+struct PublishedPhases {
+  // Seconds per step between evaluations: each eval_stop to the next eval_start, over the steps
+  // of the samples between the two (global batch size samples a step).
+  std::optional<double> step_seconds;
+  std::size_t step_intervals = 0;
+  std::optional<double> eval_seconds;  // eval_start to eval_stop
+  std::size_t timed_evals = 0;
+  // PublishedRun::run_start_excess; only for rulesets 1.0.0 and later (0.x logs put the first
+  // evaluation elsewhere).
+  std::optional<double> run_start_seconds;
+};
+PublishedPhases published_phases(const PublishedResult& result);
 
 // A result log that does not time a whole run (no run_start, no run_stop after it, no count of
 // the samples trained): read_published_result leaves it out and names it.

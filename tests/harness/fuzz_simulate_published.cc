@@ -1,11 +1,13 @@
 // libFuzzer target: a published result folder as `mlbert simulate --results` and `mlbert simulate
 // calibrate --results` read it, from arbitrary bytes. The input's text before a line "@@ result"
 // is the folder's system.json, the rest its result_0.txt; byte 0 picks the ruleset. The folder
-// goes through read_published_result, cluster_from_result and simulation_options_for. It must end
+// goes through read_published_result, published_phases, cluster_from_result and
+// simulation_options_for. The phases must be finite and not negative where present. It must end
 // in a named error (std::runtime_error for what cannot be read, std::invalid_argument for a
 // machine or run the simulator cannot shape) or in a cluster that keeps the reader's promises:
 // at least one node and GPU, no more ranks than the simulator models, finite positive NVLink and
 // (with more than one node) NIC bandwidth, a batch that splits over the ranks.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -42,6 +44,16 @@ void published(const std::filesystem::path& dir, std::string_view text,
   }
   if (r.runs.size() != 1 || r.global_batch_size < 1 || r.runs[0].samples == 0) std::abort();
   if (r.eval_batch_size && *r.eval_batch_size < 1) std::abort();
+  for (const sim::TimedEval& e : r.runs[0].timed_evals)
+    if (e.samples && *e.samples <= 1000) std::abort();
+  const sim::PublishedPhases ph = sim::published_phases(r);
+  for (const auto& figure : {ph.step_seconds, ph.eval_seconds, ph.run_start_seconds})
+    if (figure && !(std::isfinite(*figure) && *figure >= 0)) std::abort();
+  if (ph.step_seconds.has_value() != (ph.step_intervals > 0) ||
+      ph.eval_seconds.has_value() != (ph.timed_evals > 0) ||
+      ph.timed_evals > r.runs[0].timed_evals.size() ||
+      ph.step_intervals >= std::max<size_t>(r.runs[0].timed_evals.size(), 1))
+    std::abort();
   sim::ClusterRun c;
   try {
     c = sim::cluster_from_result(r);

@@ -1338,6 +1338,82 @@ TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "
   CHECK(cluster_from_result(own).run.load_balancing == LoadBalancing::global_exchange);
 }
 
+TEST_CASE("the phases a published log times: steps between evaluations, evaluations, run start",
+          "[simulate]") {
+  namespace fs = std::filesystem;
+  // GBS 1,000; evaluations at 5,000, 10,000 and 15,000 samples, 200 ms each; 5 steps of 400 ms
+  // between them; the first evaluation's interval (3.2 s) is 1 s longer than the second's.
+  const auto write = [](const std::string& name, bool epoch_in_metadata) {
+    const fs::path dir = published_folder(name, "Compute: 8x HDR 200Gb/s",
+                                          {{"global_batch_size", "1000"}});
+    std::ofstream log(dir / "result_0.txt");
+    auto record = [&](int ms, const std::string& key, const std::string& value,
+                      const std::string& epoch = "") {
+      log << ":::MLLOG {\"namespace\": \"\", \"time_ms\": " << ms
+          << ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" << key << "\", \"value\": " << value
+          << ", \"metadata\": {\"file\": \"run.py\", \"lineno\": 1, \"status\": \"success\""
+          << (epoch.empty() ? "" : ", \"epoch_num\": " + epoch) << "}}\n";
+    };
+    record(1000, "global_batch_size", "1000");
+    record(1000, "run_start", "null");
+    for (int i = 0; i < 3; ++i) {
+      const int at = 1000 + 3000 + 2200 * i;
+      const std::string samples = std::to_string(5000 * (i + 1));
+      if (epoch_in_metadata)
+        record(at, "eval_start", "null", samples);
+      else
+        record(at, "eval_start", samples, samples);
+      record(at + 200, "eval_stop", epoch_in_metadata ? "null" : samples);
+      record(at + 200, "eval_accuracy", "0.5");
+    }
+    record(1000 + 9000, "eval_start", "20000");  // no eval_stop: it times nothing
+    record(1000 + 9100, "train_samples", "20000");
+    record(1000 + 9100, "run_stop", "null");
+    return dir;
+  };
+  for (const bool in_metadata : {false, true}) {
+    INFO("samples in eval_start's metadata only: " << in_metadata);
+    const PublishedResult r =
+        read_published_result(write("mlbert_published_phases", in_metadata), "2.0.0");
+    REQUIRE(r.runs.size() == 1);
+    CHECK(r.runs[0].timed_evals.size() == 3);
+    const PublishedPhases ph = published_phases(r);
+    REQUIRE(ph.step_seconds);
+    CHECK(*ph.step_seconds == Approx(0.4));
+    CHECK(ph.step_intervals == 2);
+    REQUIRE(ph.eval_seconds);
+    CHECK(*ph.eval_seconds == Approx(0.2));
+    CHECK(ph.timed_evals == 3);
+    REQUIRE(ph.run_start_seconds);
+    CHECK(*ph.run_start_seconds == Approx(1.0));
+    Prediction prediction;
+    prediction.global_batch_size = 1000;
+    const ResultComparison c = compare_with_result(r, prediction);
+    const nlohmann::json j = comparison_to_json(c)["published_phases"];
+    CHECK(j["step_seconds"].get<double>() == Approx(0.4));
+    CHECK(j["eval_seconds"].get<double>() == Approx(0.2));
+    CHECK(j["run_start_seconds"].get<double>() == Approx(1.0));
+  }
+  // A 0.x ruleset's first evaluation is not one cadence from sample 0: no run start.
+  const PublishedResult early = read_published_result(write("mlbert_published_phases_07", false),
+                                                      "0.7.0");
+  CHECK_FALSE(published_phases(early).run_start_seconds);
+  // Logs that time no evaluation (eval_accuracy only) give neither steps nor evaluations.
+  const PublishedResult untimed = read_published_result(
+      published_folder("mlbert_published_phases_untimed", "Compute: 8x HDR 200Gb/s",
+                       {{"global_batch_size", "1000"}, {"train_samples", "5000"}}),
+      "2.0.0");
+  const PublishedPhases none = published_phases(untimed);
+  CHECK_FALSE(none.step_seconds);
+  CHECK_FALSE(none.eval_seconds);
+  CHECK(none.timed_evals == 0);
+  Prediction prediction;
+  prediction.global_batch_size = 1000;
+  CHECK(comparison_to_json(compare_with_result(untimed, prediction))["published_phases"]
+                          ["step_seconds"]
+                              .is_null());
+}
+
 TEST_CASE("a published folder's bad values are named errors, its long texts no crash",
           "[simulate]") {
   namespace fs = std::filesystem;
