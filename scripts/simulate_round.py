@@ -3,7 +3,7 @@
 Markdown table: published against predicted olympic mean, or why a folder is not modelled.
 
   scripts/simulate_round.py ROUND_DIR RULESET [--mlbert build/bin/mlbert] [--systems-dir systems]
-                            [--calibrate SUBMITTER/SYSTEM]
+                            [--calibrate SUBMITTER/SYSTEM] [--phases]
 
 ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<system>/bert/ with
 <org>/systems/<system>.json), e.g. a checkout of mlcommons/training_results_v2.0, or flat folders
@@ -17,6 +17,11 @@ to the millisecond, under any name).
 the round (`mlbert simulate calibrate`, into a scratch copy of --systems-dir/profiles in which it
 replaces the shipped profiles of that accelerator; the shipped files are not touched) and predicts
 every other result of the round with it. Its row is then the calibration case.
+
+--phases adds what the logs time of each phase beside the prediction's (`published_phases` of
+`mlbert simulate --results --json`): the step between evaluations in ms, the evaluation in ms,
+the run start in s, each "published / predicted" ("-" where the logs do not time it: before v3.1
+they log no eval_start/eval_stop).
 """
 import argparse
 import json
@@ -116,6 +121,19 @@ def calibrated_systems_dir(args, scratch):
     return scratch
 
 
+def phase_cells(out):
+    """The published phases beside the predicted ones, as three more table cells."""
+    published, predicted = out["published_phases"], out["prediction"]
+    step = predicted["mean_step_seconds"]["total"]
+
+    def cell(logged, modelled, scale, digits):
+        text = "-" if logged is None else f"{logged * scale:.{digits}f}"
+        return f" {text} / {modelled * scale:.{digits}f} |"
+    return (cell(published["step_seconds"], step, 1e3, 1) +
+            cell(published["eval_seconds"], predicted["eval_seconds"], 1e3, 0) +
+            cell(published["run_start_seconds"], predicted["run_start_seconds"], 1, 2))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("round_dir", type=pathlib.Path)
@@ -124,6 +142,9 @@ def main():
     parser.add_argument("--systems-dir", type=pathlib.Path, default=pathlib.Path("systems"))
     parser.add_argument("--calibrate", metavar="SUBMITTER/SYSTEM",
                         help="fit the profile to this result of the round and predict the rest")
+    parser.add_argument("--phases", action="store_true",
+                        help="add the phases the logs time beside the predicted ones: step (ms, "
+                             "between evaluations), evaluation (ms), run start (s)")
     args = parser.parse_args()
     if args.calibrate:
         with tempfile.TemporaryDirectory(prefix="simulate_round.") as scratch:
@@ -135,8 +156,10 @@ def main():
 def predict_round(args):
     fitted = calibration_sources(args.systems_dir)
     errors = []
-    print("| submitter / system | nodes x GPUs | published s | predicted s | error |")
-    print("|---|---|---|---|---|")
+    extra = " step ms pub / pred | eval ms pub / pred | start s pub / pred |" if args.phases else ""
+    blank = " | | |" if args.phases else ""
+    print("| submitter / system | nodes x GPUs | published s | predicted s | error |" + extra)
+    print("|---|---|---|---|---|" + ("---|---|---|" if args.phases else ""))
     for submitter, system_name, folder, description in folders(args.round_dir):
         name = f"{submitter} / {system_name}"
         try:
@@ -145,12 +168,12 @@ def predict_round(args):
                  "--systems-dir", str(args.systems_dir), "--json"],
                 capture_output=True, text=True, timeout=300)
         except subprocess.TimeoutExpired:
-            print(f"| {name} | | | | no answer in 300 s |")
+            print(f"| {name} | | | | no answer in 300 s |" + blank)
             continue
         if run.returncode != 0:
             reason = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
             reason = reason.replace("mlbert: error: ", "").replace(str(args.round_dir) + "/", "")
-            print(f"| {name} | | | | not modelled: {reason.replace('|', '/')} |")
+            print(f"| {name} | | | | not modelled: {reason.replace('|', '/')} |" + blank)
             continue
         out = json.loads(run.stdout)
         system = json.loads(description.read_text())
@@ -166,7 +189,8 @@ def predict_round(args):
         if not note:
             errors.append(error)
         print(f"| {name} | {shape} | {out['published_olympic_seconds']:.2f} | "
-              f"{out['predicted_olympic_seconds']:.2f} | {error * 100:+.1f}%{note} |")
+              f"{out['predicted_olympic_seconds']:.2f} | {error * 100:+.1f}%{note} |" +
+              (phase_cells(out) if args.phases else ""))
     if errors:
         within = lambda bound: sum(abs(e) <= bound for e in errors)
         print(f"\n{len(errors)} predictions: median |error| "
