@@ -318,8 +318,8 @@ std::string format_phases(const PublishedPhases& ph, const Prediction& p) {
   else
     o << " no run start (fewer than two evaluations, or a 0.x ruleset's cadence)";
   o << "; predicted step " << fmt("%.2f ms", p.mean_step.total() * 1e3) << ", evaluation "
-    << fmt("%.1f ms", p.eval_seconds * 1e3) << ", run start "
-    << fmt("%.2f s", p.run_start_seconds) << "\n";
+    << fmt("%.1f ms", p.eval_seconds * 1e3) << ", run start " << fmt("%.2f s", p.run_start_seconds)
+    << "\n";
   return o.str();
 }
 

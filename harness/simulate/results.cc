@@ -364,8 +364,7 @@ PublishedPhases published_phases(const PublishedResult& result) {
     for (std::size_t i = 0; i < t.size(); ++i) {
       if (std::isfinite(t[i].stop - t[i].start) && t[i].stop >= t[i].start)
         evals.push_back(t[i].stop - t[i].start);
-      if (i + 1 == t.size() || !t[i].samples || !t[i + 1].samples ||
-          result.global_batch_size <= 0)
+      if (i + 1 == t.size() || !t[i].samples || !t[i + 1].samples || result.global_batch_size <= 0)
         continue;
       const double step_count = static_cast<double>(*t[i + 1].samples - *t[i].samples) /
                                 static_cast<double>(result.global_batch_size);

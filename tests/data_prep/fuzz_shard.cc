@@ -14,9 +14,9 @@
 // positions inside the sequence, ids below the vocabulary size, NSP label 0/1), read_lengths
 // agreeing with the rows, read_rows agreeing with read_shard, rows past the end refused.
 #include <dlfcn.h>
-#include <sanitizer/common_interface_defs.h>
 #include <elf.h>
 #include <link.h>
+#include <sanitizer/common_interface_defs.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -26,8 +26,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -190,7 +190,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // A hang inside HDF5 ends as a contained error well before libFuzzer's own -timeout. Reading a
   // seed-sized shard takes milliseconds; each input that hangs HDF5 costs the whole limit, spent
   // spinning in the reader (CI's rate: 12 executions a second with 3 s, 21 with 1 s; BENCHMARKS.md
-  // for 0.25 s). A read cut short on a busy machine only skips that input's in-process pass.
+  // for 0.25 s). A read cut short on a busy machine only skips that input's second pass.
   setenv("MLBERT_SHARD_READ_TIMEOUT", "0.25", 0);
   const auto reader =
       std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mlbert-shard-reader-fuzz";
@@ -207,12 +207,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
-// The in-process pass runs in a fork of the fuzzer. HDF5 is not instrumented, so a read past one
+// The second pass runs in a fork of the fuzzer. HDF5 is not instrumented, so a read past one
 // of its buffers is caught only where it touches unmapped memory, which depends on the process's
-// heap: fuzzing (2026-12-03) found a corrupt global heap that H5HG_read over-reads, which the reader
-// process survived and this process, its heap shaped by thousands of inputs, did not. Such a crash
-// is HDF5's and contained in production (the reader process), so the fork dies of it instead of
-// the fuzzer. The fork's coverage counters are copied back, so the readers' checks still guide
+// heap: fuzzing (2026-12-03) found a corrupt global heap that H5HG_read over-reads, which the
+// reader process survived and this process, its heap shaped by thousands of inputs, did not. Such a
+// crash is HDF5's and contained in production (the reader process), so the fork dies of it instead
+// of the fuzzer. The fork's coverage counters are copied back, so the readers' checks still guide
 // the fuzzer; a mismatch or a memory error in the project's code still ends the fuzzer.
 namespace {
 
@@ -248,8 +248,8 @@ Counters find_counters() {
       },
       &bias);
   for (const Elf64_Shdr& sh : sections)
-    if (sh.sh_name < table.size() && std::strcmp(table.c_str() + sh.sh_name, "__sancov_cntrs") == 0 &&
-        sh.sh_size > 0) {
+    if (sh.sh_name < table.size() &&
+        std::strcmp(table.c_str() + sh.sh_name, "__sancov_cntrs") == 0 && sh.sh_size > 0) {
       c.begin = reinterpret_cast<uint8_t*>(bias + sh.sh_addr);
       c.size = sh.sh_size;
     }
@@ -312,7 +312,8 @@ void on_fork_fault(int signo, siginfo_t*, void* context) {
   sigaction(SIGBUS, &fault, &sanitizer_sigbus);
   const Reads direct = read_all<Direct>(path, o);
   int status = kForkMatched;
-  if (direct.hdf5_failed) status = kForkPromise;  // only the reader process reports these
+  if (direct.hdf5_failed)
+    status = kForkPromise;  // only the reader process reports these
   else if (!same_info(contained.info, direct.info) || !same(contained.lengths, direct.lengths) ||
            !same(contained.samples, direct.samples) ||
            !same_packed(contained.packed, direct.packed) ||
@@ -358,7 +359,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       return 0;
     case kForkHdf5Crashed:
       return 0;  // HDF5's memory error, contained in production by the reader process
-    default:  // a difference, a broken promise, or a sanitizer's report in the fork
+    default:     // a difference, a broken promise, or a sanitizer's report in the fork
       std::abort();
   }
 }

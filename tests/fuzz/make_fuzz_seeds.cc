@@ -180,9 +180,10 @@ std::string timing_lines(const fs::path& log) {
       keep = true;
       ++overflows;
     }
-    for (const char* key : {"run_start", "run_stop", "train_samples", "global_batch_size",
-                            "gradient_accumulation_steps", "opt_name", "submission_division",
-                            "eval_samples", "eval_accuracy", "d_batch_size", "eval_start", "eval_stop"})
+    for (const char* key :
+         {"run_start", "run_stop", "train_samples", "global_batch_size",
+          "gradient_accumulation_steps", "opt_name", "submission_division", "eval_samples",
+          "eval_accuracy", "d_batch_size", "eval_start", "eval_stop"})
       keep = keep || line.find(std::string("\"key\": \"") + key + "\"") != std::string::npos;
     if (keep) kept += line + "\n";
   }

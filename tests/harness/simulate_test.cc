@@ -1344,8 +1344,8 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
   // GBS 1,000; evaluations at 5,000, 10,000 and 15,000 samples, 200 ms each; 5 steps of 400 ms
   // between them; the first evaluation's interval (3.2 s) is 1 s longer than the second's.
   const auto write = [](const std::string& name, bool epoch_in_metadata) {
-    const fs::path dir = published_folder(name, "Compute: 8x HDR 200Gb/s",
-                                          {{"global_batch_size", "1000"}});
+    const fs::path dir =
+        published_folder(name, "Compute: 8x HDR 200Gb/s", {{"global_batch_size", "1000"}});
     std::ofstream log(dir / "result_0.txt");
     auto record = [&](int ms, const std::string& key, const std::string& value,
                       const std::string& epoch = "") {
@@ -1395,8 +1395,8 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
     CHECK(j["run_start_seconds"].get<double>() == Approx(1.0));
   }
   // A 0.x ruleset's first evaluation is not one cadence from sample 0: no run start.
-  const PublishedResult early = read_published_result(write("mlbert_published_phases_07", false),
-                                                      "0.7.0");
+  const PublishedResult early =
+      read_published_result(write("mlbert_published_phases_07", false), "0.7.0");
   CHECK_FALSE(published_phases(early).run_start_seconds);
   // Logs that time no evaluation (eval_accuracy only) give neither steps nor evaluations.
   const PublishedResult untimed = read_published_result(
@@ -1409,9 +1409,9 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
   CHECK(none.timed_evals == 0);
   Prediction prediction;
   prediction.global_batch_size = 1000;
-  CHECK(comparison_to_json(compare_with_result(untimed, prediction))["published_phases"]
-                          ["step_seconds"]
-                              .is_null());
+  CHECK(comparison_to_json(
+            compare_with_result(untimed, prediction))["published_phases"]["step_seconds"]
+            .is_null());
 }
 
 TEST_CASE("a published folder's bad values are named errors, its long texts no crash",
