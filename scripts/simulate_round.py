@@ -20,8 +20,10 @@ every other result of the round with it. Its row is then the calibration case.
 
 --phases adds what the logs time of each phase beside the prediction's (`published_phases` of
 `mlbert simulate --results --json`): the step between evaluations in ms, the evaluation in ms,
-the run start in s, each "published / predicted" ("-" where the logs do not time it: before v3.1
-they log no eval_start/eval_stop).
+the step with its share of an evaluation over whole evaluation intervals in ms (from the
+eval_accuracy records' samples, which logs before v3.1 also state), the run start in s, each
+"published / predicted" ("-" where the logs do not time it: before v3.1 they log no
+eval_start/eval_stop).
 """
 import argparse
 import json
@@ -129,8 +131,12 @@ def phase_cells(out):
     def cell(logged, modelled, scale, digits):
         text = "-" if logged is None else f"{logged * scale:.{digits}f}"
         return f" {text} / {modelled * scale:.{digits}f} |"
+    interval = predicted["convergence"]["eval_interval"]
+    share = step + (predicted["eval_seconds"] * predicted["global_batch_size"] / interval
+                    if interval else 0)
     return (cell(published["step_seconds"], step, 1e3, 1) +
             cell(published["eval_seconds"], predicted["eval_seconds"], 1e3, 0) +
+            cell(published["interval_step_seconds"], share, 1e3, 1) +
             cell(published["run_start_seconds"], predicted["run_start_seconds"], 1, 2))
 
 
@@ -156,10 +162,11 @@ def main():
 def predict_round(args):
     fitted = calibration_sources(args.systems_dir)
     errors = []
-    extra = " step ms pub / pred | eval ms pub / pred | start s pub / pred |" if args.phases else ""
-    blank = " | | |" if args.phases else ""
+    extra = (" step ms pub / pred | eval ms pub / pred | step + eval share ms pub / pred |"
+             " start s pub / pred |") if args.phases else ""
+    blank = " | | | |" if args.phases else ""
     print("| submitter / system | nodes x GPUs | published s | predicted s | error |" + extra)
-    print("|---|---|---|---|---|" + ("---|---|---|" if args.phases else ""))
+    print("|---|---|---|---|---|" + ("---|---|---|---|" if args.phases else ""))
     for submitter, system_name, folder, description in folders(args.round_dir):
         name = f"{submitter} / {system_name}"
         try:

@@ -294,11 +294,17 @@ ResultComparison compare_with_result(const PublishedResult& result, const Predic
   c.predicted_olympic = mean(predicted);
   c.published_olympic = mean(published);
   c.official = official_score(result);
-  c.phases = published_phases(result);
+  c.phases = published_phases(result, prediction.convergence.eval_interval);
   return c;
 }
 
 namespace {
+
+// The predicted step with its share of an evaluation: one every eval_interval samples.
+double interval_step(const Prediction& p) {
+  return p.mean_step.total() + p.eval_seconds * static_cast<double>(p.global_batch_size) /
+                                   static_cast<double>(p.convergence.eval_interval);
+}
 
 // The published phases beside the predicted ones: where a prediction misses, which phase it is.
 std::string format_phases(const PublishedPhases& ph, const Prediction& p) {
@@ -312,12 +318,20 @@ std::string format_phases(const PublishedPhases& ph, const Prediction& p) {
       << " timed),";
   if (!ph.step_seconds && !ph.eval_seconds)
     o << " the logs time no evaluation (no eval_start and eval_stop pair),";
+  if (ph.interval_step_seconds)
+    o << " " << fmt("%.2f ms", *ph.interval_step_seconds * 1e3)
+      << " a step over whole evaluation intervals (" << ph.intervals << ", evaluation included"
+      << (ph.intervals_from_cadence ? ", the samples between them from the cadence" : "")
+      << "),";
   if (ph.run_start_seconds)
     o << " run start " << fmt("%.2f s", *ph.run_start_seconds)
       << " (first evaluation interval minus the second)";
   else
     o << " no run start (fewer than two evaluations, or a 0.x ruleset's cadence)";
-  o << "; predicted step " << fmt("%.2f ms", p.mean_step.total() * 1e3) << ", evaluation "
+  o << "; predicted step " << fmt("%.2f ms", p.mean_step.total() * 1e3);
+  if (ph.interval_step_seconds && p.convergence.eval_interval > 0)
+    o << " (" << fmt("%.2f ms", interval_step(p) * 1e3) << " with the evaluation's share)";
+  o << ", evaluation "
     << fmt("%.1f ms", p.eval_seconds * 1e3) << ", run start " << fmt("%.2f s", p.run_start_seconds)
     << "\n";
   return o.str();
@@ -405,7 +419,10 @@ json comparison_to_json(const ResultComparison& c) {
         {"step_intervals", c.phases.step_intervals},
         {"eval_seconds", optional_json(c.phases.eval_seconds)},
         {"timed_evals", c.phases.timed_evals},
-        {"run_start_seconds", optional_json(c.phases.run_start_seconds)}}}};
+        {"run_start_seconds", optional_json(c.phases.run_start_seconds)},
+        {"interval_step_seconds", optional_json(c.phases.interval_step_seconds)},
+        {"intervals", c.phases.intervals},
+        {"intervals_from_cadence", c.phases.intervals_from_cadence}}}};
   if (c.official.minutes)
     out["official_score_minutes"] = *c.official.minutes;
   else

@@ -105,8 +105,11 @@ PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result
         } else if (r.key == "eval_accuracy" && start && !stop) {
           ++run.evals;
           run.eval_times.push_back((r.timestamp - *start) / 1000.0);
+          std::optional<std::int64_t> epoch;
           if (r.metadata.is_object() && r.metadata.contains("epoch_num"))
-            last_epoch = logged_count(r.metadata["epoch_num"]).value_or(last_epoch);
+            epoch = logged_count(r.metadata["epoch_num"]);
+          if (epoch) last_epoch = *epoch;
+          run.eval_samples.push_back(epoch && *epoch > 1000 ? *epoch : 0);
         } else if (r.key == "eval_start" && start && !stop) {
           TimedEval e;
           e.start = e.stop = (r.timestamp - *start) / 1000.0;
@@ -356,8 +359,11 @@ std::optional<double> median(std::vector<double> values) {
 
 }  // namespace
 
-PublishedPhases published_phases(const PublishedResult& result) {
-  std::vector<double> steps, evals, starts;
+PublishedPhases published_phases(const PublishedResult& result,
+                                 std::int64_t assumed_eval_interval) {
+  std::vector<double> steps, evals, starts, intervals;  // intervals: one figure per run
+  std::size_t interval_count = 0;
+  bool from_cadence = false;
   const bool even_cadence = result.ruleset.rfind("0.", 0) != 0;
   for (const PublishedRun& run : result.runs) {
     const auto& t = run.timed_evals;
@@ -374,6 +380,22 @@ PublishedPhases published_phases(const PublishedResult& result) {
     }
     if (even_cadence)
       if (const auto excess = run.run_start_excess()) starts.push_back(*excess);
+    // From the second evaluation to the last: whole intervals, the run start left out.
+    const std::size_t n = std::min(run.eval_samples.size(), run.eval_times.size());
+    if (n >= 3 && result.global_batch_size > 0) {
+      const std::int64_t first = run.eval_samples[1], last = run.eval_samples[n - 1];
+      const bool stated = first > 0 && last > first;
+      const double samples =
+          stated ? static_cast<double>(last - first)
+                 : static_cast<double>(n - 2) * static_cast<double>(assumed_eval_interval);
+      const double step_count = samples / static_cast<double>(result.global_batch_size);
+      const double seconds = run.eval_times[n - 1] - run.eval_times[1];
+      if (step_count >= 1 && std::isfinite(seconds) && seconds >= 0) {
+        intervals.push_back(seconds / step_count);
+        interval_count += n - 2;
+        from_cadence = from_cadence || !stated;
+      }
+    }
   }
   PublishedPhases p;
   p.step_seconds = median(steps);
@@ -381,6 +403,9 @@ PublishedPhases published_phases(const PublishedResult& result) {
   p.eval_seconds = median(evals);
   p.timed_evals = evals.size();
   p.run_start_seconds = median(starts);
+  p.interval_step_seconds = median(intervals);
+  p.intervals = interval_count;
+  p.intervals_from_cadence = from_cadence;
   return p;
 }
 

@@ -39,6 +39,8 @@ struct PublishedRun {
   std::int64_t samples = 0;        // trained when it stopped
   std::int64_t evals = 0;          // eval_accuracy records
   std::vector<double> eval_times;  // seconds after run_start
+  // The samples at each eval_accuracy (its epoch_num), 0 where not stated (1,000 or less).
+  std::vector<std::int64_t> eval_samples;
   std::vector<TimedEval> timed_evals;  // eval_start .. eval_stop pairs, in order
   std::string status;              // run_stop's metadata.status
   // Steps trained but not in `samples`: the loss-scale overflows the log announces (skipped_steps).
@@ -114,11 +116,20 @@ struct PublishedPhases {
   std::size_t step_intervals = 0;
   std::optional<double> eval_seconds;  // eval_start to eval_stop
   std::size_t timed_evals = 0;
+  // Seconds per step over whole evaluation intervals, the evaluation included: per run, from the
+  // second eval_accuracy to the last (the first interval holds the run start) over the steps of
+  // the samples between them, which the records' epoch_num states from v3.0 on; where it does
+  // not, `assumed_eval_interval` samples an interval (the rules' cadence), when given. Older logs,
+  // which time no evaluation, give this.
+  std::optional<double> interval_step_seconds;
+  std::size_t intervals = 0;
+  bool intervals_from_cadence = false;  // some run's intervals counted at assumed_eval_interval
   // PublishedRun::run_start_excess; only for rulesets 1.0.0 and later (0.x logs put the first
   // evaluation elsewhere).
   std::optional<double> run_start_seconds;
 };
-PublishedPhases published_phases(const PublishedResult& result);
+PublishedPhases published_phases(const PublishedResult& result,
+                                 std::int64_t assumed_eval_interval = 0);
 
 // A result log that does not time a whole run (no run_start, no run_stop after it, no count of
 // the samples trained): read_published_result leaves it out and names it.

@@ -1343,7 +1343,8 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
   namespace fs = std::filesystem;
   // GBS 1,000; evaluations at 5,000, 10,000 and 15,000 samples, 200 ms each; 5 steps of 400 ms
   // between them; the first evaluation's interval (3.2 s) is 1 s longer than the second's.
-  const auto write = [](const std::string& name, bool epoch_in_metadata) {
+  const auto write = [](const std::string& name, bool epoch_in_metadata,
+                        bool accuracy_samples = true) {
     const fs::path dir =
         published_folder(name, "Compute: 8x HDR 200Gb/s", {{"global_batch_size", "1000"}});
     std::ofstream log(dir / "result_0.txt");
@@ -1364,7 +1365,7 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
       else
         record(at, "eval_start", samples, samples);
       record(at + 200, "eval_stop", epoch_in_metadata ? "null" : samples);
-      record(at + 200, "eval_accuracy", "0.5");
+      record(at + 200, "eval_accuracy", "0.5", accuracy_samples ? samples : "1");
     }
     record(1000 + 9000, "eval_start", "20000");  // no eval_stop: it times nothing
     record(1000 + 9100, "train_samples", "20000");
@@ -1386,6 +1387,10 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
     CHECK(ph.timed_evals == 3);
     REQUIRE(ph.run_start_seconds);
     CHECK(*ph.run_start_seconds == Approx(1.0));
+    // Whole intervals from the second on: 2.2 s (an evaluation and 5 steps) over 5 steps.
+    REQUIRE(ph.interval_step_seconds);
+    CHECK(*ph.interval_step_seconds == Approx(0.44));
+    CHECK(ph.intervals == 1);
     Prediction prediction;
     prediction.global_batch_size = 1000;
     const ResultComparison c = compare_with_result(r, prediction);
@@ -1393,6 +1398,22 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
     CHECK(j["step_seconds"].get<double>() == Approx(0.4));
     CHECK(j["eval_seconds"].get<double>() == Approx(0.2));
     CHECK(j["run_start_seconds"].get<double>() == Approx(1.0));
+  }
+  // eval_accuracy records without samples (epoch_num 1, as before v3.0): the intervals are
+  // counted at the cadence given, and said so; without one there is no figure.
+  {
+    const PublishedResult r = read_published_result(
+        write("mlbert_published_phases_cadence", false, false), "2.0.0");
+    const PublishedPhases cadence = published_phases(r, 5000);
+    REQUIRE(cadence.interval_step_seconds);
+    CHECK(*cadence.interval_step_seconds == Approx(0.44));
+    CHECK(cadence.intervals_from_cadence);
+    const PublishedPhases unknown = published_phases(r);
+    CHECK_FALSE(unknown.interval_step_seconds);
+    CHECK_FALSE(published_phases(read_published_result(
+                                     write("mlbert_published_phases_stated", false), "2.0.0"),
+                                 5000)
+                    .intervals_from_cadence);
   }
   // A 0.x ruleset's first evaluation is not one cadence from sample 0: no run start.
   const PublishedResult early =
@@ -1406,6 +1427,7 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
   const PublishedPhases none = published_phases(untimed);
   CHECK_FALSE(none.step_seconds);
   CHECK_FALSE(none.eval_seconds);
+  CHECK_FALSE(none.interval_step_seconds);
   CHECK(none.timed_evals == 0);
   Prediction prediction;
   prediction.global_batch_size = 1000;
