@@ -46,14 +46,21 @@ void published(const std::filesystem::path& dir, std::string_view text,
   if (r.eval_batch_size && *r.eval_batch_size < 1) std::abort();
   for (const sim::TimedEval& e : r.runs[0].timed_evals)
     if (e.samples && *e.samples <= 1000) std::abort();
-  const sim::PublishedPhases ph = sim::published_phases(r);
-  for (const auto& figure : {ph.step_seconds, ph.eval_seconds, ph.run_start_seconds})
-    if (figure && !(std::isfinite(*figure) && *figure >= 0)) std::abort();
-  if (ph.step_seconds.has_value() != (ph.step_intervals > 0) ||
-      ph.eval_seconds.has_value() != (ph.timed_evals > 0) ||
-      ph.timed_evals > r.runs[0].timed_evals.size() ||
-      ph.step_intervals >= std::max<size_t>(r.runs[0].timed_evals.size(), 1))
-    std::abort();
+  // Without a cadence, and with one (the samples between evaluations where the log states none).
+  for (const std::int64_t cadence : {std::int64_t{0}, std::int64_t{150000}}) {
+    const sim::PublishedPhases ph = sim::published_phases(r, cadence);
+    for (const auto& figure :
+         {ph.step_seconds, ph.eval_seconds, ph.run_start_seconds, ph.interval_step_seconds})
+      if (figure && !(std::isfinite(*figure) && *figure >= 0)) std::abort();
+    if (ph.step_seconds.has_value() != (ph.step_intervals > 0) ||
+        ph.eval_seconds.has_value() != (ph.timed_evals > 0) ||
+        ph.interval_step_seconds.has_value() != (ph.intervals > 0) ||
+        (cadence == 0 && ph.intervals_from_cadence) ||
+        ph.timed_evals > r.runs[0].timed_evals.size() ||
+        ph.step_intervals >= std::max<size_t>(r.runs[0].timed_evals.size(), 1) ||
+        ph.intervals >= std::max<size_t>(r.runs[0].eval_times.size(), 1))
+      std::abort();
+  }
   sim::ClusterRun c;
   try {
     c = sim::cluster_from_result(r);
