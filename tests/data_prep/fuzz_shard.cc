@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -33,6 +34,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data_prep/hdf5_direct.h"
@@ -212,7 +214,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 // heap: fuzzing (2026-12-03) found a corrupt global heap that H5HG_read over-reads, which the
 // reader process survived and this process, its heap shaped by thousands of inputs, did not. Such a
 // crash is HDF5's and contained in production (the reader process), so the fork dies of it instead
-// of the fuzzer. The fork's coverage counters are copied back, so the readers' checks still guide
+// of the fuzzer (a fault with its pc in libhdf5, or a sanitizer report whose first frame is there:
+// a second campaign found H5HG_read handing memcpy a negative size). The fork's coverage counters
+// are copied back, so the readers' checks still guide
 // the fuzzer; a mismatch or a memory error in the project's code still ends the fuzzer.
 namespace {
 
@@ -299,12 +303,29 @@ void on_fork_fault(int signo, siginfo_t*, void* context) {
   sigaction(signo, signo == SIGBUS ? &sanitizer_sigbus : &sanitizer_sigsegv, nullptr);
 }
 
+// A sanitizer's report in the fork (a memcpy interceptor catching HDF5 passing it a length read
+// from past its buffer): HDF5's when the first frame below the sanitizer's own is in libhdf5.
+void on_fork_report(const char* report) {
+  std::string_view text(report);
+  for (std::size_t at = text.find("    #"); at != std::string_view::npos;
+       at = text.find("    #", at + 1)) {
+    const std::string_view frame = text.substr(at, text.find('\n', at) - at);
+    if (frame.find("__interceptor_") != std::string_view::npos ||
+        frame.find("__asan") != std::string_view::npos ||
+        frame.find("__sanitizer") != std::string_view::npos)
+      continue;
+    if (frame.find("libhdf5") != std::string_view::npos) _exit(kForkHdf5Crashed);
+    return;  // the project's code: the report stands and ends the fork, then the fuzzer
+  }
+}
+
 // The fork's side: the same reads through hdf5_direct.h, compared with the reader process's.
 [[noreturn]] void direct_pass(const std::filesystem::path& path, const ReadOptions& o,
                               const Reads& contained, const CounterCopy& counters) {
   // A sanitizer's report in the fork ends it with the report's exit status, and the fuzzer then
   // writes the input: the fork must not write its own (libFuzzer's death callback would).
   __sanitizer_set_death_callback(nullptr);
+  __asan_set_error_report_callback(on_fork_report);
   struct sigaction fault = {};
   fault.sa_sigaction = on_fork_fault;
   fault.sa_flags = SA_SIGINFO;
