@@ -9,10 +9,10 @@
 // run in a fork of this process through hdf5_direct.h (an HDF5 memory error the reader survived by
 // chance ends the fork, not the fuzzer; below), whose coverage is copied back so that the readers'
 // own checks guide the fuzzer, and must return exactly what the reader process returned. Every
-// result must keep the
-// readers' promises: each sample valid for the format (length, segment ids, ascending masked
-// positions inside the sequence, ids below the vocabulary size, NSP label 0/1), read_lengths
-// agreeing with the rows, read_rows agreeing with read_shard, rows past the end refused.
+// result must keep the readers' promises: each sample valid for the format (length, segment ids,
+// ascending masked positions inside the sequence, ids below the vocabulary size, NSP label 0/1),
+// read_lengths agreeing with the rows, read_rows agreeing with read_shard, rows past the end
+// refused.
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -214,10 +214,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 // heap: fuzzing (2026-12-03) found a corrupt global heap that H5HG_read over-reads, which the
 // reader process survived and this process, its heap shaped by thousands of inputs, did not. Such a
 // crash is HDF5's and contained in production (the reader process), so the fork dies of it instead
-// of the fuzzer (a fault with its pc in libhdf5, or a sanitizer report whose first frame is there:
-// a second campaign found H5HG_read handing memcpy a negative size). The fork's coverage counters
-// are copied back, so the readers' checks still guide
-// the fuzzer; a mismatch or a memory error in the project's code still ends the fuzzer.
+// of the fuzzer (a fault with its pc in libhdf5, or a sanitizer report whose first frame below the
+// sanitizer's and libc's is there: later campaigns found H5HG_read handing memcpy a negative size
+// or a wild source). The fork's coverage counters are copied back, so the readers' checks still
+// guide the fuzzer; a mismatch or a memory error in the project's code still ends the fuzzer.
 namespace {
 
 // This executable's coverage counters (its __sancov_cntrs section, which libFuzzer reads after each
