@@ -131,12 +131,10 @@ def phase_cells(out):
     def cell(logged, modelled, scale, digits):
         text = "-" if logged is None else f"{logged * scale:.{digits}f}"
         return f" {text} / {modelled * scale:.{digits}f} |"
-    interval = predicted["convergence"]["eval_interval"]
-    share = step + (predicted["eval_seconds"] * predicted["global_batch_size"] / interval
-                    if interval else 0)
     return (cell(published["step_seconds"], step, 1e3, 1) +
             cell(published["eval_seconds"], predicted["eval_seconds"], 1e3, 0) +
-            cell(published["interval_step_seconds"], share, 1e3, 1) +
+            cell(published["interval_step_seconds"], out["predicted_interval_step_seconds"], 1e3,
+                 1) +
             cell(published["run_start_seconds"], predicted["run_start_seconds"], 1, 2))
 
 

@@ -300,8 +300,10 @@ ResultComparison compare_with_result(const PublishedResult& result, const Predic
 
 namespace {
 
-// The predicted step with its share of an evaluation: one every eval_interval samples.
+// The predicted step with its share of an evaluation: one every eval_interval samples (none
+// without a cadence).
 double interval_step(const Prediction& p) {
+  if (p.convergence.eval_interval <= 0) return p.mean_step.total();
   return p.mean_step.total() + p.eval_seconds * static_cast<double>(p.global_batch_size) /
                                    static_cast<double>(p.convergence.eval_interval);
 }
@@ -422,7 +424,8 @@ json comparison_to_json(const ResultComparison& c) {
         {"run_start_seconds", optional_json(c.phases.run_start_seconds)},
         {"interval_step_seconds", optional_json(c.phases.interval_step_seconds)},
         {"intervals", c.phases.intervals},
-        {"intervals_from_cadence", c.phases.intervals_from_cadence}}}};
+        {"intervals_from_cadence", c.phases.intervals_from_cadence}}},
+      {"predicted_interval_step_seconds", interval_step(c.prediction)}};
   if (c.official.minutes)
     out["official_score_minutes"] = *c.official.minutes;
   else
