@@ -779,12 +779,15 @@ const DeviceChunkTable& CudaOps::chunk_table(std::span<const bert::TensorSegment
   const size_t first_bytes = host.segment_first_chunk.size() * sizeof(uint32_t);
   cached.device = device_malloc(chunk_bytes + first_bytes);
   char* base = static_cast<char*>(cached.device);
-  // Synchronous copies: this happens once per parameter layout, before the first step.
+  // On stream_, ahead of the kernels that read the table. A plain cudaMemcpy runs on the legacy
+  // default stream, which stream_ (non-blocking) is not ordered after, and from pageable memory it
+  // returns once the bytes are staged, before they land: the first kernel could read the table
+  // half-written. From pageable memory the async call also returns only after staging `host`.
   if (!host.chunks.empty())
-    CUDA_CHECK(cudaMemcpy(base, host.chunks.data(), host.chunks.size() * sizeof(TensorChunk),
-                          cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(base + chunk_bytes, host.segment_first_chunk.data(), first_bytes,
-                        cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(base, host.chunks.data(), host.chunks.size() * sizeof(TensorChunk),
+                               cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(base + chunk_bytes, host.segment_first_chunk.data(), first_bytes,
+                             cudaMemcpyHostToDevice, stream_));
   cached.table.chunks = reinterpret_cast<const TensorChunk*>(base);
   cached.table.segment_first_chunk = reinterpret_cast<const uint32_t*>(base + chunk_bytes);
   cached.table.num_chunks = static_cast<uint32_t>(host.chunks.size());
@@ -878,7 +881,10 @@ void CudaOps::enable_device_loss_scaling(const LossScaleConfig& config) {
     loss_scale_ = static_cast<LossScaleState*>(device_malloc(sizeof(LossScaleState)));
   loss_scale_config_ = config;
   const LossScaleState initial = initial_loss_scale_state(config);
-  CUDA_CHECK(cudaMemcpy(loss_scale_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
+  // On stream_, after the kernels already queued that may read the state and before the next
+  // update_loss_scale (see chunk_table for why not a plain cudaMemcpy).
+  CUDA_CHECK(cudaMemcpyAsync(loss_scale_, &initial, sizeof(initial), cudaMemcpyHostToDevice,
+                             stream_));
 }
 
 void CudaOps::disable_device_loss_scaling() {
