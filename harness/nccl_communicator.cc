@@ -4,8 +4,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <exception>
+#include <optional>
 #include <string>
+#include <thread>
 
 namespace mlbert::harness {
 namespace {
@@ -52,33 +56,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-// Completion of one collective: an event recorded on the communication stream after it.
-class NcclPending final : public PendingCollective {
- public:
-  explicit NcclPending(cudaStream_t stream) {
-    check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
-    check_cuda(cudaEventRecord(event_, stream), "cudaEventRecord");
-  }
-  ~NcclPending() override {
-    if (!waited_) cudaEventSynchronize(event_);
-    cudaEventDestroy(event_);
-  }
-  bool done() override {
-    const cudaError_t code = cudaEventQuery(event_);
-    if (code == cudaErrorNotReady) return false;
-    check_cuda(code, "cudaEventQuery");
-    return true;
-  }
-  void wait() override {
-    check_cuda(cudaEventSynchronize(event_), "cudaEventSynchronize");
-    waited_ = true;
-  }
-
- private:
-  cudaEvent_t event_ = nullptr;
-  bool waited_ = false;
-};
-
 }  // namespace
 
 struct NcclCommunicator::State {
@@ -87,7 +64,116 @@ struct NcclCommunicator::State {
   cudaEvent_t ready = nullptr;  // recorded on the compute stream before each collective
   int rank = 0;
   int size = 1;
+  bool aborted = false;  // ncclCommAbort ran: the communicator is gone, never destroy it again
+  std::chrono::steady_clock::time_point aborted_at;
+
+  void abort_comm() {
+    if (aborted) return;
+    if (comm) ncclCommAbort(comm);
+    aborted = true;
+    aborted_at = std::chrono::steady_clock::now();
+  }
+  // NCCL's asynchronous error on the communicator (a rank gone, the network failing), if any.
+  std::optional<ncclResult_t> async_error() const {
+    if (aborted || !comm) return std::nullopt;
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t got = ncclCommGetAsyncError(comm, &async);
+    if (got != ncclSuccess) return got;
+    if (async == ncclSuccess || async == ncclInProgress) return std::nullopt;
+    return async;
+  }
 };
+
+namespace {
+
+using State = NcclCommunicator::State;
+
+// How long waits go on, all together, after the communicator was aborted (its kernels stop).
+constexpr auto kAfterAbort = std::chrono::seconds(10);
+
+// Waits until `event` completes. NCCL reports a rank that died or a network that failed as an
+// asynchronous error of the communicator while its kernels spin on, so the wait polls for one
+// instead of blocking in cudaEventSynchronize: then the communicator is aborted (its kernels stop)
+// and the error returned, and the rank ends the run instead of hanging in it. Returns the error's
+// text, empty when the event completed.
+std::string wait_event(cudaEvent_t event, State& state) {
+  std::string error;
+  for (;;) {
+    const cudaError_t code = cudaEventQuery(event);
+    if (code == cudaSuccess) return error;
+    if (code != cudaErrorNotReady) {
+      state.abort_comm();
+      return error.empty() ? std::string("cudaEventQuery failed: ") + cudaGetErrorString(code)
+                           : error;
+    }
+    if (const auto async = state.async_error()) {
+      error = std::string("NCCL reported \"") + ncclGetErrorString(*async) +
+              "\" during a collective (a rank gone or the network failing); communicator aborted";
+      state.abort_comm();
+    }
+    if (state.aborted && std::chrono::steady_clock::now() - state.aborted_at > kAfterAbort)
+      return error.empty() ? "a collective did not finish after its communicator was aborted"
+                           : error;
+    std::this_thread::yield();
+  }
+}
+
+// Waits for everything queued on `stream` so far (see wait_event); errors are dropped: for
+// destructors, which must not throw.
+void wait_event_on(cudaStream_t stream, State& state) {
+  cudaEvent_t event = nullptr;
+  if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) return;
+  if (cudaEventRecord(event, stream) == cudaSuccess) wait_event(event, state);
+  cudaEventDestroy(event);
+}
+
+// Completion of one collective: an event recorded on the communication stream after it.
+class NcclPending final : public PendingCollective {
+ public:
+  NcclPending(cudaStream_t stream, State& state) : state_(state) {
+    check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
+    check_cuda(cudaEventRecord(event_, stream), "cudaEventRecord");
+  }
+  ~NcclPending() override {
+    if (!waited_) {
+      // Unwinding past a collective a peer may never join: abort rather than wait for it.
+      if (std::uncaught_exceptions() > 0) state_.abort_comm();
+      wait_event(event_, state_);
+    }
+    cudaEventDestroy(event_);  // released once the device completes it, if it has not
+  }
+  bool done() override {
+    const cudaError_t code = cudaEventQuery(event_);
+    if (code == cudaSuccess) return true;
+    if (code == cudaErrorNotReady && !state_.async_error()) return false;
+    wait();  // the error: aborts the communicator and throws
+    return true;
+  }
+  void wait() override {
+    waited_ = true;
+    const std::string error = wait_event(event_, state_);
+    if (!error.empty()) throw CommunicatorError(error);
+  }
+
+ private:
+  State& state_;
+  cudaEvent_t event_ = nullptr;
+  bool waited_ = false;
+};
+
+// Runs `collective` on the communication stream and waits for it (see wait_event); an error
+// returned at the call aborts the communicator before it is thrown.
+template <typename Collective>
+void run_blocking(State& state, const char* what, Collective collective) {
+  const ncclResult_t code = collective();
+  if (code != ncclSuccess) {
+    state.abort_comm();
+    check_nccl(code, what);
+  }
+  NcclPending(state.stream, state).wait();
+}
+
+}  // namespace
 
 NcclCommunicator::NcclCommunicator(std::shared_ptr<Communicator> bootstrap, int device,
                                    void* compute_stream)
@@ -113,8 +199,10 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<Communicator> bootstrap, int 
 
 NcclCommunicator::~NcclCommunicator() {
   if (!state_) return;
-  if (state_->stream) cudaStreamSynchronize(state_->stream);
-  if (state_->comm) ncclCommDestroy(state_->comm);
+  // After an abort the communicator is gone and its stream may hold kernels that never finish.
+  if (std::uncaught_exceptions() > 0) state_->abort_comm();  // the run is ending on an error
+  if (!state_->aborted && state_->stream) wait_event_on(state_->stream, *state_);
+  if (!state_->aborted && state_->comm) ncclCommDestroy(state_->comm);
   if (state_->ready) cudaEventDestroy(state_->ready);
   if (state_->stream) cudaStreamDestroy(state_->stream);
 }
@@ -140,17 +228,20 @@ void NcclCommunicator::order_after_compute() {
 std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data, std::size_t count,
                                                                      DataType type, ReduceOp op) {
   order_after_compute();
-  check_nccl(
-      ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), state_->comm, state_->stream),
-      "ncclAllReduce");
-  return std::make_unique<NcclPending>(state_->stream);
+  const ncclResult_t code =
+      ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), state_->comm, state_->stream);
+  if (code != ncclSuccess) {
+    state_->abort_comm();
+    check_nccl(code, "ncclAllReduce");
+  }
+  return std::make_unique<NcclPending>(state_->stream, *state_);
 }
 
 void NcclCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
   order_after_compute();
-  check_nccl(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm, state_->stream),
-             "ncclAllGather");
-  check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
+  run_blocking(*state_, "ncclAllGather", [&] {
+    return ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm, state_->stream);
+  });
 }
 
 std::vector<std::vector<std::byte>> NcclCommunicator::allgatherv(std::span<const std::byte> send) {
@@ -160,9 +251,9 @@ std::vector<std::vector<std::byte>> NcclCommunicator::allgatherv(std::span<const
 
 void NcclCommunicator::broadcast(void* data, std::size_t bytes, int root) {
   order_after_compute();
-  check_nccl(ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream),
-             "ncclBroadcast");
-  check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
+  run_blocking(*state_, "ncclBroadcast", [&] {
+    return ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream);
+  });
 }
 
 void NcclCommunicator::barrier() {
@@ -175,7 +266,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
 }
 
 void NcclCommunicator::abort(int exit_code) {
-  if (state_ && state_->comm) ncclCommAbort(state_->comm);
+  if (state_) state_->abort_comm();
   bootstrap_->abort(exit_code);
   std::_Exit(exit_code);  // not reached: the bootstrap's abort does not return
 }

@@ -4,7 +4,9 @@
 // broadcasts it), runs every collective on its own CUDA stream that first waits for an event of
 // the compute stream (so a bucket is reduced only after backward wrote it, while backward goes on
 // with the next layer), and `split` builds sub-communicators (the node-local group) from the
-// matching split of the bootstrap communicator.
+// matching split of the bootstrap communicator. Waits poll NCCL's asynchronous error (a rank
+// gone, the network failing) and abort the communicator on one, and unwinding past a collective
+// aborts it, so a dead rank ends the run with an error instead of hanging NCCL's kernels.
 #pragma once
 
 #include <memory>

@@ -22,6 +22,7 @@
 #include "common/atomic_file.h"
 #include "common/elapsed.h"
 #include "harness/grad_sync.h"
+#include "harness/launcher.h"
 #include "harness/model_spec.h"
 #include "harness/optimizer.h"
 #include "harness/result_log.h"
@@ -202,11 +203,14 @@ bert::Batch synthetic_batch(const bert::BertConfig& config, const RunSpec& run,
 }
 
 #ifdef MLBERT_HAVE_CUDA
-// This rank's GPU: MLBERT_DEVICE (set by `mlbert bind`), else the local rank.
+// This rank's GPU: MLBERT_DEVICE (set by `mlbert bind`), else the local rank the launcher states
+// (the global rank modulo the ranks per node only when it states none: wrong for a cyclic
+// placement, where two ranks of a node would take one GPU).
 int cuda_device(const Prepared& p) {
   if (const char* device = std::getenv("MLBERT_DEVICE"); device && *device)
     return std::atoi(device);
-  const int local_rank = mllog::rank_from_environment() % p.system.topology.ranks_per_node;
+  const int local_rank = local_rank_from_environment().value_or(
+      mllog::rank_from_environment() % p.system.topology.ranks_per_node);
   return local_rank % std::max(cuda::cuda_device_count(), 1);
 }
 #endif
