@@ -125,7 +125,8 @@ prepare() {
   set -e
   if [[ -z $BUILD_DIR ]]; then
     # The developer's build when it is a CUDA build for sm_90, else one of its own.
-    if grep -Eq '^CMAKE_CUDA_ARCHITECTURES:[A-Z]+=(.*[^0-9])?90' "$ROOT/build/CMakeCache.txt" 2>/dev/null; then
+    # (the project sets CMAKE_CUDA_ARCHITECTURES as a plain variable: it is not in the cache)
+    if grep -q 'arch=compute_90,code=' "$ROOT/build/build.ninja" 2>/dev/null; then
       BUILD_DIR=$ROOT/build
     else
       BUILD_DIR=$ROOT/build-device
@@ -387,7 +388,7 @@ reserve_after() {  # the minimums of the selected, not optional stages after $1
 }
 rerun_of() {
   local only=""
-  [[ -n ${2:-} ]] && only=" --only '$2'"
+  [[ -n ${2:-} ]] && printf -v only ' --only %q' "$2"  # case names may hold a quote
   echo "scripts/device_check.sh --stage $1 --seed $SEED$only"
 }
 # A failing check stage: one rerun line per failing case, from bert_cuda_check's own.

@@ -317,6 +317,8 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line into the device check's log, so a stage cut short keeps what it measured.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
