@@ -252,6 +252,21 @@ struct L2NormParams {
   Tensor total;
 };
 
+// Bucket-wise clipping before the allreduce: x *= bucket_clip_scale(total[0], total[1] != 0, ...),
+// with `total` the [norm, inf/nan flag] pair l2_norm wrote for the bucket. The factor is
+// min(1, tau / (norm / loss_scale)) / world, tau = 1 / sqrt(num_buckets), or NaN when the bucket
+// is not finite, so every rank's sum carries the overflow.
+struct BucketClipParams {
+  Tensor x;      // f32, the bucket's gradients
+  Tensor total;  // f32 [2]: as l2_norm writes it
+  double loss_scale = 1;
+  size_t num_buckets = 1;
+  int world = 1;
+};
+// The paper's factor, computed in double and rounded to f32 (the CUDA kernel repeats this formula;
+// the device check compares the two).
+float bucket_clip_scale(float norm, bool flagged, double loss_scale, size_t num_buckets, int world);
+
 enum class AdamMode : uint8_t {
   adam_l2,  // weight decay added to the gradient before the moments (torch.optim.Adam)
   adamw,    // decoupled: p -= lr * (update + wd * p) (AdamW, NVIDIA FusedAdam adam_w_mode)
@@ -327,6 +342,9 @@ class Ops {
   virtual void l2_norm(const L2NormParams& p) = 0;
   // x *= factor over the whole f32 tensor.
   virtual void scale(Tensor x, float factor) = 0;
+  // See BucketClipParams. The default reads `total` back (a synchronization); a device backend
+  // reads it where it lives, so backward goes on while buckets are clipped and sent.
+  virtual void bucket_clip(const BucketClipParams& p);
   virtual void adam_update(const AdamParams& p) = 0;
   virtual void lamb_update(const LambParams& p) = 0;
 };

@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -37,12 +36,6 @@ std::size_t bucket_elements_for(double bucket_mb) {
   return elements < 1 ? 1 : static_cast<std::size_t>(elements);
 }
 
-double bucket_clip_factor(double bucket_norm, std::size_t num_buckets) {
-  const double tau = 1.0 / std::sqrt(static_cast<double>(num_buckets));
-  if (!(bucket_norm > tau)) return 1.0;  // also 1 for norm 0
-  return tau / bucket_norm;
-}
-
 GradientSync::GradientSync(bert::Ops& ops, Communicator& comm, bert::Tensor grad,
                            std::vector<Bucket> buckets, ClippingMode mode, double max_norm)
     : ops_(ops),
@@ -51,7 +44,8 @@ GradientSync::GradientSync(bert::Ops& ops, Communicator& comm, bert::Tensor grad
       buckets_(std::move(buckets)),
       mode_(mode),
       max_norm_(max_norm),
-      norm_total_(ops, bert::DType::f32, 2) {
+      norm_total_(ops, bert::DType::f32, 2),
+      bucket_totals_(ops, bert::DType::f32, 2 * std::max<std::size_t>(buckets_.size(), 1)) {
   if (grad_.dtype != bert::DType::f32)
     throw std::invalid_argument("gradient sync: the flat gradient buffer must be f32");
   std::size_t expected = 0;
@@ -81,13 +75,17 @@ void GradientSync::on_grad_ready(std::size_t ready_elements) {
     launch(next_bucket_++);
 }
 
-std::pair<double, bool> GradientSync::norm_of(std::size_t begin, std::size_t end) {
+void GradientSync::norm_into(std::size_t begin, std::size_t end, bert::Tensor total) {
   const bert::TensorSegment segment{begin, end - begin, true};
   bert::L2NormParams p;
   p.buffer = grad_;
   p.segments = std::span<const bert::TensorSegment>(&segment, 1);
-  p.total = norm_total_.tensor();
+  p.total = total;
   ops_.l2_norm(p);
+}
+
+std::pair<double, bool> GradientSync::norm_of(std::size_t begin, std::size_t end) {
+  norm_into(begin, end, norm_total_.tensor());
   float total[2];
   ops_.copy_to_host(total, norm_total_.tensor(), sizeof(total));
   const bool non_finite = total[1] != 0.0f || !std::isfinite(total[0]);
@@ -98,18 +96,19 @@ void GradientSync::launch(std::size_t index) {
   const Bucket& bucket = buckets_[index];
   bert::Tensor slice = grad_.slice(bucket.begin, bucket.size());
   if (mode_ == ClippingMode::bucket_before_allreduce) {
-    const auto [scaled_norm, non_finite] = norm_of(bucket.begin, bucket.end);
-    const double norm = scaled_norm / loss_scale_;  // the clipping threshold is on true gradients
-    local_norms_[index] = norm;
-    float factor;
-    if (non_finite) {
-      // Poison the bucket so every rank sees the overflow after the sum.
-      factor = std::numeric_limits<float>::quiet_NaN();
-      local_overflow_ = true;
-    } else {
-      factor = static_cast<float>(bucket_clip_factor(norm, buckets_.size()) / comm_.size());
-    }
-    ops_.scale(slice, factor);
+    // The bucket's norm stays on the backend: the paper's clip factor (bert::bucket_clip_scale:
+    // min(1, tau / norm) of the true gradients' norm, over the world; NaN for a bucket that is not
+    // finite, which poisons every rank's sum) is applied where the norm is, so a device backend clips and sends the bucket
+    // without a round trip to the host while backward goes on. finish() reads the norms once.
+    bert::Tensor total = bucket_totals_.tensor().slice(2 * index, 2);
+    norm_into(bucket.begin, bucket.end, total);
+    bert::BucketClipParams clip;
+    clip.x = slice;
+    clip.total = total;
+    clip.loss_scale = loss_scale_;
+    clip.num_buckets = buckets_.size();
+    clip.world = comm_.size();
+    ops_.bucket_clip(clip);
   }
   // On CUDA the ops above and the backward kernels run on the backend's stream; the NCCL
   // communicator orders its stream after it before reducing.
@@ -125,6 +124,14 @@ SyncResult GradientSync::finish() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
   pending_.clear();
   armed_ = false;
+  if (mode_ == ClippingMode::bucket_before_allreduce && !buckets_.empty()) {
+    std::vector<float> totals(2 * buckets_.size());
+    ops_.copy_to_host(totals.data(), bucket_totals_.tensor(), totals.size() * sizeof(float));
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+      local_norms_[i] = static_cast<double>(totals[2 * i]) / loss_scale_;
+      if (totals[2 * i + 1] != 0.0f || !std::isfinite(totals[2 * i])) local_overflow_ = true;
+    }
+  }
 
   SyncResult result;
   const auto [summed_norm, non_finite] = norm_of(0, grad_.numel);

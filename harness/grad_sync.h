@@ -45,9 +45,6 @@ std::vector<Bucket> make_buckets(std::span<const bert::ParameterInfo> infos, std
 // bucket_mb (MiB) of fp32 gradients in elements.
 std::size_t bucket_elements_for(double bucket_mb);
 
-// The paper's per-bucket clipping factor before the 1/W average: min(1, tau / norm).
-double bucket_clip_factor(double bucket_norm, std::size_t num_buckets);
-
 struct SyncResult {
   bool overflow = false;   // inf/nan somewhere: skip this step
   double global_norm = 0;  // L2 norm of the averaged, unscaled gradient the optimizer sees
@@ -82,7 +79,9 @@ class GradientSync {
 
  private:
   void launch(std::size_t bucket);
-  // L2 norm and inf/nan flag of elements [begin, end) of the gradient buffer.
+  // l2_norm's [norm, inf/nan flag] of elements [begin, end) of the gradient buffer into `total`.
+  void norm_into(std::size_t begin, std::size_t end, bert::Tensor total);
+  // The same, read back: the norm and whether it is not finite.
   std::pair<double, bool> norm_of(std::size_t begin, std::size_t end);
 
   bert::Ops& ops_;
@@ -98,7 +97,8 @@ class GradientSync {
   std::vector<double> local_norms_;
   bool local_overflow_ = false;
   double exposed_wait_ = 0;
-  bert::Buffer norm_total_;  // f32 [2] on the backend
+  bert::Buffer norm_total_;     // f32 [2] on the backend
+  bert::Buffer bucket_totals_;  // f32 [2 x buckets]: each bucket's norm pair this step
 };
 
 // Dynamic loss scaling for fp16: halve on overflow, double after `growth_interval` clean steps.

@@ -820,6 +820,15 @@ void CudaOps::scale(Tensor x, float factor) {
   scale_f32(x.as<float>(), factor, static_cast<int64_t>(x.numel), stream_);
 }
 
+void CudaOps::bucket_clip(const bert::BucketClipParams& p) {
+  require_tensor(p.x, DType::f32, 0, "bucket_clip", "x");
+  require_tensor(p.total, DType::f32, 2, "bucket_clip", "total");
+  require(p.num_buckets >= 1 && p.world >= 1 && p.loss_scale > 0, "bucket_clip",
+          "needs num_buckets >= 1, world >= 1 and a positive loss scale");
+  bucket_clip_f32(p.x.as<float>(), static_cast<int64_t>(p.x.numel), p.total.as<const float>(),
+                  p.loss_scale, static_cast<int64_t>(p.num_buckets), p.world, stream_);
+}
+
 namespace {
 template <typename Params>
 void fill_moments(MomentArgs& a, const Params& p, const char* op, const DeviceChunkTable& table) {

@@ -91,6 +91,7 @@ class CudaOps final : public bert::Ops {
 
   void l2_norm(const bert::L2NormParams& p) override;
   void scale(bert::Tensor x, float factor) override;
+  void bucket_clip(const bert::BucketClipParams& p) override;  // no host round trip
   void adam_update(const bert::AdamParams& p) override;
   void lamb_update(const bert::LambParams& p) override;
 

@@ -907,6 +907,36 @@ void check_optimizer(Context& c) {
     b.gpu().scale(x.gpu.tensor(), 0.37f);
     b.cpu().scale(x.cpu.tensor(), 0.37f);
     c.add(judge_exact("scale", "x", DType::f32, b.gpu_values(x), b.cpu_values(x)));
+    // Bucket-wise clipping before the allreduce: the factor read from `total` on the device (the
+    // CPU takes Ops' default, which reads it back); under tau (25 buckets: 0.2), over it at loss
+    // scale 2 over 64 ranks, and a flagged bucket, which must come out all NaN.
+    const struct {
+      const char* name;
+      float norm, flag;
+      double loss_scale;
+      int world;
+    } clips[] = {{"bucket_clip (under tau)", 0.05f, 0, 1, 8},
+                 {"bucket_clip (over tau)", 3.7f, 0, 2, 64},
+                 {"bucket_clip (inf/nan flag)", 1.0f, 1, 1, 8}};
+    for (const auto& k : clips) {
+      auto y = b.twin(normal(c.rng, 100003), DType::f32);
+      auto total = b.twin({k.norm, k.flag}, DType::f32);
+      bert::BucketClipParams p;
+      p.loss_scale = k.loss_scale;
+      p.num_buckets = 25;
+      p.world = k.world;
+      p.x = y.gpu.tensor();
+      p.total = total.gpu.tensor();
+      b.gpu().bucket_clip(p);
+      p.x = y.cpu.tensor();
+      p.total = total.cpu.tensor();
+      b.cpu().bucket_clip(p);
+      auto got = b.gpu_values(y), ref = b.cpu_values(y);
+      if (k.flag != 0)
+        for (auto* v : {&got, &ref})
+          for (float& e : *v) e = std::isnan(e) ? 1.0f : 0.0f;
+      c.add(judge_exact(k.name, "x", DType::f32, got, ref));
+    }
     auto half = b.output(100003, c.t);
     b.gpu().cast(half.gpu.tensor(), x.gpu.tensor());
     c.add(judge_exact("cast f32->compute", "dst", c.t, b.gpu_values(half),
