@@ -98,8 +98,9 @@ void GradientSync::launch(std::size_t index) {
   if (mode_ == ClippingMode::bucket_before_allreduce) {
     // The bucket's norm stays on the backend: the paper's clip factor (bert::bucket_clip_scale:
     // min(1, tau / norm) of the true gradients' norm, over the world; NaN for a bucket that is not
-    // finite, which poisons every rank's sum) is applied where the norm is, so a device backend clips and sends the bucket
-    // without a round trip to the host while backward goes on. finish() reads the norms once.
+    // finite, which poisons every rank's sum) is applied where the norm is, so a device backend
+    // clips and sends the bucket without a round trip to the host while backward goes on.
+    // finish() reads the step's norms once.
     bert::Tensor total = bucket_totals_.tensor().slice(2 * index, 2);
     norm_into(bucket.begin, bucket.end, total);
     bert::BucketClipParams clip;

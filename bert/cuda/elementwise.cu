@@ -150,8 +150,9 @@ __global__ void scale_kernel(float* __restrict__ x, float factor, int64_t n) {
 
 // Each thread derives the factor from `total` (two floats every thread reads from cache), in
 // double as bert::bucket_clip_scale does on the host (bert/ops.cc): the same f32 factor.
-__global__ void bucket_clip_kernel(float* __restrict__ x, int64_t n, const float* __restrict__ total,
-                                   double loss_scale, double tau, int world) {
+__global__ void bucket_clip_kernel(float* __restrict__ x, int64_t n,
+                                   const float* __restrict__ total, double loss_scale, double tau,
+                                   int world) {
   const float norm = total[0];
   float factor;
   if (total[1] != 0.0f || !isfinite(norm)) {
