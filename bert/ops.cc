@@ -1,8 +1,8 @@
 // Shared helpers of the Ops contract: dtype sizes and names, tensor slicing.
 #include "bert/ops.h"
 
-#include <cmath>
-#include <limits>
+#include "bert/bucket_clip.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -59,19 +59,11 @@ void require_input_activation_fusable(const char* op, const LinearBackwardParams
   if (problem) throw std::invalid_argument(std::string(op) + ": " + problem);
 }
 
-float bucket_clip_scale(float norm, bool flagged, double loss_scale, size_t num_buckets,
-                        int world) {
-  if (flagged || !std::isfinite(norm)) return std::numeric_limits<float>::quiet_NaN();
-  const double tau = 1.0 / std::sqrt(static_cast<double>(num_buckets));
-  const double unscaled = static_cast<double>(norm) / loss_scale;
-  const double factor = unscaled > tau ? tau / unscaled : 1.0;  // also 1 for norm 0
-  return static_cast<float>(factor / world);
-}
-
 void Ops::bucket_clip(const BucketClipParams& p) {
   float total[2];
   copy_to_host(total, p.total, sizeof(total));
-  scale(p.x, bucket_clip_scale(total[0], total[1] != 0.0f, p.loss_scale, p.num_buckets, p.world));
+  scale(p.x, bucket_clip_scale(total[0], total[1] != 0.0f, p.loss_scale,
+                               bucket_clip_tau(p.num_buckets), p.world));
 }
 
 }  // namespace mlbert::bert

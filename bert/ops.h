@@ -252,10 +252,8 @@ struct L2NormParams {
   Tensor total;
 };
 
-// Bucket-wise clipping before the allreduce: x *= bucket_clip_scale(total[0], total[1] != 0, ...),
-// with `total` the [norm, inf/nan flag] pair l2_norm wrote for the bucket. The factor is
-// min(1, tau / (norm / loss_scale)) / world, tau = 1 / sqrt(num_buckets), or NaN when the bucket
-// is not finite, so every rank's sum carries the overflow.
+// Bucket-wise clipping before the allreduce: x *= bucket_clip_scale(total[0], total[1] != 0, ...)
+// (bert/bucket_clip.h), with `total` the [norm, inf/nan flag] pair l2_norm wrote for the bucket.
 struct BucketClipParams {
   Tensor x;      // f32, the bucket's gradients
   Tensor total;  // f32 [2]: as l2_norm writes it
@@ -263,10 +261,6 @@ struct BucketClipParams {
   size_t num_buckets = 1;
   int world = 1;
 };
-// The paper's factor, computed in double and rounded to f32 (the CUDA kernel repeats this formula;
-// the device check compares the two).
-float bucket_clip_scale(float norm, bool flagged, double loss_scale, size_t num_buckets, int world);
-
 enum class AdamMode : uint8_t {
   adam_l2,  // weight decay added to the gradient before the moments (torch.optim.Adam)
   adamw,    // decoupled: p -= lr * (update + wd * p) (AdamW, NVIDIA FusedAdam adam_w_mode)

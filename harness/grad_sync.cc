@@ -96,7 +96,7 @@ void GradientSync::launch(std::size_t index) {
   const Bucket& bucket = buckets_[index];
   bert::Tensor slice = grad_.slice(bucket.begin, bucket.size());
   if (mode_ == ClippingMode::bucket_before_allreduce) {
-    // The bucket's norm stays on the backend: the paper's clip factor (bert::bucket_clip_scale:
+    // The bucket's norm stays on the backend: the paper's clip factor (bert/bucket_clip.h:
     // min(1, tau / norm) of the true gradients' norm, over the world; NaN for a bucket that is not
     // finite, which poisons every rank's sum) is applied where the norm is, so a device backend
     // clips and sends the bucket without a round trip to the host while backward goes on.

@@ -161,16 +161,12 @@ class NcclPending final : public PendingCollective {
   bool waited_ = false;
 };
 
-// Runs `collective` on the communication stream and waits for it (see wait_event); an error
-// returned at the call aborts the communicator before it is thrown.
-template <typename Collective>
-void run_blocking(State& state, const char* what, Collective collective) {
-  const ncclResult_t code = collective();
-  if (code != ncclSuccess) {
-    state.abort_comm();
-    check_nccl(code, what);
-  }
-  NcclPending(state.stream, state).wait();
+// An error an NCCL call returned: the communicator is aborted before it is thrown (peers may
+// already be inside the collective).
+void check_enqueued(State& state, ncclResult_t code, const char* what) {
+  if (code == ncclSuccess) return;
+  state.abort_comm();
+  check_nccl(code, what);
 }
 
 }  // namespace
@@ -228,20 +224,19 @@ void NcclCommunicator::order_after_compute() {
 std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data, std::size_t count,
                                                                      DataType type, ReduceOp op) {
   order_after_compute();
-  const ncclResult_t code =
-      ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), state_->comm, state_->stream);
-  if (code != ncclSuccess) {
-    state_->abort_comm();
-    check_nccl(code, "ncclAllReduce");
-  }
+  check_enqueued(
+      *state_,
+      ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), state_->comm, state_->stream),
+      "ncclAllReduce");
   return std::make_unique<NcclPending>(state_->stream, *state_);
 }
 
 void NcclCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
   order_after_compute();
-  run_blocking(*state_, "ncclAllGather", [&] {
-    return ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm, state_->stream);
-  });
+  check_enqueued(*state_,
+                 ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm, state_->stream),
+                 "ncclAllGather");
+  NcclPending(state_->stream, *state_).wait();
 }
 
 std::vector<std::vector<std::byte>> NcclCommunicator::allgatherv(std::span<const std::byte> send) {
@@ -251,9 +246,10 @@ std::vector<std::vector<std::byte>> NcclCommunicator::allgatherv(std::span<const
 
 void NcclCommunicator::broadcast(void* data, std::size_t bytes, int root) {
   order_after_compute();
-  run_blocking(*state_, "ncclBroadcast", [&] {
-    return ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream);
-  });
+  check_enqueued(*state_,
+                 ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream),
+                 "ncclBroadcast");
+  NcclPending(state_->stream, *state_).wait();
 }
 
 void NcclCommunicator::barrier() {

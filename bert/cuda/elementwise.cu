@@ -2,11 +2,11 @@
 // their size and alignment allow, a scalar tail otherwise.
 #include "bert/cuda/elementwise.h"
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "bert/bucket_clip.h"
 #include "bert/cuda/common.cuh"
 #include "bert/cuda/row_kernels.cuh"
 
@@ -148,19 +148,12 @@ __global__ void scale_kernel(float* __restrict__ x, float factor, int64_t n) {
     x[i] *= factor;
 }
 
-// Each thread derives the factor from `total` (two floats every thread reads from cache), in
-// double as bert::bucket_clip_scale does on the host (bert/ops.cc): the same f32 factor.
+// Each thread forms the factor from `total` (two floats every thread reads from cache) with the
+// host's own function (bert/bucket_clip.h): the same f32 factor as the CPU backend.
 __global__ void bucket_clip_kernel(float* __restrict__ x, int64_t n,
                                    const float* __restrict__ total, double loss_scale, double tau,
                                    int world) {
-  const float norm = total[0];
-  float factor;
-  if (total[1] != 0.0f || !isfinite(norm)) {
-    factor = __int_as_float(0x7fc00000);  // quiet NaN: the bucket poisons every rank's sum
-  } else {
-    const double unscaled = static_cast<double>(norm) / loss_scale;
-    factor = static_cast<float>((unscaled > tau ? tau / unscaled : 1.0) / world);
-  }
+  const float factor = bert::bucket_clip_scale(total[0], total[1] != 0.0f, loss_scale, tau, world);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     x[i] *= factor;
@@ -293,8 +286,8 @@ void scale_f32(float* x, float factor, int64_t n, cudaStream_t stream) {
 void bucket_clip_f32(float* x, int64_t n, const float* total, double loss_scale,
                      int64_t num_buckets, int world, cudaStream_t stream) {
   if (n == 0) return;
-  const double tau = 1.0 / std::sqrt(static_cast<double>(num_buckets));
-  bucket_clip_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, total, loss_scale, tau, world);
+  bucket_clip_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+      x, n, total, loss_scale, bert::bucket_clip_tau(static_cast<size_t>(num_buckets)), world);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -27,8 +27,9 @@ void convert(ElementType dst_type, void* dst, ElementType src_type, const void* 
              cudaStream_t stream);
 // x *= factor over n floats.
 void scale_f32(float* x, float factor, int64_t n, cudaStream_t stream);
-// x *= bert::bucket_clip_scale(total[0], total[1] != 0, loss_scale, num_buckets, world) over n
-// floats, `total` read on the device (l2_norm's [norm, inf/nan flag] of the same bucket).
+// x *= bert::bucket_clip_scale(total[0], total[1] != 0, loss_scale, tau, world) over n floats,
+// tau = bert::bucket_clip_tau(num_buckets), `total` read on the device (l2_norm's [norm, inf/nan
+// flag] of the same bucket).
 void bucket_clip_f32(float* x, int64_t n, const float* total, double loss_scale,
                      int64_t num_buckets, int world, cudaStream_t stream);
 // dst += src over n elements, src f32, f16 or bf16 (a cuBLASLt bias gradient into the f32
