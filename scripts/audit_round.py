@@ -13,7 +13,13 @@ venv), and prints where they differ:
   counted with the identical minutes;
 - rcp: each folder (rulesets with BERT RCPs), `mlbert rcp --json` against the official RCP checker
   (`check_directory`, no scaling file written): the same verdict and message, and the same scaling
-  factor to 1e-12.
+  factor to 1e-12;
+- package (with --implementations DIR): each submitter's BERT part -- results/<system>/bert, those
+  systems' descriptions, and benchmarks/bert/ from DIR/<org>/benchmarks/bert (a round's checkout
+  holds it beside the results) copied to a scratch tree, `mlbert package --json` against
+  `check_training_package`: the same verdict. mlbert also requires the submission's code in
+  benchmarks/bert/implementations/<implementation>/, which the official checker does not look for: a
+  package failed by mlbert for that alone is listed as STRICTER, not as a difference.
 
 ROUND_DIR is a round's results tree as MLCommons publishes it (<org>/results/<system>/bert/, e.g. a
 checkout of mlcommons/training_results_v4.0) or flat folders (<org>/<system>/result_*.txt, as
@@ -29,12 +35,16 @@ import json
 import logging
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 
 try:
     from mlperf_logging.compliance_checker import mlp_compliance
+    from mlperf_logging.package_checker import package_checker
     from mlperf_logging.rcp_checker import rcp_checker
     from mlperf_logging.result_summarizer import result_summarizer
 except ImportError as e:
@@ -168,21 +178,108 @@ def compare_rcps(mlbert, folders, ruleset, differences):
     return passed
 
 
-def audit(mlbert, round_dir, ruleset):
+class VerdictLines(logging.Handler):
+    """The package checker returns nothing: its verdict is the line it logs."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def official_package(org, ruleset):
+    handler, root = VerdictLines(), logging.getLogger()
+    level = root.level
+    logging.disable(logging.NOTSET)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            package_checker.check_training_package(str(org), "training", ruleset, False, False, False,
+                                                   False, False, "/dev/null")
+    except Exception as e:  # the command dies with a traceback: not a passing package
+        return False, f"{type(e).__name__}: {e}"
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        logging.disable(logging.CRITICAL)
+    verdict = [line for line in handler.lines if "PACKAGE CHECKER FOUND" in line]
+    errors = [line for line in handler.lines if "error" in line.lower()][:3]
+    return len(verdict) == 1 and "FOUND NO ERRORS" in verdict[0], "; ".join(errors)
+
+
+def package_orgs(round_dir):
+    """{org: [result folder...]} of a round in the package layout (<org>/results/<system>/bert)."""
+    orgs = {}
+    for folder in sorted(round_dir.glob("*/results/*/bert")):
+        if any(folder.glob("result_*.txt")):
+            orgs.setdefault(folder.parents[2].name, []).append(folder)
+    return orgs
+
+
+NO_IMPLEMENTATION = "[layout] no implementation folder"
+
+
+def compare_packages(mlbert, round_dir, implementations, ruleset, differences, stricter):
+    passed = compared = 0
+    for org, folders in package_orgs(round_dir).items():
+        code = implementations / org / "benchmarks" / "bert"
+        with tempfile.TemporaryDirectory(prefix="audit_round_") as scratch:
+            trees = []
+            for tool in ("official", "mlbert"):
+                tree = pathlib.Path(scratch, tool, org)
+                for folder in folders:
+                    system = folder.parent.name
+                    shutil.copytree(folder, tree / "results" / system / "bert")
+                    description = round_dir / org / "systems" / f"{system}.json"
+                    if description.exists():
+                        (tree / "systems").mkdir(exist_ok=True)
+                        shutil.copy(description, tree / "systems")
+                if code.is_dir():
+                    shutil.copytree(code, tree / "benchmarks" / "bert")
+                trees.append(tree)
+            theirs, why = official_package(trees[0], ruleset)
+            ours = mlbert_json(mlbert, ["package", "--json", "--ruleset", ruleset, str(trees[1])])
+        compared += 1
+        passed += theirs
+        errors = [f for f in ours["findings"] if f["level"] == "ERROR"]
+        if theirs and errors and all(f["text"].startswith(NO_IMPLEMENTATION) for f in errors):
+            stricter.append(f"package {round_dir / org}: {errors[0]['text']}")
+        elif ours["passed"] != theirs:
+            errors = [f"{f['where']}: {f['text']}" for f in errors]
+            differences.append(f"package {round_dir / org}: official {theirs} ({why}), mlbert "
+                               f"{ours['passed']} ({'; '.join(errors[:3])})")
+    return compared, passed
+
+
+def audit(mlbert, round_dir, ruleset, implementations):
     """Prints the round's differences and its summary line; returns the number of differences."""
     folders = bert_folders(round_dir)
-    differences = []
+    differences, stricter = [], []
     started = time.time()
     logs, verdicts = compare_checks(mlbert, folders, ruleset, differences)
     scored = compare_scores(mlbert, folders, ruleset, differences)
     rcp_note = "no BERT RCPs in this ruleset"
     if ruleset not in ("0.6.0", "0.7.0"):
         rcp_note = f"{compare_rcps(mlbert, folders, ruleset, differences)} pass the RCP check"
+    package_note = ""
+    if implementations:
+        compared, passed = compare_packages(mlbert, round_dir, implementations, ruleset,
+                                            differences, stricter)
+        package_note = (f", {compared} submitters' packages ({passed} pass officially, "
+                        f"{len(stricter)} failed by mlbert alone for want of the code)")
+    for d in stricter:
+        print("STRICTER:", d)
     for d in differences:
         print("DIFFERENCE:", d)
     print(f"{round_dir} ({ruleset}): {logs} logs (official SUCCESS {verdicts['SUCCESS']}, "
-          f"FAILED {verdicts['FAILED']}), {len(folders)} folders ({scored} with a score; {rcp_note}): "
-          f"{len(differences)} difference(s); {time.time() - started:.0f} s", flush=True)
+          f"FAILED {verdicts['FAILED']}), {len(folders)} folders ({scored} with a score; {rcp_note})"
+          f"{package_note}: {len(differences)} difference(s); {time.time() - started:.0f} s",
+          flush=True)
     return len(differences)
 
 
@@ -191,6 +288,9 @@ def main():
     parser.add_argument("round_dirs", type=pathlib.Path, nargs="+", metavar="ROUND_DIR")
     parser.add_argument("--ruleset", help="every ROUND_DIR's ruleset (default: the round in its name)")
     parser.add_argument("--mlbert", default="build/bin/mlbert")
+    parser.add_argument("--implementations", type=pathlib.Path,
+                        help="compare packages too, with <org>/benchmarks/bert from here (for one "
+                        "ROUND_DIR: a checkout of the round holds them beside its results)")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
     rounds = []
@@ -205,7 +305,10 @@ def main():
             print(f"audit_round.py: no BERT result logs under {round_dir}", file=sys.stderr)
             return 2
         rounds.append((round_dir, ruleset))
-    differences = sum(audit(args.mlbert, d, r) for d, r in rounds)
+    if args.implementations and len(rounds) != 1:
+        print("audit_round.py: --implementations goes with one ROUND_DIR", file=sys.stderr)
+        return 2
+    differences = sum(audit(args.mlbert, d, r, args.implementations) for d, r in rounds)
     return 1 if differences else 0
 
 
