@@ -3,11 +3,13 @@
 mlperf_logging tools (the package imported in this interpreter, e.g. the pinned one of `make test`'s
 venv), and prints where they differ:
 
-  build-venv/bin/python scripts/audit_round.py ROUND_DIR... [--ruleset X.Y.Z] [--mlbert build/bin/mlbert]
+  build-venv/bin/python scripts/audit_round.py ROUND_DIR... [--ruleset X.Y.Z] [--werror]
+                        [--implementations DIR] [--mlbert build/bin/mlbert]
 
-- check: each result log, `mlbert check --ruleset RULESET` against the official compliance checker
-  (`make_checker(...).check_file`): the same verdict, the same number of failed rules, and every
-  rule key the official checker fails named by mlbert;
+- check: each result log, `mlbert check --ruleset RULESET [--werror]` against the official
+  compliance checker (`make_checker(...).check_file`, warnings as errors with --werror): the same
+  verdict, the same number of failed rules, and every rule key the official checker fails named by
+  mlbert;
 - score: each BERT result folder, `mlbert score --json` against the summarizer's per-folder function
   (`_compute_strong_score_standalone`): the identical score or none in both, and the same runs
   counted with the identical minutes;
@@ -64,10 +66,10 @@ def result_logs(folder):
     return sorted(folder.glob("result_*.txt"), key=lambda p: p.name)
 
 
-def official_check(path, ruleset):
+def official_check(path, ruleset, werror):
     """(verdict, rule keys it failed with a key of their own, number of failed rules)."""
     mlp_compliance.enqueued_configs.clear()  # module state: a crash would leave entries behind
-    checker = mlp_compliance.make_checker("training", ruleset, False, False)
+    checker = mlp_compliance.make_checker("training", ruleset, False, werror)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             ok = checker.check_file(str(path), f"training_{ruleset}/common.yaml")
@@ -81,13 +83,13 @@ def official_check(path, ruleset):
 ERROR_LINE = re.compile(r"^\s+error\s+[\w.]+:(\w+)[ :]")
 
 
-def mlbert_check(mlbert, paths, ruleset):
+def mlbert_check(mlbert, paths, ruleset, werror):
     """{path: (verdict, rule keys of its error lines, number of error lines)}"""
     out = {}
     for start in range(0, len(paths), 100):
         chunk = [str(p) for p in paths[start:start + 100]]
-        proc = subprocess.run([mlbert, "check", "--ruleset", ruleset, "--quiet", *chunk],
-                              capture_output=True)
+        proc = subprocess.run([mlbert, "check", "--ruleset", ruleset, "--quiet",
+                               *(["--werror"] if werror else []), *chunk], capture_output=True)
         if proc.returncode not in (0, 1):
             sys.exit(f"audit_round.py: mlbert check exited {proc.returncode}: "
                      f"{proc.stderr.decode(errors='replace')[-2000:]}")
@@ -102,12 +104,12 @@ def mlbert_check(mlbert, paths, ruleset):
     return out
 
 
-def compare_checks(mlbert, folders, ruleset, differences):
+def compare_checks(mlbert, folders, ruleset, werror, differences):
     paths = [p for f in folders for p in result_logs(f)]
-    ours = mlbert_check(mlbert, paths, ruleset)
+    ours = mlbert_check(mlbert, paths, ruleset, werror)
     verdicts = {"SUCCESS": 0, "FAILED": 0}
     for path in paths:
-        verdict, keys, failed, crash = official_check(path, ruleset)
+        verdict, keys, failed, crash = official_check(path, ruleset, werror)
         verdicts[verdict] += 1
         mine = ours.get(str(path))
         if mine is None:
@@ -256,12 +258,12 @@ def compare_packages(mlbert, round_dir, implementations, ruleset, differences, s
     return compared, passed
 
 
-def audit(mlbert, round_dir, ruleset, implementations):
+def audit(mlbert, round_dir, ruleset, implementations, werror):
     """Prints the round's differences and its summary line; returns the number of differences."""
     folders = bert_folders(round_dir)
     differences, stricter = [], []
     started = time.time()
-    logs, verdicts = compare_checks(mlbert, folders, ruleset, differences)
+    logs, verdicts = compare_checks(mlbert, folders, ruleset, werror, differences)
     scored = compare_scores(mlbert, folders, ruleset, differences)
     rcp_note = "no BERT RCPs in this ruleset"
     if ruleset not in ("0.6.0", "0.7.0"):
@@ -276,7 +278,8 @@ def audit(mlbert, round_dir, ruleset, implementations):
         print("STRICTER:", d)
     for d in differences:
         print("DIFFERENCE:", d)
-    print(f"{round_dir} ({ruleset}): {logs} logs (official SUCCESS {verdicts['SUCCESS']}, "
+    mode = " checked with --werror" if werror else ""
+    print(f"{round_dir} ({ruleset}): {logs} logs{mode} (official SUCCESS {verdicts['SUCCESS']}, "
           f"FAILED {verdicts['FAILED']}), {len(folders)} folders ({scored} with a score; {rcp_note})"
           f"{package_note}: {len(differences)} difference(s); {time.time() - started:.0f} s",
           flush=True)
@@ -291,6 +294,8 @@ def main():
     parser.add_argument("--implementations", type=pathlib.Path,
                         help="compare packages too, with <org>/benchmarks/bert from here (for one "
                         "ROUND_DIR: a checkout of the round holds them beside its results)")
+    parser.add_argument("--werror", action="store_true",
+                        help="check the logs with warnings as errors (both tools)")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
     rounds = []
@@ -308,7 +313,8 @@ def main():
     if args.implementations and len(rounds) != 1:
         print("audit_round.py: --implementations goes with one ROUND_DIR", file=sys.stderr)
         return 2
-    differences = sum(audit(args.mlbert, d, r, args.implementations) for d, r in rounds)
+    differences = sum(audit(args.mlbert, d, r, args.implementations, args.werror)
+                      for d, r in rounds)
     return 1 if differences else 0
 
 

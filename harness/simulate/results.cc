@@ -209,7 +209,9 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   std::smatch m;
   // Bounded repetitions only: libstdc++'s regex recurses once per repeated character.
   static const std::regex optimizer("--optimizer=(\\w{1,64})"),
-      eval_batch("--eval_batch_size=(\\d{1,6})\\b");
+      eval_batch("--eval_batch_size=(\\d{1,6})\\b"),
+      eval_every("--eval_iter_samples=(\\d{1,12})\\b"),
+      eval_first("--eval_iter_start_samples=(\\d{1,12})\\b");
   if (std::regex_search(text, m, optimizer)) {
     result.launch_flags.push_back(m.str(0));
     result.adam = ascii_lower(m.str(1)).find("adam") != std::string::npos;
@@ -217,6 +219,17 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   if (std::regex_search(text, m, eval_batch)) {
     result.launch_flags.push_back(m.str(0));
     if (const int batch = std::stoi(m.str(1)); batch > 0) result.eval_batch_size = batch;
+  }
+  // NVIDIA's run_pretraining.py (and the codes derived from it) evaluate every
+  // --eval_iter_samples samples from --eval_iter_start_samples on: v0.7 every 500,000 from
+  // 3,000,000, which no later rule's cadence gives.
+  if (std::regex_search(text, m, eval_every)) {
+    result.launch_flags.push_back(m.str(0));
+    if (const auto every = std::stoll(m.str(1)); every > 0) result.eval_every_samples = every;
+  }
+  if (std::regex_search(text, m, eval_first)) {
+    result.launch_flags.push_back(m.str(0));
+    if (const auto first = std::stoll(m.str(1)); first > 0) result.eval_first_samples = first;
   }
   // --split_batch_cnt Q1 Q2 ...: the whole numbers that follow it (at most 64, each < 10^6).
   if (const std::size_t at = text.find("--split_batch_cnt"); at != std::string::npos) {
@@ -771,6 +784,11 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
                     " (its run_and_time.sh passes it to every run in the v1.1-v3.1 results; the "
                     "config's CUDA graphs, padding or packing are not in the folder)");
   run.eval.eval_samples = r.eval_samples;
+  if (r.eval_every_samples) {  // the cadence the run used, where its launch line states it
+    run.eval.mlperf_cadence = false;
+    run.eval.interval_samples = *r.eval_every_samples;
+    run.eval.start_samples = r.eval_first_samples.value_or(0);
+  }
   run.eval.batch_size = r.eval_batch_size.value_or(16);
   if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
   run.max_steps = 0;

@@ -82,6 +82,8 @@ struct PublishedResult {
   // NVIDIA's reference launch (kReferenceLaunchFlags), which the PyTorch submissions derive from.
   bool reference_launch = false;
   std::optional<int> eval_batch_size;
+  // --eval_iter_samples / --eval_iter_start_samples of the launch line: the run's eval cadence.
+  std::optional<std::int64_t> eval_every_samples, eval_first_samples;
   std::optional<std::int64_t> device_batch_size;  // MLLOG d_batch_size: rows per GPU per micro-step
   // Samples per packed row (packing_factor): the samples per GPU and micro-step over the rows.
   int packing = 1;

@@ -1277,6 +1277,41 @@ TEST_CASE("NVIDIA's run_pretraining.py without --unpad pads every sequence", "[s
   CHECK_FALSE(read_published_result(own, "0.7.0").full_padding);
 }
 
+TEST_CASE("the launch line's --eval_iter_samples is the run's evaluation cadence", "[simulate]") {
+  namespace fs = std::filesystem;
+  const std::vector<std::pair<std::string, std::string>> records = {{"global_batch_size", "5120"},
+                                                                    {"train_samples", "1000"}};
+  const std::string nics = "Compute: 8x HDR 200Gb/s";
+  // v0.7's NVIDIA launch: every 500,000 samples from 3,000,000, where the 1.0.0 rule would give
+  // 200,000 from 200,000 at GBS 5,120.
+  const fs::path dir = published_folder(
+      "mlbert_published_eval_cadence", nics, records,
+      "python run_pretraining.py --unpad --eval_iter_start_samples=3000000 "
+      "--eval_iter_samples=500000 --eval_batch_size=16");
+  const PublishedResult r = read_published_result(dir, "0.7.0");
+  REQUIRE(r.eval_every_samples);
+  CHECK(*r.eval_every_samples == 500000);
+  REQUIRE(r.eval_first_samples);
+  CHECK(*r.eval_first_samples == 3000000);
+  const ClusterRun c = cluster_from_result(r);
+  CHECK_FALSE(c.run.eval.mlperf_cadence);
+  CHECK(c.run.eval.interval_samples == 500000);
+  CHECK(c.run.eval.start_samples == 3000000);
+  CHECK(eval_interval(c.run) == 500000);
+  // Not stated (or not a number, or no digits): the rules' cadence.
+  for (const std::string launch : {"python run_pretraining.py --unpad",
+                                   "python run_pretraining.py --eval_iter_samples=${EVAL_ITER}",
+                                   "python run_pretraining.py --eval_iter_samples=0"}) {
+    INFO(launch);
+    const PublishedResult u = read_published_result(
+        published_folder("mlbert_published_eval_rule", nics, records, launch), "1.0.0");
+    CHECK_FALSE(u.eval_every_samples);
+    const ClusterRun rule = cluster_from_result(u);
+    CHECK(rule.run.eval.mlperf_cadence);
+    CHECK(eval_interval(rule.run) == mlperf_eval_interval(5120));
+  }
+}
+
 TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "[simulate]") {
   namespace fs = std::filesystem;
   const std::string nics = "Compute: 8x HDR 200Gb/s";
