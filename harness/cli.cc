@@ -80,6 +80,7 @@ void register_train(CLI::App& app, int& exit_code) {
     o.progress_display = parse_progress_display(*progress_display);
     // Before MPI starts its threads: only the run guard's thread may take termination signals.
     RunGuard::block_termination_signals();
+    select_gpu_before_mpi(o);
     MpiRuntime runtime(nullptr, nullptr);
     exit_code = run_training(o, runtime);
   });

@@ -205,12 +205,13 @@ bert::Batch synthetic_batch(const bert::BertConfig& config, const RunSpec& run,
 #ifdef MLBERT_HAVE_CUDA
 // This rank's GPU: MLBERT_DEVICE (set by `mlbert bind`), else the local rank the launcher states
 // (the global rank modulo the ranks per node only when it states none: wrong for a cyclic
-// placement, where two ranks of a node would take one GPU).
-int cuda_device(const Prepared& p) {
+// placement, where two ranks of a node would take one GPU). All of it is in the environment
+// before MPI starts.
+int cuda_device(const SystemConfig& system) {
   if (const char* device = std::getenv("MLBERT_DEVICE"); device && *device)
     return std::atoi(device);
   const int local_rank = local_rank_from_environment().value_or(
-      mllog::rank_from_environment() % p.system.topology.ranks_per_node);
+      mllog::rank_from_environment() % system.topology.ranks_per_node);
   return local_rank % std::max(cuda::cuda_device_count(), 1);
 }
 #endif
@@ -221,7 +222,7 @@ std::unique_ptr<bert::Ops> make_backend(const Prepared& p, const bert::ModelLimi
   const bert::DType dtype =
       p.system.run.precision == Precision::fp16 ? bert::DType::f16 : bert::DType::bf16;
   auto options = cuda::cuda_ops_options_for(p.config, limits, dtype);
-  options.device = cuda_device(p);
+  options.device = cuda_device(p.system);
   return std::make_unique<cuda::CudaOps>(options);
 #else
   (void)limits;
@@ -291,6 +292,20 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world,
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+
+void select_gpu_before_mpi(const TrainOptions& o) {
+#ifdef MLBERT_HAVE_CUDA
+  try {
+    const SystemConfig system = load_system(o.system, o.systems_dir);
+    if (o.backend.value_or(system.run.backend) != "cuda" || cuda::cuda_device_count() == 0) return;
+    cuda::set_cuda_device(cuda_device(system));  // CudaOps sets the same device again
+  } catch (const std::exception&) {
+    // preflight reads the system again and reports the problem with this rank's number
+  }
+#else
+  (void)o;
+#endif
+}
 
 int run_training(const TrainOptions& o, MpiRuntime& runtime) {
   std::shared_ptr<MpiCommunicator> world = MpiCommunicator::world(runtime, o.progress);
@@ -486,7 +501,7 @@ RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& w
 #ifdef MLBERT_HAVE_CUDA
   if (p.backend == "cuda") {
     auto* cuda_ops = static_cast<cuda::CudaOps*>(s.ops.get());
-    s.grad_comm = std::make_shared<NcclCommunicator>(world.split(0, rank), cuda_device(p),
+    s.grad_comm = std::make_shared<NcclCommunicator>(world.split(0, rank), cuda_device(p.system),
                                                      cuda_ops->stream());
   }
 #endif

@@ -44,6 +44,13 @@ inline constexpr int kExitNotConverged = 3;  // max steps or samples without rea
 inline constexpr int kExitAborted = 4;       // a failure after init_start (logged as aborted)
 inline constexpr int kExitWatchdog = 5;      // no progress within the watchdog limit
 
+// With the CUDA backend (the system's run.backend or --backend), makes this rank's GPU current
+// before MPI starts: a CUDA-aware MPI sets up CUDA in MPI_Init on the current device, which is
+// device 0 for every rank of a node otherwise (8 contexts and their memory on one GPU). Does
+// nothing without CUDA, without a GPU, or when the system cannot be read (run_training then says
+// why, with the rank).
+void select_gpu_before_mpi(const TrainOptions& options);
+
 // Runs one rank. Returns the exit status; throws (a clear message) for problems found before
 // init_start. Ranks other than 0 return 2 without a message in that case (rank 0 prints it).
 int run_training(const TrainOptions& options, MpiRuntime& runtime);

@@ -133,6 +133,12 @@ int cuda_device_count() {
   return count;
 }
 
+bool set_cuda_device(int device) {
+  if (cudaSetDevice(device) == cudaSuccess) return true;
+  cudaGetLastError();
+  return false;
+}
+
 CudaOpsOptions cuda_ops_options_for(const bert::BertConfig& config, const bert::ModelLimits& limits,
                                     DType compute_dtype) {
   CudaOpsOptions options;

@@ -49,6 +49,8 @@ CudaOpsOptions cuda_ops_options_for(const bert::BertConfig& config, const bert::
 
 // Number of CUDA devices visible (0 when there is no driver or no device).
 int cuda_device_count();
+// Makes `device` this thread's current device; false (the error cleared) when it cannot.
+bool set_cuda_device(int device);
 
 class CudaOps;
 // The backend for `mlbert train --backend cuda`: device `device`, compute precision "bf16" or
