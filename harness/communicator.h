@@ -45,7 +45,8 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string backend() const = 0;  // "mpi" or "nccl"
 
-  // In-place allreduce of `count` elements at `data` (host memory for MPI, device for NCCL).
+  // In-place allreduce of `count` elements at `data` (host memory for MPI; device memory for NCCL,
+  // which hands host memory to the MPI communicator it was made over).
   virtual std::unique_ptr<PendingCollective> allreduce_async(void* data, std::size_t count,
                                                              DataType type, ReduceOp op) = 0;
   void allreduce(void* data, std::size_t count, DataType type, ReduceOp op) {

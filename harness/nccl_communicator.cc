@@ -56,6 +56,16 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+// True for memory NCCL can reduce (device or managed); host memory, pageable or pinned, is not.
+bool on_device(const void* data) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    cudaGetLastError();  // an address CUDA has never seen: host memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
 }  // namespace
 
 struct NcclCommunicator::State {
@@ -223,6 +233,9 @@ void NcclCommunicator::order_after_compute() {
 
 std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data, std::size_t count,
                                                                      DataType type, ReduceOp op) {
+  // Host values (the typed sum/max helpers' scalars) go over the bootstrap (MPI) communicator,
+  // the same ranks in the same order: NCCL would read them as device addresses.
+  if (!on_device(data)) return bootstrap_->allreduce_async(data, count, type, op);
   order_after_compute();
   check_enqueued(
       *state_,
@@ -232,6 +245,10 @@ std::unique_ptr<PendingCollective> NcclCommunicator::allreduce_async(void* data,
 }
 
 void NcclCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  if (!on_device(send) && !on_device(recv)) return bootstrap_->allgather(send, recv, bytes_per_rank);
+  if (!on_device(send) || !on_device(recv))
+    throw CommunicatorError("NCCL allgather: the send and receive buffers must both be device "
+                            "memory or both host memory");
   order_after_compute();
   check_enqueued(*state_,
                  ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm, state_->stream),
@@ -245,6 +262,7 @@ std::vector<std::vector<std::byte>> NcclCommunicator::allgatherv(std::span<const
 }
 
 void NcclCommunicator::broadcast(void* data, std::size_t bytes, int root) {
+  if (!on_device(data)) return bootstrap_->broadcast(data, bytes, root);
   order_after_compute();
   check_enqueued(*state_,
                  ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream),
