@@ -134,6 +134,30 @@ bool same(const std::optional<std::vector<T>>& a, const std::optional<std::vecto
   return a.has_value() == b.has_value() && (!a || *a == *b);
 }
 
+// Two reads of one row agree. A varlen row is compared up to its variable-length values: for an
+// element whose stored length exceeds its global-heap object, HDF5 1.10 fills the rest from a
+// conversion buffer whose bytes depend on what the process converted before (a campaign found the
+// last row reading the first row's masked ids when the whole shard was read, zeros when read
+// alone; and the reader process, its heap fresh, and the fork of the long-running fuzzer differ
+// the same way). Every length, the NSP label and a fixed-layout row must agree exactly.
+bool same_row(const Sample& a, const Sample& b, Layout layout) {
+  if (layout != Layout::kVarlen) return a == b;
+  return a.input_ids.size() == b.input_ids.size() && a.segment_ids.size() == b.segment_ids.size() &&
+         a.masked_lm_positions.size() == b.masked_lm_positions.size() &&
+         a.masked_lm_ids.size() == b.masked_lm_ids.size() &&
+         a.next_sentence_label == b.next_sentence_label;
+}
+
+bool same_rows(const std::optional<std::vector<Sample>>& a,
+               const std::optional<std::vector<Sample>>& b, Layout layout) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  if (a->size() != b->size()) return false;
+  for (size_t i = 0; i < a->size(); ++i)
+    if (!same_row((*a)[i], (*b)[i], layout)) return false;
+  return true;
+}
+
 bool same_packed(const std::optional<std::vector<data::PackedRow>>& a,
                  const std::optional<std::vector<data::PackedRow>>& b) {
   if (a.has_value() != b.has_value()) return false;
@@ -180,18 +204,8 @@ void check_promises(const Reads& r, const ReadOptions& o) {
     if (r.samples && r.info->layout != Layout::kPacked) {
       const auto& all = *r.samples;
       const auto& p = *r.picked;
-      // A varlen row is compared up to its variable-length values: for an element whose stored
-      // length exceeds its global-heap object, HDF5 1.10 fills the rest from a reused conversion
-      // buffer, whose bytes depend on what the same read converted before (a campaign found the
-      // last row reading the first row's masked ids when the whole shard was read, zeros when read
-      // alone). Every length, the NSP label and a fixed-layout row must still agree exactly.
       const auto agree = [&](const Sample& a, const Sample& b) {
-        if (r.info->layout == Layout::kFixed) return a == b;
-        return a.input_ids.size() == b.input_ids.size() &&
-               a.segment_ids.size() == b.segment_ids.size() &&
-               a.masked_lm_positions.size() == b.masked_lm_positions.size() &&
-               a.masked_lm_ids.size() == b.masked_lm_ids.size() &&
-               a.next_sentence_label == b.next_sentence_label;
+        return same_row(a, b, r.info->layout);
       };
       if (p.size() != 3 || !agree(p[0], all.back()) || !agree(p[1], all.front()) ||
           !agree(p[2], all.back()) || !agree(p[0], p[2]))
@@ -380,11 +394,23 @@ void on_fork_death() {
   int status = kForkMatched;
   if (direct.hdf5_failed)
     status = kForkPromise;  // only the reader process reports these
-  else if (!same_info(contained.info, direct.info) || !same(contained.lengths, direct.lengths) ||
-           !same(contained.samples, direct.samples) ||
-           !same_packed(contained.packed, direct.packed) ||
-           !same(contained.picked, direct.picked) || !same(contained.past_end, direct.past_end))
-    status = kForkDiffered;
+  else {
+    // Rows compared as same_row does (the layout is the reader's; info must match first).
+    const Layout layout = contained.info ? contained.info->layout : Layout::kFixed;
+    const char* differs = !same_info(contained.info, direct.info)    ? "the shard's info"
+                          : !same(contained.lengths, direct.lengths) ? "the lengths"
+                          : !same_rows(contained.samples, direct.samples, layout) ? "the samples"
+                          : !same_packed(contained.packed, direct.packed)       ? "the packed rows"
+                          : !same_rows(contained.picked, direct.picked, layout) ? "the picked rows"
+                          : !same_rows(contained.past_end, direct.past_end, layout)
+                              ? "the rows past the end"
+                              : nullptr;
+    if (differs) {
+      std::fprintf(stderr, "fuzz_data_shard: the reader process and the direct pass differ in %s\n",
+                   differs);
+      status = kForkDiffered;
+    }
+  }
   std::memcpy(counters.shared, counters.own.begin, counters.own.size);
   _exit(status);  // no atexit handlers, no leak check of HDF5's state
 }
@@ -425,7 +451,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       return 0;
     case kForkHdf5Crashed:
       return 0;  // HDF5's memory error, contained in production by the reader process
-    default:  // a difference, a broken promise, or a sanitizer's report in the fork
+    default:     // a difference, a broken promise, or a sanitizer's report in the fork
       std::fprintf(stderr, "fuzz_data_shard: the second pass (a fork) exited %d: %s\n",
                    WEXITSTATUS(status),
                    WEXITSTATUS(status) == kForkDiffered  ? "its reads differ from the reader's"
