@@ -408,6 +408,24 @@ void on_fork_death() {
     if (differs) {
       std::fprintf(stderr, "fuzz_data_shard: the reader process and the direct pass differ in %s\n",
                    differs);
+      // Each side's rows in brief, for the report: the difference may not reproduce alone.
+      const auto brief = [](const char* side, const std::optional<std::vector<Sample>>& rows) {
+        std::fprintf(stderr, "  %s:", side);
+        if (!rows) std::fprintf(stderr, " no rows (an error)");
+        for (std::size_t i = 0; rows && i < rows->size() && i < 8; ++i) {
+          const Sample& x = (*rows)[i];
+          std::fprintf(stderr, " [ids %zu seg %zu pos %zu mlm %zu nsp %d]", x.input_ids.size(),
+                       x.segment_ids.size(), x.masked_lm_positions.size(), x.masked_lm_ids.size(),
+                       static_cast<int>(x.next_sentence_label));
+        }
+        std::fprintf(stderr, "\n");
+      };
+      std::fprintf(stderr, "  layout %d, %lld rows\n", static_cast<int>(layout),
+                   contained.info ? static_cast<long long>(contained.info->rows) : -1LL);
+      brief("reader, picked", contained.picked);
+      brief("direct, picked", direct.picked);
+      brief("reader, shard", contained.samples);
+      brief("direct, shard", direct.samples);
       status = kForkDiffered;
     }
   }
