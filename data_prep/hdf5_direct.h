@@ -32,6 +32,11 @@ class ShardReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Initializes the HDF5 library (its type tables, free lists; its error printing off) ahead of the
+// first read, which otherwise does it: the shard reader process does it once, before it forks a
+// process per read.
+void initialize_hdf5();
+
 ShardInfo inspect_shard(const std::filesystem::path& path);
 std::vector<Sample> read_shard(const std::filesystem::path& path, const ReadOptions& options);
 std::vector<Sample> read_row_range(const std::filesystem::path& path, int64_t begin, int64_t count,

@@ -514,6 +514,11 @@ Layout parse_layout(const std::string& name) {
 
 namespace direct {
 
+void initialize_hdf5() {
+  H5open();
+  quiet_hdf5();
+}
+
 ShardInfo inspect_shard(const std::filesystem::path& path) {
   File f(path);
   ShardInfo info;

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -162,7 +164,10 @@ class ReaderProcess {
       ::close(fd_);
       pid_ = fd_ = -1;
     }
-    if (pid_ < 0) start(shard);
+    // MLBERT_SHARD_READER names another reader now (tests set it): that one serves from here on.
+    const fs::path exe = shard_reader_executable();
+    if (pid_ >= 0 && exe != exe_) stop();
+    if (pid_ < 0) start(shard, exe);
     const auto timeout = std::chrono::duration<double>(shard_read_timeout_seconds());
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
@@ -200,8 +205,7 @@ class ReaderProcess {
   }
 
  private:
-  void start(const fs::path& shard) {
-    const fs::path exe = shard_reader_executable();
+  void start(const fs::path& shard, const fs::path& exe) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
       throw std::runtime_error(
@@ -237,6 +241,7 @@ class ReaderProcess {
     pid_ = pid;
     fd_ = sv[0];
     owner_ = ::getpid();
+    exe_ = exe;
   }
 
   // Kills and reaps the reader; says how it ended.
@@ -256,6 +261,7 @@ class ReaderProcess {
   pid_t pid_ = -1;
   int fd_ = -1;
   pid_t owner_ = -1;
+  fs::path exe_;  // what was started
 };
 
 // Never destroyed: a thread may still read while the process exits, and the reader exits by
@@ -316,6 +322,13 @@ direct::ShardReader& kept(std::uint64_t handle, const fs::path& path) {
 void put_packed(ByteWriter& out, const std::vector<PackedRow>& rows) {
   out.put<std::uint64_t>(rows.size());
   for (const PackedRow& row : rows) put_samples(out, row.samples);
+}
+
+std::vector<std::byte> error_answer(Status status, const std::string& message) {
+  ByteWriter error;
+  error.put<std::uint8_t>(static_cast<std::uint8_t>(status));
+  error.put_string(message);
+  return std::move(error.bytes());
 }
 
 std::vector<std::byte> handle(const std::vector<std::byte>& request) {
@@ -386,16 +399,136 @@ std::vector<std::byte> handle(const std::vector<std::byte>& request) {
     }
     return std::move(out.bytes());
   } catch (const std::invalid_argument& e) {
-    ByteWriter error;
-    error.put<std::uint8_t>(static_cast<std::uint8_t>(Status::invalid_argument));
-    error.put_string(e.what());
-    return std::move(error.bytes());
+    return error_answer(Status::invalid_argument, e.what());
   } catch (const std::exception& e) {
-    ByteWriter error;
-    error.put<std::uint8_t>(static_cast<std::uint8_t>(Status::runtime_error));
-    error.put_string(e.what());
-    return std::move(error.bytes());
+    return error_answer(Status::runtime_error, e.what());
   }
+}
+
+bool is_kept_op(Op op) {
+  switch (op) {
+    case Op::open:
+    case Op::kept_range:
+    case Op::kept_rows:
+    case Op::kept_packed:
+    case Op::close:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string crashed_text(const std::vector<std::byte>& request, const std::string& ended) {
+  std::string path = "shard";
+  try {
+    ByteReader in(request, "shard reader request");
+    in.get<std::uint8_t>();
+    path = in.get_string();
+  } catch (const std::exception&) {  // a request that does not parse fails in handle() instead
+  }
+  return path + ": HDF5 crashed reading the file (reader process " + ended + "; a corrupt shard?)";
+}
+
+// A child of this process that dies with it: the client killing this process (its timeout) ends
+// every child too. Returns fork()'s result.
+pid_t fork_dying_with_parent() {
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+  }
+  return child;
+}
+
+// Waits for `child`; says how it ended when it did not exit.
+std::optional<std::string> reap(pid_t child) {
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return std::nullopt;
+  return describe_exit(status);
+}
+
+// The process that holds the kept shards (ShardReader): forked from the server on the first kept
+// request, it serves the kept requests, sending each answer to the client itself and then one
+// byte to the server. It dies alone when HDF5 crashes in it; the next kept request starts another,
+// which reopens each shard on its first read (kept() above).
+class Keeper {
+ public:
+  // Serves `request` through the keeper. Returns the answer the server still has to send: none
+  // when the keeper sent it, an error when the keeper died on it.
+  std::optional<std::vector<std::byte>> serve(int client_fd, const std::vector<std::byte>& request) {
+    if (pid_ < 0) {
+      // A close for a keeper that is gone: nothing of the client's is open.
+      if (static_cast<Op>(std::to_integer<std::uint8_t>(request.front())) == Op::close)
+        return handle(request);
+      start(client_fd);
+    }
+    char ack = 0;
+    bool timed_out = false;
+    if (send_frame(fd_, request) && recv_all(fd_, &ack, 1, nullptr, &timed_out))
+      return std::nullopt;
+    ::close(fd_);
+    const pid_t pid = std::exchange(pid_, -1);
+    fd_ = -1;
+    return error_answer(Status::runtime_error,
+                        crashed_text(request, reap(pid).value_or("exited")));
+  }
+
+ private:
+  void start(int client_fd) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      throw std::runtime_error(std::string("shard reader: socketpair: ") + std::strerror(errno));
+    const pid_t child = fork_dying_with_parent();
+    if (child < 0) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw std::runtime_error(std::string("shard reader: fork: ") + std::strerror(errno));
+    }
+    if (child == 0) {
+      ::close(sv[0]);
+      std::vector<std::byte> request;
+      const char ack = 1;
+      while (recv_frame(sv[1], request, nullptr, nullptr))
+        if (!send_frame(client_fd, handle(request)) || !send_all(sv[1], &ack, 1)) break;
+      ::_exit(0);
+    }
+    ::close(sv[1]);
+    pid_ = child;
+    fd_ = sv[0];
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
+
+// Serves one request; returns the answer this process still has to send (none when a child sent
+// it). This process itself never reads a shard: HDF5 1.10 reading a corrupt file can fill rows from
+// memory the file does not define (a fuzzer found a corrupt packed shard read as rows of zeros
+// after another shard, and rejected alone), so a read of rows, lengths or a shard's shape runs in a
+// fork, which starts from the state this process had before any read; its answer depends on the
+// file and the request only, never on the shards read before. A fork that dies (HDF5 crashing on
+// the file) becomes an error answer and this process serves on. Kept shards (ShardReader) live in
+// the keeper, whose reads of a corrupt shard may still depend on its earlier reads: keeping the
+// shard open and its metadata cached is what makes a loader's small reads cheap.
+std::optional<std::vector<std::byte>> serve(int fd, const std::vector<std::byte>& request,
+                                            Keeper& keeper) {
+  if (request.empty()) return handle(request);  // an error answer
+  if (is_kept_op(static_cast<Op>(std::to_integer<std::uint8_t>(request.front())))) {
+    try {
+      return keeper.serve(fd, request);
+    } catch (const std::exception& e) {
+      return error_answer(Status::runtime_error, e.what());
+    }
+  }
+  const pid_t child = fork_dying_with_parent();
+  if (child < 0) return handle(request);  // no fork: served here
+  if (child == 0) ::_exit(send_frame(fd, handle(request)) ? 0 : 1);
+  if (const auto ended = reap(child))
+    return error_answer(Status::runtime_error, crashed_text(request, *ended));
+  return std::nullopt;  // sent (or the socket is gone, which ends the loop)
 }
 
 }  // namespace
@@ -426,9 +559,12 @@ int serve_shard_reads(int fd) {
     }
     ::_exit(0);
   }).detach();
+  direct::initialize_hdf5();
+  Keeper keeper;
   std::vector<std::byte> request;
   while (recv_frame(fd, request, nullptr, nullptr)) {
-    if (!send_frame(fd, handle(request))) return 1;
+    const std::optional<std::vector<std::byte>> answer = serve(fd, request, keeper);
+    if (answer && !send_frame(fd, *answer)) return 1;
   }
   return 0;
 }

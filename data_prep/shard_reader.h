@@ -10,6 +10,14 @@
 // timeout, the child is killed, the read throws an error naming the file, and the next read starts
 // a fresh child. One child serves the whole process (started on the first read, requests
 // serialized by a mutex); it exits when the socket closes and never outlives its parent.
+//
+// Inside the reader process: the process itself never reads a shard. Each one-shot read runs in a
+// fork of it, so its answer depends on the file and the request only (HDF5 1.10 reading a corrupt
+// shard can fill rows from memory the file does not define, and a persistent process answered a
+// corrupt shard differently after reading another); a fork that crashes is an error answer and
+// the reader serves on. The shards ShardReader keeps open live in one child of it, the keeper
+// (their metadata cached across reads is what makes a loader's small reads cheap), restarted
+// when HDF5 crashes in it.
 #pragma once
 #include <filesystem>
 

@@ -120,12 +120,11 @@ void add_io(const std::string& file, IoCounters& c) {
   }
 }
 
-// This process and its live children: the shard readers' HDF5 reads happen in the child process
-// mlbert-shard-reader (the counts of a reaped child are already in the parent's).
+// This process and its live descendants: the shard readers' HDF5 reads happen in the reader
+// process mlbert-shard-reader, in the forks it serves each read from and in the keeper process of
+// open shards, its child (the counts of a reaped process are already in its parent's).
 IoCounters io_now() {
-  IoCounters c;
-  add_io("/proc/self/io", c);
-  const std::string self = std::to_string(::getpid());
+  std::map<std::string, std::vector<std::string>> children;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -137,7 +136,16 @@ IoCounters io_now() {
     if (close == std::string::npos) continue;
     std::istringstream rest(line.substr(close + 1));
     std::string state, ppid;
-    if (rest >> state >> ppid && ppid == self) add_io((entry.path() / "io").string(), c);
+    if (rest >> state >> ppid) children[ppid].push_back(pid);
+  }
+  IoCounters c;
+  add_io("/proc/self/io", c);
+  std::vector<std::string> todo = children[std::to_string(::getpid())];
+  while (!todo.empty()) {
+    const std::string pid = todo.back();
+    todo.pop_back();
+    add_io("/proc/" + pid + "/io", c);
+    for (const std::string& child : children[pid]) todo.push_back(child);
   }
   return c;
 }

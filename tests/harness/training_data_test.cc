@@ -427,23 +427,34 @@ TEST_CASE("global-deal: a row whose length differs from the index stops the load
                              " tokens but the length index"));
 }
 
-// /proc/<pid> of this process's child mlbert-shard-reader (REQUIREd to exist).
-static fs::path shard_reader_process() {
-  const std::string self = std::to_string(::getpid());
+// /proc/<pid> of each process whose parent is `parent` and whose name starts with `name`.
+static std::vector<fs::path> children_named(const std::string& parent, const std::string& name) {
+  std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream in(entry.path() / "stat");
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto paren = stat.rfind(')');
-    if (paren == std::string::npos || stat.find("(mlbert-shard-re") == std::string::npos) continue;
+    if (paren == std::string::npos || stat.find("(" + name) == std::string::npos) continue;
     std::istringstream fields(stat.substr(paren + 2));
-    std::string state, parent;
-    fields >> state >> parent;
-    if (parent == self) return entry.path();
+    std::string state, ppid;
+    fields >> state >> ppid;
+    if (ppid == parent) found.push_back(entry.path());
   }
-  FAIL("no mlbert-shard-reader child of this process");
-  return {};
+  return found;
+}
+
+// /proc/<pid> of this process's shard reader process mlbert-shard-reader and of its children, the
+// keeper of the open shards among them (data_prep/shard_reader.h; REQUIREs the reader to exist).
+static std::vector<fs::path> shard_reader_processes() {
+  const auto readers = children_named(std::to_string(::getpid()), "mlbert-shard-re");
+  REQUIRE(readers.size() == 1);
+  auto all = readers;
+  for (const fs::path& child :
+       children_named(readers.front().filename().string(), "mlbert-shard-re"))
+    all.push_back(child);
+  return all;
 }
 
 TEST_CASE("the loader keeps shards open and still reads the sampler's rows past its limit",
@@ -480,9 +491,11 @@ TEST_CASE("the loader keeps shards open and still reads the sampler's rows past 
     }
     CHECK(seen.size() == 300);  // a whole epoch: every shard opened, most of them reopened
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the thread's read-ahead ends
-    // The files are open in this process's shard reader process (data_prep/shard_reader.h).
+    // The files are open in the keeper process of this process's shard reader (shard_reader.h).
     int open_shards = 0;
-    for (const fs::path& process : {fs::path("/proc/self"), shard_reader_process()}) {
+    auto processes = shard_reader_processes();
+    processes.push_back("/proc/self");
+    for (const fs::path& process : processes) {
       for (const auto& fd : fs::directory_iterator(process / "fd")) {
         std::error_code ec;
         if (fs::read_symlink(fd.path(), ec).extension() == ".hdf5") ++open_shards;
