@@ -6,7 +6,8 @@
 // naming the file. That process is mlbert-shard-reader-fuzz, built with the same sanitizers as
 // this target, so a memory error HDF5 makes on the file (an uninstrumented library, caught by
 // ASan's interceptors) crashes it there, contained. When the library survived it, the same calls
-// run in a fork of this process through hdf5_direct.h (an HDF5 memory error the reader survived by
+// run in a fork of this process through hdf5_direct.h, each call in a fork of that fork, as the
+// reader process runs each read in a fork of itself (an HDF5 memory error the reader survived by
 // chance ends the fork, not the fuzzer; below), whose coverage is copied back so that the readers'
 // own checks guide the fuzzer, and must return exactly what the reader process returned. Every
 // result must keep the readers' promises: each sample valid for the format (length, segment ids,
@@ -21,10 +22,12 @@
 #include <sanitizer/common_interface_defs.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +43,7 @@
 
 #include "data_prep/hdf5_direct.h"
 #include "data_prep/hdf5_io.h"
+#include "data_prep/sample_codec.h"
 #include "tests/data_prep/sample_promises.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
@@ -73,18 +77,6 @@ struct Contained {
   static auto rows(const auto& p, const auto& r, const auto& o) { return data::read_rows(p, r, o); }
   static auto range(const auto& p, int64_t b, int64_t n, const auto& o) {
     return data::read_row_range(p, b, n, o);
-  }
-};
-struct Direct {
-  static auto inspect(const auto& p) { return data::direct::inspect_shard(p); }
-  static auto lengths(const auto& p) { return data::direct::read_lengths(p); }
-  static auto shard(const auto& p, const auto& o) { return data::direct::read_shard(p, o); }
-  static auto packed(const auto& p, const auto& o) { return data::direct::read_packed_shard(p, o); }
-  static auto rows(const auto& p, const auto& r, const auto& o) {
-    return data::direct::read_rows(p, r, o);
-  }
-  static auto range(const auto& p, int64_t b, int64_t n, const auto& o) {
-    return data::direct::read_row_range(p, b, n, o);
   }
 };
 
@@ -308,8 +300,7 @@ const CounterCopy& counter_copy() {
   return copy;
 }
 
-constexpr int kForkMatched = 0, kForkDiffered = 3, kForkHdf5Crashed = 4, kForkPromise = 5,
-              kForkOneSided = 6;
+constexpr int kForkMatched = 0, kForkDiffered = 3, kForkHdf5Crashed = 4, kForkPromise = 5;
 constexpr int kForkSeconds = 20;
 
 // Is `pc` inside the HDF5 library's code?
@@ -375,26 +366,129 @@ void on_fork_report(const char* report) {
 void on_fork_death() {
   if (hdf5_on_stack()) _exit(kForkHdf5Crashed);
 }
-// The reads that differ between the two passes only as an answer against an error: both passes
-// run the same code (the reader process serves each read by calling hdf5_direct.h in a fork of
-// itself) on the same bytes, so such a difference is HDF5 1.10 reading memory the file does not
-// define, whose contents differ between the two processes (a fuzzer found a corrupt packed shard
-// whose picked rows every reader fork answers, while every fresh in-process read rejects them). A
-// difference between two answers is never this: both must then agree as same_row says.
-bool one_sided_only(Reads a, Reads b, Layout layout) {
-  const auto drop = [](auto& x, auto& y) {
-    if (x.has_value() != y.has_value()) x.reset(), y.reset();
-  };
-  drop(a.info, b.info);
-  drop(a.lengths, b.lengths);
-  drop(a.samples, b.samples);
-  drop(a.packed, b.packed);
-  drop(a.picked, b.picked);
-  drop(a.past_end, b.past_end);
-  return same_info(a.info, b.info) && same(a.lengths, b.lengths) &&
-         same_rows(a.samples, b.samples, layout) && same_packed(a.packed, b.packed) &&
-         same_rows(a.picked, b.picked, layout) && same_rows(a.past_end, b.past_end, layout);
+ssize_t read_fd(int fd, void* buffer, std::size_t size) {
+  ssize_t n;
+  while ((n = ::read(fd, buffer, size)) < 0 && errno == EINTR) {
+  }
+  return n;
 }
+
+// Encoding of each read's result, for a read run in a process of its own (ForkedDirect).
+void put_result(data::ByteWriter& out, const data::ShardInfo& info) {
+  out.put<std::uint8_t>(static_cast<std::uint8_t>(info.layout));
+  out.put<std::int64_t>(info.rows);
+  out.put<std::int32_t>(info.row_width);
+}
+void get_result(data::ByteReader& in, data::ShardInfo& info) {
+  info.layout = static_cast<Layout>(in.get<std::uint8_t>());
+  info.rows = in.get<std::int64_t>();
+  info.row_width = in.get<std::int32_t>();
+}
+void put_result(data::ByteWriter& out, const std::vector<int32_t>& lengths) {
+  out.put<std::uint64_t>(lengths.size());
+  out.put_array(lengths);
+}
+void get_result(data::ByteReader& in, std::vector<int32_t>& lengths) {
+  lengths = in.get_array<int32_t>(in.get<std::uint64_t>());
+}
+void put_result(data::ByteWriter& out, const std::vector<Sample>& samples) {
+  data::put_samples(out, samples);
+}
+void get_result(data::ByteReader& in, std::vector<Sample>& samples) {
+  samples = data::get_samples(in);
+}
+void put_result(data::ByteWriter& out, const std::vector<data::PackedRow>& rows) {
+  out.put<std::uint64_t>(rows.size());
+  for (const auto& row : rows) data::put_samples(out, row.samples);
+}
+void get_result(data::ByteReader& in, std::vector<data::PackedRow>& rows) {
+  rows.resize(in.get<std::uint64_t>());
+  for (auto& row : rows) row.samples = data::get_samples(in);
+}
+
+// Runs one read in a fork of the second pass, as the reader process runs each read in a fork of
+// itself: HDF5 1.10 fills a corrupt shard's rows from memory the file does not define, in a fresh
+// process with zeros, after other reads with what they left (a campaign found a packed shard whose
+// picked rows the reader answered with zero ids and the second pass, after its whole-shard read,
+// rejected or answered with other ids). Each read starting from a state without earlier reads is
+// what makes the two passes comparable. The fork's coverage is added to this process's; its fault
+// and report handlers are this process's, so an HDF5 crash in it ends the second pass as HDF5's.
+template <typename Read>
+auto in_own_process(Read read) -> decltype(read()) {
+  using Result = decltype(read());
+  int out[2];
+  if (pipe(out) != 0) std::abort();
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child < 0) std::abort();
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // the fuzzer's 20-s limit kills the second pass
+    if (getppid() != parent) _exit(1);
+    close(out[0]);
+    data::ByteWriter w;
+    try {
+      const Result result = read();
+      w.put<std::uint8_t>(0);
+      put_result(w, result);
+    } catch (const std::invalid_argument& e) {
+      w.put<std::uint8_t>(1);
+      w.put_string(e.what());
+    } catch (const std::exception& e) {
+      w.put<std::uint8_t>(2);
+      w.put_string(e.what());
+    }
+    const auto& bytes = w.bytes();
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t n = write(out[1], bytes.data() + done, bytes.size() - done);
+      if (n <= 0) _exit(1);
+      done += static_cast<std::size_t>(n);
+    }
+    const CounterCopy& counters = counter_copy();
+    std::memcpy(counters.shared, counters.own.begin, counters.own.size);
+    _exit(kForkMatched);
+  }
+  close(out[1]);
+  std::vector<std::byte> bytes;
+  std::byte buffer[1 << 16];
+  ssize_t n;
+  while ((n = read_fd(out[0], buffer, sizeof buffer)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
+  close(out[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
+  if (WEXITSTATUS(status) != kForkMatched) _exit(WEXITSTATUS(status));  // HDF5's, or a report
+  const CounterCopy& counters = counter_copy();
+  std::memcpy(counters.own.begin, counters.shared, counters.own.size);
+  data::ByteReader in(bytes, "the second pass's read");
+  const auto kind = in.get<std::uint8_t>();
+  if (kind == 1) throw std::invalid_argument(in.get_string());
+  if (kind == 2) throw std::runtime_error(in.get_string());
+  Result result;
+  get_result(in, result);
+  return result;
+}
+
+struct ForkedDirect {
+  static auto inspect(const auto& p) {
+    return in_own_process([&] { return data::direct::inspect_shard(p); });
+  }
+  static auto lengths(const auto& p) {
+    return in_own_process([&] { return data::direct::read_lengths(p); });
+  }
+  static auto shard(const auto& p, const auto& o) {
+    return in_own_process([&] { return data::direct::read_shard(p, o); });
+  }
+  static auto packed(const auto& p, const auto& o) {
+    return in_own_process([&] { return data::direct::read_packed_shard(p, o); });
+  }
+  static auto rows(const auto& p, const auto& r, const auto& o) {
+    return in_own_process([&] { return data::direct::read_rows(p, r, o); });
+  }
+  static auto range(const auto& p, int64_t b, int64_t n, const auto& o) {
+    return in_own_process([&] { return data::direct::read_row_range(p, b, n, o); });
+  }
+};
 
 // The fork's side: the same reads through hdf5_direct.h, compared with the reader process's.
 [[noreturn]] void direct_pass(const std::filesystem::path& path, const ReadOptions& o,
@@ -412,7 +506,7 @@ bool one_sided_only(Reads a, Reads b, Layout layout) {
   fault.sa_flags = SA_SIGINFO;
   sigaction(SIGSEGV, &fault, &sanitizer_sigsegv);
   sigaction(SIGBUS, &fault, &sanitizer_sigbus);
-  const Reads direct = read_all<Direct>(path, o);
+  const Reads direct = read_all<ForkedDirect>(path, o);
   int status = kForkMatched;
   if (direct.hdf5_failed)
     status = kForkPromise;  // only the reader process reports these
@@ -427,9 +521,7 @@ bool one_sided_only(Reads a, Reads b, Layout layout) {
                           : !same_rows(contained.past_end, direct.past_end, layout)
                               ? "the rows past the end"
                               : nullptr;
-    if (differs && one_sided_only(contained, direct, layout)) {
-      status = kForkOneSided;  // the parent asks the reader again (LLVMFuzzerTestOneInput)
-    } else if (differs) {
+    if (differs) {
       std::fprintf(stderr, "fuzz_data_shard: the reader process and the direct pass differ in %s\n",
                    differs);
       // Each side's rows in brief, for the report: the difference may not reproduce alone.
@@ -493,25 +585,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       return 0;
     case kForkHdf5Crashed:
       return 0;  // HDF5's memory error, contained in production by the reader process
-    case kForkOneSided: {
-      // Tolerated (one_sided_only) when the reader process repeats its answers exactly: each read
-      // runs in a fork of a reader that has read nothing, so the same reads must give the same
-      // answers; a stale or mixed-up answer would not.
-      const Reads again = read_all<Contained>(path, o);
-      const bool repeated = !again.hdf5_failed && same_info(contained.info, again.info) &&
-                            same(contained.lengths, again.lengths) &&
-                            same(contained.samples, again.samples) &&
-                            same_packed(contained.packed, again.packed) &&
-                            same(contained.picked, again.picked) &&
-                            same(contained.past_end, again.past_end);
-      if (!repeated && !again.hdf5_failed) {
-        std::fputs("fuzz_data_shard: the reader process answered the same reads differently\n",
-                   stderr);
-        std::abort();
-      }
-      std::memcpy(counters.own.begin, counters.shared, counters.own.size);
-      return 0;
-    }
     default:     // a difference, a broken promise, or a sanitizer's report in the fork
       std::fprintf(stderr, "fuzz_data_shard: the second pass (a fork) exited %d: %s\n",
                    WEXITSTATUS(status),
