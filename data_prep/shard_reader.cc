@@ -524,7 +524,9 @@ std::optional<std::vector<std::byte>> serve(int fd, const std::vector<std::byte>
     }
   }
   const pid_t child = fork_dying_with_parent();
-  if (child < 0) return handle(request);  // no fork: served here
+  if (child < 0)
+    return error_answer(Status::runtime_error,
+                        std::string("shard reader: cannot fork a read: ") + std::strerror(errno));
   if (child == 0) ::_exit(send_frame(fd, handle(request)) ? 0 : 1);
   if (const auto ended = reap(child))
     return error_answer(Status::runtime_error, crashed_text(request, *ended));
