@@ -458,7 +458,8 @@ class Keeper {
  public:
   // Serves `request` through the keeper. Returns the answer the server still has to send: none
   // when the keeper sent it, an error when the keeper died on it.
-  std::optional<std::vector<std::byte>> serve(int client_fd, const std::vector<std::byte>& request) {
+  std::optional<std::vector<std::byte>> serve(int client_fd,
+                                              const std::vector<std::byte>& request) {
     if (pid_ < 0) {
       // A close for a keeper that is gone: nothing of the client's is open.
       if (static_cast<Op>(std::to_integer<std::uint8_t>(request.front())) == Op::close)
@@ -472,8 +473,7 @@ class Keeper {
     ::close(fd_);
     const pid_t pid = std::exchange(pid_, -1);
     fd_ = -1;
-    return error_answer(Status::runtime_error,
-                        crashed_text(request, reap(pid).value_or("exited")));
+    return error_answer(Status::runtime_error, crashed_text(request, reap(pid).value_or("exited")));
   }
 
  private:

@@ -440,7 +440,8 @@ auto in_own_process(Read read) -> decltype(read()) {
   std::vector<std::byte> bytes;
   std::byte buffer[1 << 16];
   ssize_t n;
-  while ((n = read_fd(out[0], buffer, sizeof buffer)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
+  while ((n = read_fd(out[0], buffer, sizeof buffer)) > 0)
+    bytes.insert(bytes.end(), buffer, buffer + n);
   close(out[0]);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
@@ -505,14 +506,13 @@ struct ForkedDirect {
     // of 2026-12-03 read alike; before the reads ran in forks of their own, varlen rows had to be
     // compared up to their values, and packed rows differed).
     const Layout layout = contained.info ? contained.info->layout : Layout::kFixed;
-    const char* differs = !same_info(contained.info, direct.info)    ? "the shard's info"
-                          : !same(contained.lengths, direct.lengths) ? "the lengths"
-                          : !same(contained.samples, direct.samples) ? "the samples"
-                          : !same_packed(contained.packed, direct.packed)       ? "the packed rows"
-                          : !same(contained.picked, direct.picked) ? "the picked rows"
-                          : !same(contained.past_end, direct.past_end)
-                              ? "the rows past the end"
-                              : nullptr;
+    const char* differs = !same_info(contained.info, direct.info)         ? "the shard's info"
+                          : !same(contained.lengths, direct.lengths)      ? "the lengths"
+                          : !same(contained.samples, direct.samples)      ? "the samples"
+                          : !same_packed(contained.packed, direct.packed) ? "the packed rows"
+                          : !same(contained.picked, direct.picked)        ? "the picked rows"
+                          : !same(contained.past_end, direct.past_end)    ? "the rows past the end"
+                                                                          : nullptr;
     if (differs) {
       std::fprintf(stderr, "fuzz_data_shard: the reader process and the direct pass differ in %s\n",
                    differs);

@@ -307,8 +307,7 @@ TEST_CASE("every read runs in a fork of the reader process, which itself never h
   CHECK(reader_pid() == reader);  // the same process: nothing crashed and restarted
   CHECK(grown < 2048);
   // A read that fails in its fork leaves the reader process serving.
-  CHECK_THAT(error_of([&] { read_shard(dir / "absent.hdf5", o); }),
-             Catch::Contains("absent.hdf5"));
+  CHECK_THAT(error_of([&] { read_shard(dir / "absent.hdf5", o); }), Catch::Contains("absent.hdf5"));
   CHECK(read_shard(dir / "small.hdf5", o).size() == 1);
   CHECK(reader_pid() == reader);
 }
