@@ -441,12 +441,13 @@ pid_t fork_dying_with_parent() {
   return child;
 }
 
-// Waits for `child`; says how it ended when it did not exit.
+// Waits for `child`; says how it ended unless it exited with status 0 (a read's fork: after
+// sending its answer). Any other end, a sanitizer's exit status 1 included, sent nothing.
 std::optional<std::string> reap(pid_t child) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) return std::nullopt;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::nullopt;
   return describe_exit(status);
 }
 
@@ -527,10 +528,12 @@ std::optional<std::vector<std::byte>> serve(int fd, const std::vector<std::byte>
   if (child < 0)
     return error_answer(Status::runtime_error,
                         std::string("shard reader: cannot fork a read: ") + std::strerror(errno));
-  if (child == 0) ::_exit(send_frame(fd, handle(request)) ? 0 : 1);
-  if (const auto ended = reap(child))
-    return error_answer(Status::runtime_error, crashed_text(request, *ended));
-  return std::nullopt;  // sent (or the socket is gone, which ends the loop)
+  // The fork exits 0 once its answer is sent, 2 when the client is gone (the next receive here
+  // then ends the loop); anything else is HDF5 ending it before an answer.
+  if (child == 0) ::_exit(send_frame(fd, handle(request)) ? 0 : 2);
+  const auto ended = reap(child);
+  if (!ended) return std::nullopt;
+  return error_answer(Status::runtime_error, crashed_text(request, *ended));
 }
 
 }  // namespace

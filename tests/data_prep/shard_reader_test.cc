@@ -1,6 +1,8 @@
 // The shard reader process: the readers of hdf5_io.h return what the in-process readers return,
 // and a reader that crashes, hangs or cannot start gives an error naming the shard, after which
 // the next read works.
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -310,4 +312,38 @@ TEST_CASE("every read runs in a fork of the reader process, which itself never h
   CHECK_THAT(error_of([&] { read_shard(dir / "absent.hdf5", o); }), Catch::Contains("absent.hdf5"));
   CHECK(read_shard(dir / "small.hdf5", o).size() == 1);
   CHECK(reader_pid() == reader);
+}
+
+TEST_CASE("a read whose fork dies is an error naming the shard, and the reader serves on") {
+  // A fork of the reader killed while HDF5 reads (here: the CPU limit, on a shard that sends
+  // HDF5 1.10 into an endless loop) is an error naming the shard and the signal, reported by the
+  // reader process without waiting for the read timeout; the reader itself goes on serving.
+  REQUIRE(std::filesystem::exists(kHangingShard));
+  const ScopedEnv timeout("MLBERT_SHARD_READ_TIMEOUT", "120");
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
+  REQUIRE(read_shard(dir / "good.hdf5", {}).size() == 1);  // the reader process is running
+  const pid_t reader = reader_pid();
+  REQUIRE(reader > 0);
+  // A fork inherits the reader's CPU limit and starts its count at zero: 2 s past what the reader
+  // has used so far ends a fork that spins that long.
+  std::istringstream stat(read_text("/proc/" + std::to_string(reader) + "/stat"));
+  std::string field;
+  std::vector<std::string> fields;
+  while (stat >> field) fields.push_back(field);
+  REQUIRE(fields.size() > 15);  // utime and stime are fields 14 and 15 (no spaces in the name)
+  const long ticks = std::stol(fields[13]) + std::stol(fields[14]);
+  const rlimit cpu{static_cast<rlim_t>(ticks / ::sysconf(_SC_CLK_TCK) + 2), RLIM_INFINITY};
+  REQUIRE(::prlimit(reader, RLIMIT_CPU, &cpu, nullptr) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string error = error_of([&] { read_lengths(kHangingShard); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK_THAT(error, Catch::Contains("hdf5_heap_loop.hdf5: HDF5 crashed reading the file") &&
+                        Catch::Contains("signal " + std::to_string(SIGXCPU)));
+  CHECK(seconds < 60);  // the reader answered; the client did not wait for its 120-s timeout
+  CHECK(reader_pid() == reader);
+  const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+  ::prlimit(reader, RLIMIT_CPU, &unlimited, nullptr);
+  CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);
 }
