@@ -27,7 +27,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -557,13 +556,23 @@ double shard_read_timeout_seconds() {
 
 int serve_shard_reads(int fd) {
   ::signal(SIGPIPE, SIG_IGN);
-  // The parent gone (killed, crashed) closes the socket: exit even while HDF5 is busy or stuck.
-  std::thread([fd] {
+  // The client gone (killed, crashed) closes the socket: a watcher ends this process then, even
+  // while it waits on a read that is stuck (and the read's fork dies with it). A process, not a
+  // thread: this process forks for every read, and a fork taken while a second thread held an
+  // allocator lock (ASan's, as that thread started) hung in its first allocation.
+  const pid_t server = ::getpid();
+  const pid_t watcher = fork_dying_with_parent();
+  if (watcher < 0) {
+    std::fprintf(stderr, "mlbert-shard-reader: fork: %s\n", std::strerror(errno));
+    return 1;
+  }
+  if (watcher == 0) {
     pollfd pfd{fd, POLLRDHUP, 0};
     while (::poll(&pfd, 1, -1) < 0 && errno == EINTR) {
     }
+    ::kill(server, SIGKILL);
     ::_exit(0);
-  }).detach();
+  }
   direct::initialize_hdf5();
   Keeper keeper;
   std::vector<std::byte> request;

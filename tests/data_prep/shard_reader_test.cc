@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -252,34 +254,43 @@ TEST_CASE("a ShardReader reads its shard as it was opened, and opens it again in
 
 namespace {
 
-// The pid of this process's shard reader process (the one ReaderProcess started), or -1.
-pid_t reader_pid() {
-  const std::string name = shard_reader_executable().filename().string();
+// The processes whose parent is `parent`, with their state letter (R, S, Z, ...) from
+// /proc/<pid>/stat.
+std::vector<std::pair<pid_t, char>> children_of(pid_t parent) {
+  std::vector<std::pair<pid_t, char>> children;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink(entry.path() / "exe", ec);
-    if (ec || exe.filename().string() != name) continue;
-    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so after the last ')'.
+    // "pid (comm) state ppid ..."; comm may hold spaces, so after the last ')'.
     const std::string stat = read_text(entry.path() / "stat");
     const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
+    if (close == std::string::npos) continue;  // ended while we looked
     std::istringstream rest(stat.substr(close + 1));
-    std::string state;
+    char state = '?';
     pid_t ppid = -1;
     rest >> state >> ppid;
-    if (ppid == ::getpid()) return static_cast<pid_t>(std::stol(pid));
+    if (ppid == parent) children.emplace_back(static_cast<pid_t>(std::stol(pid)), state);
+  }
+  return children;
+}
+
+// The pid of `client`'s shard reader process (the one its ReaderProcess started), or -1.
+pid_t reader_pid(pid_t client = ::getpid()) {
+  const std::string name = shard_reader_executable().filename().string();
+  for (const auto& [pid, state] : children_of(client)) {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+    if (!ec && exe.filename().string() == name) return pid;
   }
   return -1;
 }
 
-// The peak resident memory of a process, in kB (VmHWM of /proc/<pid>/status).
-long peak_rss_kb(pid_t pid) {
+// A field of /proc/<pid>/status ("Threads", "VmHWM"), as a number; -1 when absent.
+long status_field(pid_t pid, const std::string& name) {
   std::istringstream status(read_text("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(name + ":", 0) == 0) return std::stol(line.substr(name.size() + 1));
   return -1;
 }
 
@@ -301,10 +312,10 @@ TEST_CASE("every read runs in a fork of the reader process, which itself never h
   REQUIRE(read_shard(dir / "small.hdf5", o).size() == 1);  // the reader process is running
   const pid_t reader = reader_pid();
   REQUIRE(reader > 0);
-  const long before = peak_rss_kb(reader);
+  const long before = status_field(reader, "VmHWM");
   REQUIRE(before > 0);
   REQUIRE(read_shard(dir / "big.hdf5", o) == samples);  // ~16 MB of ids and segments decoded
-  const long grown = peak_rss_kb(reader) - before;
+  const long grown = status_field(reader, "VmHWM") - before;
   INFO("the reader process's peak grew by " << grown << " kB over " << before << " kB");
   CHECK(reader_pid() == reader);  // the same process: nothing crashed and restarted
   CHECK(grown < 2048);
@@ -346,4 +357,69 @@ TEST_CASE("a read whose fork dies is an error naming the shard, and the reader s
   const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
   ::prlimit(reader, RLIMIT_CPU, &unlimited, nullptr);
   CHECK(read_shard(dir / "good.hdf5", {}).size() == 1);
+}
+
+TEST_CASE("the reader process runs one thread, so that its forks inherit no held lock") {
+  // Every read forks the reader process. A fork copies only the thread that called it; a lock
+  // another thread held at that moment stays held in the fork for good. A watcher thread in the
+  // reader, caught starting (inside ASan's allocator) by a fork, hung the fork's first allocation
+  // in CI. So the reader runs one thread, and its watcher of the client is a process.
+  TempDir dir;
+  write_shard(dir / "good.hdf5", Layout::kVarlen, std::vector<Sample>{make_sample(1, 9)});
+  REQUIRE(read_shard(dir / "good.hdf5", {}).size() == 1);  // the reader process is running
+  const pid_t reader = reader_pid();
+  REQUIRE(reader > 0);
+  CHECK(status_field(reader, "Threads") == 1);
+}
+
+TEST_CASE("a client killed while its read hangs leaves no reader process behind") {
+  // The reader process, its watcher and the read's fork all end once the client is gone, even
+  // while HDF5 spins in the fork (a shard that loops HDF5 1.10 forever).
+  REQUIRE(std::filesystem::exists(kHangingShard));
+  const pid_t client = ::fork();
+  REQUIRE(client >= 0);
+  if (client == 0) {
+    ::setenv("MLBERT_SHARD_READ_TIMEOUT", "600", 1);
+    try {
+      read_lengths(kHangingShard);
+    } catch (...) {
+    }
+    ::_exit(3);  // not reached within the test: it is killed first
+  }
+  // The client's reader and the reader's children (the fork reading the shard among them).
+  std::vector<pid_t> tree;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t reader = reader_pid(client);
+    const auto children = reader > 0 ? children_of(reader) : decltype(children_of(0)){};
+    // The read's fork spinning in HDF5 (R); the reader's other children wait (S).
+    if (std::any_of(children.begin(), children.end(), [](auto c) { return c.second == 'R'; })) {
+      tree = {reader};
+      for (const auto& [pid, state] : children) tree.push_back(pid);
+      break;
+    }
+    ::usleep(20000);
+  }
+  REQUIRE(tree.size() >= 2);
+  ::usleep(200000);  // into HDF5's loop
+  ::kill(client, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(client, &status, 0) == client);
+  CHECK(WIFSIGNALED(status));
+  // Gone: no /proc entry, or a zombie left for its new parent to reap.
+  const auto alive = [](pid_t pid) {
+    const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+  };
+  std::vector<pid_t> left = tree;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!left.empty() && std::chrono::steady_clock::now() < until) {
+    std::erase_if(left, [&](pid_t pid) { return !alive(pid); });
+    if (!left.empty()) ::usleep(20000);
+  }
+  for (pid_t pid : left) ::kill(pid, SIGKILL);  // leave nothing spinning behind a failure
+  INFO("processes left 20 s after the client was killed: " << left.size() << " of "
+                                                            << tree.size());
+  CHECK(left.empty());
 }
