@@ -1,9 +1,10 @@
-// Fitting an accelerator profile to one published result (see calibrate.h).
+// Fitting an accelerator profile to one published result, or two (see calibrate.h).
 #include "harness/simulate/calibrate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <memory>
 #include <stdexcept>
 
 #include "bert/parameters.h"
@@ -122,21 +123,62 @@ AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
   return p;
 }
 
-AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options) {
-  const ClusterRun cluster = cluster_from_result(result);
-  if (!looks_like_gpu(cluster.accelerator))
-    throw std::invalid_argument(result.dir.string() + ": accelerator \"" + cluster.accelerator +
+namespace {
+
+// One published result prepared for a fit: the base profile of its accelerator (datasheet memory
+// rate and SMs), its runs simulated once, the seconds they took after their run start, and the
+// steps they trained.
+struct FitCase {
+  const PublishedResult* result = nullptr;
+  ClusterRun cluster;
+  AcceleratorDatasheet sheet{};
+  AcceleratorProfile base;
+  SimulationOptions simulation;
+  std::unique_ptr<Simulation> sim;
+  double run_start = 0;
+  std::string run_start_note;
+  double observed = 0;  // seconds of all runs after their run start
+  double steps = 0;     // steps of all runs
+
+  // Seconds of all runs after their run start, simulated at a tensor rate with no fixed cost.
+  double predicted(double flops_per_second) const {
+    const Prediction p = sim->time(with_tensor_rate(base, flops_per_second));
+    double total = 0;
+    for (const PublishedRun& run : result->runs) {
+      const auto n = static_cast<std::size_t>(run.steps(cluster.run.global_batch_size));
+      for (std::size_t i = 0; i < n; ++i) total += p.step_seconds[i];
+      total += static_cast<double>(run.evals) * p.eval_seconds;
+    }
+    return total;
+  }
+  // The fixed cost per step that makes the simulated runs at this rate last as the published.
+  double fixed_step(double flops_per_second) const {
+    return (observed - predicted(flops_per_second)) / steps;
+  }
+  double samples_per_gpu_step() const {
+    return static_cast<double>(cluster.run.global_batch_size) /
+           (cluster.network.nodes * cluster.network.gpus_per_node);
+  }
+};
+
+FitCase prepare(const PublishedResult& result, const CalibrationOptions& options) {
+  FitCase c;
+  c.result = &result;
+  c.cluster = cluster_from_result(result);
+  if (!looks_like_gpu(c.cluster.accelerator))
+    throw std::invalid_argument(result.dir.string() + ": accelerator \"" + c.cluster.accelerator +
                                 "\" is not a GPU; simulate models GPU clusters only");
-  const auto sheet = datasheet_for(cluster.accelerator);
+  const auto sheet = datasheet_for(c.cluster.accelerator);
   if (!sheet)
     throw std::invalid_argument(result.dir.string() +
                                 ": no datasheet figures (HBM bandwidth) "
                                 "for accelerator \"" +
-                                cluster.accelerator +
+                                c.cluster.accelerator +
                                 "\"; the optimizer and norm passes cannot be derived");
+  c.sheet = *sheet;
   // The base profile: datasheet memory rate and SMs; the fit sets the tensor rate.
-  AcceleratorProfile base;
-  base.accelerator = cluster.accelerator;
+  AcceleratorProfile& base = c.base;
+  base.accelerator = c.cluster.accelerator;
   base.matches = {sheet->match};
   base.model = "bert-large";
   base.provenance_kind = "calibrated";
@@ -162,14 +204,15 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
       start_sum += *excess;
       ++start_runs;
     }
-    max_steps = std::max(max_steps, run.steps(cluster.run.global_batch_size));
+    max_steps = std::max(max_steps, run.steps(c.cluster.run.global_batch_size));
     max_evals = std::max(max_evals, run.evals);
+    c.steps += static_cast<double>(run.steps(c.cluster.run.global_batch_size));
   }
   if (even_cadence && start_runs == 0)
     throw std::invalid_argument(result.dir.string() +
                                 ": no run has two evaluations; the run start cannot be separated");
-  const double run_start = even_cadence ? start_sum / start_runs : kUnseparatedRunStartSeconds;
-  const std::string run_start_note =
+  c.run_start = even_cadence ? start_sum / start_runs : kUnseparatedRunStartSeconds;
+  c.run_start_note =
       even_cadence
           ? std::string("run start: mean over runs of the first evaluation interval minus the "
                         "second")
@@ -179,80 +222,162 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
                 std::to_string(kUnseparatedRunStartSeconds) +
                 " s, the run start fitted to the v1.0 single-node NVIDIA result";
 
-  SimulationOptions simulation = simulation_options_for(result, options.simulation);
-  simulation.steps = max_steps;
-  simulation.evals = max_evals;
-  const Simulation sim(cluster, base, simulation);
-  double observed = 0;
-  for (const PublishedRun& run : result.runs) observed += run.seconds - run_start;
-  const auto predicted = [&](double flops_per_second) {
-    const Prediction p = sim.time(with_tensor_rate(base, flops_per_second));
-    double total = 0;
-    for (const PublishedRun& run : result.runs) {
-      const auto steps = static_cast<std::size_t>(run.steps(cluster.run.global_batch_size));
-      for (std::size_t i = 0; i < steps; ++i) total += p.step_seconds[i];
-      total += static_cast<double>(run.evals) * p.eval_seconds;
-    }
-    return total;
-  };
-  // Tensor rate between 0.01 and 100,000 TFLOP/s: the predicted time falls as the rate grows.
-  double lo = 1e10, hi = 1e17;
-  if (predicted(hi) > observed)
+  c.simulation = simulation_options_for(result, options.simulation);
+  c.simulation.steps = max_steps;
+  c.simulation.evals = max_evals;
+  c.sim = std::make_unique<Simulation>(c.cluster, base, c.simulation);
+  for (const PublishedRun& run : result.runs) c.observed += run.seconds - c.run_start;
+  return c;
+}
+
+// A rate above the datasheet's dense fp16 peak is no accelerator: the model of these runs (the
+// launch line read, the samples and evaluations found) is wrong, and a profile would mislead.
+void check_below_peak(const FitCase& c, double flops_per_second) {
+  if (flops_per_second > c.sheet.peak_tflops_fp16 * 1e12)
+    throw std::invalid_argument(
+        c.result->dir.string() + ": the fit needs a tensor rate of " +
+        std::to_string(flops_per_second / 1e12) + " TFLOP/s, above the " +
+        std::to_string(c.sheet.peak_tflops_fp16) + " TFLOP/s dense fp16 peak of \"" +
+        c.cluster.accelerator +
+        "\": the runs are faster than the simulated kernels allow; no profile written");
+}
+
+// The profile at the fitted rate and fixed cost, with its provenance: the source, the fit and
+// every derived constant. `second` is the other result of a two-result fit (or null).
+AcceleratorProfile fitted_profile(const FitCase& c, double flops_per_second, double fixed_step,
+                                  const FitCase* second, const CalibrationOptions& options) {
+  AcceleratorProfile profile = with_tensor_rate(c.base, flops_per_second);
+  profile.run_start_seconds = c.run_start;
+  profile.fixed_step_seconds = fixed_step;
+  const Prediction fitted = c.sim->time(profile);
+  const double rate = flops_per_second / 1e12;  // TFLOP/s
+  json derived = json::array(
+      {"kernels: mlbert's model traced; GEMM and attention kernels at the fitted tensor rate, "
+       "wave-quantized over the datasheet's " +
+           std::to_string(c.sheet.multiprocessors) +
+           " SMs; memory-bound kernels, the optimizer and the gradient passes at HBM " +
+           std::to_string(c.sheet.memory_tbs) + " TB/s (datasheet) x " +
+           std::to_string(kMemoryBandwidthFraction),
+       "host issue per kernel and padding as the run's launch line says (the simulation "
+       "options of the published implementation)",
+       "optimizer: LAMB 50 and Adam 30 bytes per parameter (mlbert's kernels) at the memory rate",
+       c.run_start_note});
+  if (second)
+    derived.push_back(
+        "fitted: the tensor rate and a fixed cost per step, together, so that both results' "
+        "simulated runs last as long as their published ones (" +
+        std::to_string(std::llround(c.samples_per_gpu_step())) + " and " +
+        std::to_string(std::llround(second->samples_per_gpu_step())) +
+        " samples per GPU and step; the two taken as one implementation); the run start is "
+        "this result's");
+  else
+    derived.push_back("fitted: the tensor rate only; fixed per-step costs come from the traced "
+                      "kernels");
+  for (const auto& note : c.cluster.notes) derived.push_back(note);
+  for (const auto& note : c.simulation.host_notes) derived.push_back(note);
+  json fit = {{"tensor_tflops", rate},
+              {"fraction_of_fp16_peak", rate / c.sheet.peak_tflops_fp16},
+              {"host_bound_ms_per_step", fitted.host_bound * 1e3},
+              {"run_start_seconds", c.run_start},
+              {"runs", c.result->runs.size()},
+              {"observed_olympic_seconds", c.result->olympic_seconds()},
+              {"simulated_step_ms", fitted.mean_step.total() * 1e3},
+              {"simulated_eval_ms", fitted.eval_seconds * 1e3}};
+  if (second) {
+    fit["fixed_step_ms"] = fixed_step * 1e3;
+    const Prediction other = second->sim->time(profile);
+    fit["second"] = {{"source", second->result->dir.string()},
+                     {"nodes", second->cluster.network.nodes},
+                     {"gpus_per_node", second->cluster.network.gpus_per_node},
+                     {"global_batch_size", second->cluster.run.global_batch_size},
+                     {"runs", second->result->runs.size()},
+                     {"run_start_seconds", second->run_start},
+                     {"observed_olympic_seconds", second->result->olympic_seconds()},
+                     {"simulated_step_ms", other.mean_step.total() * 1e3}};
+    for (const auto& note : second->cluster.notes) derived.push_back("second result: " + note);
+  }
+  profile.provenance = {{"kind", "calibrated"},
+                        {"source", c.result->dir.string()},
+                        {"command", options.command},
+                        {"date", today()},
+                        {"result",
+                         {{"ruleset", c.result->ruleset},
+                          {"nodes", c.cluster.network.nodes},
+                          {"gpus_per_node", c.cluster.network.gpus_per_node},
+                          {"global_batch_size", c.cluster.run.global_batch_size}}},
+                        {"fit", fit},
+                        {"derived", derived}};
+  return profile;
+}
+
+// Tensor rates searched: 0.01 to 100,000 TFLOP/s.
+constexpr double kLowestRate = 1e10, kHighestRate = 1e17;
+
+}  // namespace
+
+AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options) {
+  const FitCase c = prepare(result, options);
+  // The predicted time falls as the rate grows.
+  double lo = kLowestRate, hi = kHighestRate;
+  if (c.predicted(hi) > c.observed)
     throw std::invalid_argument(result.dir.string() +
                                 ": the runs are shorter than their memory-bound kernels, "
                                 "communication and optimizer alone; no tensor rate fits");
   for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
     const double mid = std::sqrt(lo * hi);
-    (predicted(mid) > observed ? lo : hi) = mid;
+    (c.predicted(mid) > c.observed ? lo : hi) = mid;
   }
-  AcceleratorProfile profile = with_tensor_rate(base, std::sqrt(lo * hi));
-  // A rate above the datasheet's dense fp16 peak is no accelerator: the model of these runs (the
-  // launch line read, the samples and evaluations found) is wrong, and a profile would mislead.
-  if (profile.tensor_flops_per_second > sheet->peak_tflops_fp16 * 1e12)
-    throw std::invalid_argument(
-        result.dir.string() + ": the fit needs a tensor rate of " +
-        std::to_string(profile.tensor_flops_per_second / 1e12) + " TFLOP/s, above the " +
-        std::to_string(sheet->peak_tflops_fp16) + " TFLOP/s dense fp16 peak of \"" +
-        cluster.accelerator +
-        "\": the runs are faster than the simulated kernels allow; no profile written");
-  profile.run_start_seconds = run_start;
-  const Prediction fitted = sim.time(profile);
+  const double rate = std::sqrt(lo * hi);
+  check_below_peak(c, rate);
+  return fitted_profile(c, rate, 0, nullptr, options);
+}
 
-  const double rate = profile.tensor_flops_per_second / 1e12;  // TFLOP/s
-  json derived = json::array(
-      {"kernels: mlbert's model traced; GEMM and attention kernels at the fitted tensor rate, "
-       "wave-quantized over the datasheet's " +
-           std::to_string(sheet->multiprocessors) +
-           " SMs; memory-bound kernels, the optimizer and the gradient passes at HBM " +
-           std::to_string(sheet->memory_tbs) + " TB/s (datasheet) x " +
-           std::to_string(kMemoryBandwidthFraction),
-       "host issue per kernel and padding as the run's launch line says (the simulation "
-       "options of the published implementation)",
-       "optimizer: LAMB 50 and Adam 30 bytes per parameter (mlbert's kernels) at the memory rate",
-       run_start_note,
-       "fitted: the tensor rate only; fixed per-step costs come from the traced kernels"});
-  for (const auto& note : cluster.notes) derived.push_back(note);
-  for (const auto& note : simulation.host_notes) derived.push_back(note);
-  json fit = {{"tensor_tflops", rate},
-              {"fraction_of_fp16_peak", rate / sheet->peak_tflops_fp16},
-              {"host_bound_ms_per_step", fitted.host_bound * 1e3},
-              {"run_start_seconds", run_start},
-              {"runs", result.runs.size()},
-              {"observed_olympic_seconds", result.olympic_seconds()},
-              {"simulated_step_ms", fitted.mean_step.total() * 1e3},
-              {"simulated_eval_ms", fitted.eval_seconds * 1e3}};
-  profile.provenance = {{"kind", "calibrated"},
-                        {"source", result.dir.string()},
-                        {"command", options.command},
-                        {"date", today()},
-                        {"result",
-                         {{"ruleset", result.ruleset},
-                          {"nodes", cluster.network.nodes},
-                          {"gpus_per_node", cluster.network.gpus_per_node},
-                          {"global_batch_size", cluster.run.global_batch_size}}},
-                        {"fit", fit},
-                        {"derived", derived}};
-  return profile;
+AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResult& second,
+                             const CalibrationOptions& options) {
+  const FitCase a = prepare(result, options);
+  const FitCase b = prepare(second, options);
+  const auto both = result.dir.string() + " and " + second.dir.string();
+  if (std::string(a.sheet.match) != b.sheet.match)
+    throw std::invalid_argument(both + ": different accelerators (\"" + a.cluster.accelerator +
+                                "\", \"" + b.cluster.accelerator +
+                                "\"); a profile is fitted to results of one accelerator");
+  if (result.ruleset != second.ruleset)
+    throw std::invalid_argument(both + ": different rounds (" + result.ruleset + ", " +
+                                second.ruleset +
+                                "); a fixed cost per step is fitted to one implementation, "
+                                "so to results of one round");
+  const double ratio = std::max(a.samples_per_gpu_step(), b.samples_per_gpu_step()) /
+                       std::min(a.samples_per_gpu_step(), b.samples_per_gpu_step());
+  if (!(ratio >= 1.25))
+    throw std::invalid_argument(
+        both + ": " + std::to_string(std::llround(a.samples_per_gpu_step())) + " and " +
+        std::to_string(std::llround(b.samples_per_gpu_step())) +
+        " samples per GPU and step are too close (under 1.25x apart) to separate a fixed cost "
+        "per step from the tensor rate; calibrate on one of them");
+  // At the fitted rate both results ask for the same fixed cost: the difference of the two is
+  // monotone in the rate (each fixed cost grows with the rate, the one of more work per step
+  // faster), so bisect on its sign.
+  const auto gap = [&](double rate) { return a.fixed_step(rate) - b.fixed_step(rate); };
+  double lo = kLowestRate, hi = kHighestRate;
+  const double gap_lo = gap(lo), gap_hi = gap(hi);
+  if ((gap_lo > 0) == (gap_hi > 0))
+    throw std::invalid_argument(both +
+                                ": no tensor rate gives the two results the same fixed cost "
+                                "per step; they do not look like one implementation");
+  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    ((gap(mid) > 0) == (gap_lo > 0) ? lo : hi) = mid;
+  }
+  const double rate = std::sqrt(lo * hi);
+  check_below_peak(a, rate);
+  const double fixed = a.fixed_step(rate);
+  if (fixed < 0)
+    throw std::invalid_argument(
+        both + ": the fit gives a negative fixed cost per step (" + std::to_string(fixed * 1e3) +
+        " ms at " + std::to_string(rate / 1e12) +
+        " TFLOP/s): the larger batch is the slower per sample, which a fixed cost does not "
+        "explain; calibrate on one of them");
+  return fitted_profile(a, rate, fixed, &b, options);
 }
 
 }  // namespace mlbert::harness::simulate

@@ -1,5 +1,5 @@
 // `mlbert simulate calibrate --results DIR`: an accelerator profile fitted to ONE published
-// result, from the run's samples, evaluations and times.
+// result, from the run's samples, evaluations and times (or to two, below).
 //
 // Design choice: one result fixes one operating point, so the calibration fits one number, the
 // tensor rate of GEMM and attention kernels, so that the simulated runs, through the same
@@ -30,6 +30,19 @@ struct CalibrationOptions {
 // a non-GPU accelerator, fewer than 2 evaluations in every run of a 1.0.0-or-later ruleset, a
 // fitted tensor rate above the datasheet peak).
 AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options);
+
+// `mlbert simulate calibrate --results DIR --second-results DIR2`: two results of one
+// implementation (one accelerator, one round) at different samples per GPU and step fit two
+// numbers, the tensor rate and a fixed cost per step (`fixed_step_seconds`: what a step costs
+// whatever its batch beyond the traced kernels: the host's per-step work, synchronization), so
+// that both results' simulated runs last as long as their published ones. One result cannot
+// separate the two: its one rate carries the fixed cost spread over its samples, and under-counts
+// it at smaller batches (BENCHMARKS.md, "fixed costs per step"). The profile's run start is the
+// first result's. Throws std::invalid_argument as calibrate() does, and when the results are of
+// different accelerators or rounds, less than 1.25x apart in samples per GPU and step, or imply a
+// negative fixed cost.
+AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResult& second,
+                             const CalibrationOptions& options);
 
 // `mlbert simulate calibrate --bench FILE`: a profile measured on one GPU by the device check's
 // bert_cuda_bench --json (format "mlbert-device-bench/1": the device, its measured device-copy

@@ -28,6 +28,7 @@ struct Options {
   std::filesystem::path data;
   std::filesystem::path output;  // calibrate
   std::filesystem::path bench;   // calibrate --bench
+  std::filesystem::path second_results;  // calibrate --second-results
   BenchCalibrationOptions bench_options;
 };
 
@@ -214,15 +215,22 @@ int run_bench_calibrate(const Options& o) {
 }
 
 int run_calibrate(const Options& o) {
+  if (!o.second_results.empty() && o.results.empty())
+    throw std::runtime_error("simulate calibrate: --second-results goes with --results");
   if (o.bench.empty() == o.results.empty())
     throw std::runtime_error("simulate calibrate: give --results or --bench (one of them)");
   if (!o.bench.empty()) return run_bench_calibrate(o);
   const PublishedResult result = read_published_result(o.results, o.ruleset);
   CalibrationOptions options;
   options.command = "mlbert simulate calibrate --results " + o.results.string() +
+                    (o.second_results.empty() ? "" : " --second-results " +
+                                                         o.second_results.string()) +
                     (o.ruleset.empty() ? "" : " --ruleset " + o.ruleset);
   options.simulation = simulation_options(o);
-  const AcceleratorProfile profile = calibrate(result, options);
+  const AcceleratorProfile profile =
+      o.second_results.empty()
+          ? calibrate(result, options)
+          : calibrate(result, read_published_result(o.second_results, o.ruleset), options);
   const auto out = profile_output(o, profile);
   save_profile(profile, out);
   const auto& fit = profile.provenance["fit"];
@@ -232,8 +240,13 @@ int run_calibrate(const Options& o) {
             << fit["fraction_of_fp16_peak"].get<double>() * 100 << "% of the fp16 peak), run start "
             << profile.run_start_seconds << " s\n"
             << "  simulated step " << fit["simulated_step_ms"].get<double>() << " ms, evaluation "
-            << fit["simulated_eval_ms"].get<double>() << " ms\n"
-            << "wrote " << out.string() << "\n";
+            << fit["simulated_eval_ms"].get<double>() << " ms\n";
+  if (fit.contains("second"))
+    std::cout << "  fixed cost per step " << fit["fixed_step_ms"].get<double>()
+              << " ms, fitted with the rate; second result "
+              << fit["second"]["source"].get<std::string>() << ": simulated step "
+              << fit["second"]["simulated_step_ms"].get<double>() << " ms\n";
+  std::cout << "wrote " << out.string() << "\n";
   return 0;
 }
 
@@ -260,9 +273,13 @@ void register_cli(CLI::App& app, int& exit_code) {
   simulate->add_option("--data", o->data, "take sample lengths from the HDF5 shards here");
   CLI::App* calibrate_cmd =
       simulate->add_subcommand("calibrate",
-                               "fit an accelerator profile to ONE published result "
-                               "or to a device check's measurement");
+                               "fit an accelerator profile to ONE published result (or two "
+                               "of one implementation) or to a device check's measurement");
   calibrate_cmd->add_option("--results", o->results, "the result folder");
+  calibrate_cmd->add_option(
+      "--second-results", o->second_results,
+      "a second result of the same implementation (accelerator and round) at another batch per "
+      "GPU: fits a fixed cost per step beside the tensor rate");
   calibrate_cmd->add_option("--bench", o->bench,
                             "a measurement of bert_cuda_bench --json (a measured profile)");
   calibrate_cmd->add_option("--accelerator", o->bench_options.accelerator,

@@ -170,6 +170,11 @@ AcceleratorProfile load_profile(const std::filesystem::path& path) {
   p.memory_bytes_per_second = r.number(root, "memory_bytes_per_second", "");
   if (!(p.memory_bytes_per_second > 0)) r.fail("memory_bytes_per_second", "must be > 0");
   p.run_start_seconds = r.number(root, "run_start_seconds", "");
+  if (root.contains("fixed_step_seconds")) {
+    p.fixed_step_seconds = r.number(root, "fixed_step_seconds", "");
+    if (!(p.fixed_step_seconds >= 0 && p.fixed_step_seconds < 3600))
+      r.fail("fixed_step_seconds", "must be >= 0 and under an hour");
+  }
   return p;
 }
 
@@ -177,7 +182,7 @@ json profile_to_json(const AcceleratorProfile& p) {
   json provenance = p.provenance.is_object() ? p.provenance : json::object();
   provenance["kind"] = p.provenance_kind;
   if (!provenance.contains("source")) provenance["source"] = "";
-  return json{
+  json out{
       {"format", kFormat},
       {"accelerator", p.accelerator},
       {"matches", p.matches},
@@ -191,6 +196,8 @@ json profile_to_json(const AcceleratorProfile& p) {
       {"memory_bytes_per_second", p.memory_bytes_per_second},
       {"run_start_seconds", p.run_start_seconds},
   };
+  if (p.fixed_step_seconds > 0) out["fixed_step_seconds"] = p.fixed_step_seconds;
+  return out;
 }
 
 void save_profile(const AcceleratorProfile& profile, const std::filesystem::path& path) {
@@ -362,6 +369,7 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
 
 std::optional<std::string> small_batch_note(const AcceleratorProfile& profile,
                                             double samples_per_gpu_step) {
+  if (profile.fixed_step_seconds > 0) return std::nullopt;  // fitted on two batches: not spread
   const json& p = profile.provenance;
   if (!p.is_object() || !p.contains("result") || !p["result"].is_object()) return std::nullopt;
   const json& r = p["result"];

@@ -51,6 +51,10 @@ struct AcceleratorProfile {
   double optimizer_seconds_per_parameter_adam = 0;  // Adam and AdamW
   // run_start to the first step's work: data loaders, the first step's setup (not init).
   double run_start_seconds = 0;
+  // What every training step costs beyond its traced kernels, whatever its batch (the host's
+  // per-step work, synchronization): 0 unless fitted, which takes two results of one
+  // implementation at different batches per GPU (calibrate.h).
+  double fixed_step_seconds = 0;
 
   double optimizer_seconds_per_parameter(OptimizerKind kind) const;
   // provenance.source, or "" when none is recorded yet.

@@ -53,7 +53,8 @@ json breakdown_to_json(const StepBreakdown& b) {
   return {{"exchange", b.exchange},   {"compute", b.compute},
           {"imbalance", b.imbalance}, {"exposed_comm", b.exposed_comm},
           {"clip", b.clip},           {"optimizer", b.optimizer},
-          {"host", b.host},           {"total", b.total()}};
+          {"host", b.host},           {"fixed", b.fixed},
+          {"total", b.total()}};
 }
 
 struct Component {
@@ -70,6 +71,7 @@ constexpr Component kComponents[] = {
     {"norm/scaling passes", "#8c613c", &TimeComponents::clip},
     {"optimizer", "#6acc64", &TimeComponents::optimizer},
     {"host between steps", "#d5bb67", &TimeComponents::host},
+    {"fixed per step (fitted)", "#82c6e2", &TimeComponents::fixed},
     {"evaluation", "#dc7ec0", &TimeComponents::evaluation},
 };
 
@@ -86,6 +88,7 @@ TimeComponents components_of(const Prediction& p) {
   c.clip = p.mean_step.clip * steps;
   c.optimizer = p.mean_step.optimizer * steps;
   c.host = p.mean_step.host * steps;
+  c.fixed = p.mean_step.fixed * steps;
   c.evaluation = p.eval_total_seconds;
   return c;
 }
@@ -122,6 +125,9 @@ std::string format_prediction(const Prediction& p, const AcceleratorProfile& pro
   if (b.host > 0)
     o << "  host between steps     " << fmt("%9.2f ms", b.host * 1e3)
       << "   (a read-back after backward, then the host's loops the GPU does not hide)\n";
+  if (b.fixed > 0)
+    o << "  fixed per step         " << fmt("%9.2f ms", b.fixed * 1e3)
+      << "   (the profile's, fitted on two results at different batches per GPU)\n";
   o << "  step                   " << fmt("%9.2f ms", b.total() * 1e3) << "\n";
   o << "gradients: " << p.buckets << " buckets, " << fmt("%.3f GB", p.gradient_bytes / 1e9)
     << " per step on the wire (" << p.allreduce_choice << ")\n";
@@ -169,9 +175,10 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
   o << "mlbert simulate: sweep of " << field << "\n";
   char line[512];
   std::snprintf(line, sizeof(line),
-                "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %6s %8s\n",
+                "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %6s %6s %8s\n",
                 field.c_str(), "ranks", "GBS", "batch", "steps", "evals", "time s", "step ms",
-                "compute", "imbal", "exposed", "exchange", "passes", "optim", "host", "eval s");
+                "compute", "imbal", "exposed", "exchange", "passes", "optim", "host", "fixed",
+                "eval s");
   o << line;
   for (const SweepPoint& s : points) {
     const Prediction& p = s.prediction;
@@ -179,13 +186,14 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
     const int world = p.nodes * p.ranks_per_node;
     std::snprintf(line, sizeof(line),
                   "%-12s %6d %7lld %5lld %6lld %6lld %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %7.2f "
-                  "%8.2f %6.2f %8.2f%s\n",
+                  "%8.2f %6.2f %6.2f %8.2f%s\n",
                   s.value.c_str(), world, static_cast<long long>(p.global_batch_size),
                   static_cast<long long>(p.global_batch_size / world),
                   static_cast<long long>(p.convergence.steps),
                   static_cast<long long>(p.convergence.evals), p.total_seconds, b.total() * 1e3,
                   b.compute * 1e3, b.imbalance * 1e3, b.exposed_comm * 1e3, b.exchange * 1e3,
-                  b.clip * 1e3, b.optimizer * 1e3, b.host * 1e3, p.eval_total_seconds,
+                  b.clip * 1e3, b.optimizer * 1e3, b.host * 1e3, b.fixed * 1e3,
+                  p.eval_total_seconds,
                   p.convergence.reached ? "" : "  (not converged)");
     o << line;
   }
@@ -386,7 +394,8 @@ std::string format_comparison(const ResultComparison& c, const AcceleratorProfil
     << fmt("%.2f", p.mean_step.exchange * 1e3) << ", norm and scaling passes "
     << fmt("%.2f", p.mean_step.clip * 1e3) << ", optimizer "
     << fmt("%.2f", p.mean_step.optimizer * 1e3) << ", host between steps "
-    << fmt("%.2f", p.mean_step.host * 1e3) << " ms; evaluation "
+    << fmt("%.2f", p.mean_step.host * 1e3) << ", fixed per step "
+    << fmt("%.2f", p.mean_step.fixed * 1e3) << " ms; evaluation "
     << fmt("%.1f ms", p.eval_seconds * 1e3) << "; run start " << fmt("%.2f s", p.run_start_seconds)
     << "\n";
   o << format_phases(c.phases, p);

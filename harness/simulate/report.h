@@ -15,7 +15,7 @@ namespace mlbert::harness::simulate {
 // The components of a time to train, in seconds, in plotting order.
 struct TimeComponents {
   double run_start = 0, compute = 0, imbalance = 0, exposed_comm = 0, exchange = 0, clip = 0,
-         optimizer = 0, host = 0, evaluation = 0;
+         optimizer = 0, host = 0, fixed = 0, evaluation = 0;
 };
 TimeComponents components_of(const Prediction& p);
 

@@ -258,6 +258,7 @@ StepBreakdown& StepBreakdown::operator+=(const StepBreakdown& o) {
   clip += o.clip;
   optimizer += o.optimizer;
   host += o.host;
+  fixed += o.fixed;
   return *this;
 }
 
@@ -499,6 +500,7 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
     b.clip = costs.clip_seconds;
     b.optimizer = costs.optimizer_seconds;
     b.host = between_steps_host;
+    b.fixed = profile.fixed_step_seconds;
     p.mean_step += b;
     p.step_seconds.push_back(b.total());
     p.train_seconds += b.total();
@@ -512,6 +514,7 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
     p.mean_step.clip /= n;
     p.mean_step.optimizer /= n;
     p.mean_step.host /= n;
+    p.mean_step.fixed /= n;
     p.comm_busy /= n;
     p.host_bound /= n;
     p.straggler_ratio = straggler_sum / static_cast<double>(steps * accumulation);
@@ -543,6 +546,10 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
               " TFLOP/s, wave-quantized over " + std::to_string(profile.multiprocessors) +
               " SMs in 128 x 128 output tiles; memory-bound kernels at " +
               format_number(profile.memory_bytes_per_second / 1e12, 4) + " TB/s");
+  if (profile.fixed_step_seconds > 0)
+    a.push_back("fixed cost per step: " + format_number(profile.fixed_step_seconds * 1e3, 4) +
+                " ms on every training step, fitted with the tensor rate to two results of one "
+                "implementation at different batches per GPU (the profile's provenance)");
   a.push_back("kernels: mlbert's model traced (" + std::to_string(plan_.train.size()) +
               " kernels per training micro-step, " + std::to_string(plan_.eval.size()) +
               " per evaluation batch), each no earlier than the host has issued it; host " +

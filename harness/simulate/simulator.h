@@ -138,8 +138,9 @@ struct StepBreakdown {
   double clip = 0;          // norm and scaling passes over the gradients, and their wait
   double optimizer = 0;
   double host = 0;  // between steps, the host's work the GPU waits for (after a read-back)
+  double fixed = 0;  // the profile's fixed cost per step (fitted on two results; else 0)
   double total() const {
-    return exchange + compute + imbalance + exposed_comm + clip + optimizer + host;
+    return exchange + compute + imbalance + exposed_comm + clip + optimizer + host + fixed;
   }
   StepBreakdown& operator+=(const StepBreakdown& o);
 };

@@ -32,6 +32,7 @@ void profile(const std::filesystem::path& path) {
   if (!positive(p.tensor_flops_per_second) || !positive(p.memory_bytes_per_second)) std::abort();
   if (p.multiprocessors < 0 || !std::isfinite(p.run_start_seconds) || p.run_start_seconds < 0)
     std::abort();
+  if (!std::isfinite(p.fixed_step_seconds) || p.fixed_step_seconds < 0) std::abort();
   if (p.matches.empty()) std::abort();
   for (const auto& m : p.matches)
     if (!sim::accelerator_name_matches(m, m)) std::abort();  // a pattern names at least itself
@@ -43,6 +44,7 @@ void profile(const std::filesystem::path& path) {
       q.tensor_flops_per_second != p.tensor_flops_per_second ||
       q.memory_bytes_per_second != p.memory_bytes_per_second ||
       q.multiprocessors != p.multiprocessors || q.run_start_seconds != p.run_start_seconds ||
+      q.fixed_step_seconds != p.fixed_step_seconds ||
       q.optimizer_seconds_per_parameter_lamb != p.optimizer_seconds_per_parameter_lamb ||
       q.optimizer_seconds_per_parameter_adam != p.optimizer_seconds_per_parameter_adam ||
       q.provenance_kind != p.provenance_kind)

@@ -248,6 +248,71 @@ TEST_CASE("a fit above the accelerator's peak is refused, not written", "[simula
                         Catch::Contains("no profile written"));
 }
 
+namespace {
+
+// `r` with its runs' times replaced by what `truth` simulates for them (from the run start that
+// calibration reads off their evaluations): a result whose true rate and fixed cost are known.
+PublishedResult timed_as(PublishedResult r, const AcceleratorProfile& truth) {
+  double start = 0;
+  for (const PublishedRun& run : r.runs) start += run.run_start_excess().value();
+  start /= static_cast<double>(r.runs.size());
+  SimulationOptions options = simulation_options_for(r, SimulationOptions());
+  time_longest_run(r, r.global_batch_size, options);
+  const Prediction p = Simulation(cluster_from_result(r), truth, options).time(truth);
+  for (PublishedRun& run : r.runs) {
+    const auto steps = static_cast<std::size_t>(run.steps(r.global_batch_size));
+    REQUIRE(steps <= p.step_seconds.size());
+    run.seconds = start + static_cast<double>(run.evals) * p.eval_seconds;
+    for (std::size_t i = 0; i < steps; ++i) run.seconds += p.step_seconds[i];
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("two results at different batches per GPU fit the tensor rate and a fixed cost per step",
+          "[simulate]") {
+  // The v1.0 single node (56 samples per GPU) and the same runs at half the global batch (28 per
+  // GPU, twice the steps), both timed by a known profile: 1.2x the one-result fit's rate and 8 ms
+  // a step beyond the kernels. The two-result fit finds both; a fit to either result alone puts
+  // the fixed cost into its one rate, and each gets a different rate.
+  const PublishedResult r = read_published_result(early("v1.0/NVIDIA/dgxa100_ngc21.05_pytorch"));
+  CalibrationOptions options;
+  options.command = "test";
+  AcceleratorProfile truth = calibrate(r, options);
+  truth.tensor_flops_per_second *= 1.2;
+  truth.fixed_step_seconds = 0.008;
+  PublishedResult half = r;
+  half.global_batch_size /= 2;
+  const PublishedResult a = timed_as(r, truth), b = timed_as(half, truth);
+
+  const AcceleratorProfile fit = calibrate(a, b, options);
+  CHECK(fit.tensor_flops_per_second == Approx(truth.tensor_flops_per_second).epsilon(0.02));
+  CHECK(fit.fixed_step_seconds == Approx(0.008).epsilon(0.05));
+  CHECK(fit.provenance["fit"]["fixed_step_ms"].get<double>() == Approx(8).epsilon(0.05));
+  CHECK(fit.provenance["fit"]["second"]["global_batch_size"] == r.global_batch_size / 2);
+  CHECK_THAT(fit.provenance["derived"].dump(), Catch::Contains("a fixed cost per step, together"));
+  check_reproduces(a, fit);
+  check_reproduces(b, fit);
+  const double alone_a = calibrate(a, options).tensor_flops_per_second;
+  const double alone_b = calibrate(b, options).tensor_flops_per_second;
+  CHECK(alone_a < truth.tensor_flops_per_second * 0.97);  // the fixed cost read as slower kernels
+  CHECK(alone_b < alone_a * 0.97);                        // more so at the smaller batch
+
+  // Refused: batches too close to separate, two rounds, the larger batch slower per sample.
+  PublishedResult close = r;
+  close.global_batch_size = r.global_batch_size - 6 * 8;  // 50 samples per GPU against 56
+  CHECK_THROWS_WITH(calibrate(a, timed_as(close, truth), options),
+                    Catch::Contains("too close (under 1.25x apart)"));
+  PublishedResult other_round = b;
+  other_round.ruleset = "1.1.0";
+  CHECK_THROWS_WITH(calibrate(a, other_round, options),
+                    Catch::Contains("different rounds (1.0.0, 1.1.0)"));
+  PublishedResult slow = a;
+  for (PublishedRun& run : slow.runs) run.seconds *= 1.5;
+  CHECK_THROWS_WITH(calibrate(slow, b, options), Catch::Contains("negative fixed cost per step"));
+}
+
 TEST_CASE("a submission package's layout reads like a flat result folder", "[simulate]") {
   // <org>/results/<system>/bert/result_*.txt and <org>/systems/<system>.json, as the mlcommons
   // training_results repositories hold them.

@@ -1698,6 +1698,17 @@ TEST_CASE("a profile file round-trips, and a bad one is refused naming the file 
       Catch::Contains("adam.json: optimizer.adam_seconds_per_parameter: missing"));
   CHECK_THAT(refused("text", edited([](auto& j) { j["run_start_seconds"] = "2.5"; })),
              Catch::Contains("text.json: run_start_seconds: must be a number, found string"));
+  CHECK_THAT(refused("fixed", edited([](auto& j) { j["fixed_step_seconds"] = 7200; })),
+             Catch::Contains("fixed.json: fixed_step_seconds: must be >= 0 and under an hour"));
+  CHECK_THAT(refused("fixedneg", edited([](auto& j) { j["fixed_step_seconds"] = -0.01; })),
+             Catch::Contains("fixedneg.json: fixed_step_seconds: must be a finite number >= 0"));
+  CHECK(back.fixed_step_seconds == 0);  // absent: none
+  AcceleratorProfile with_fixed = test_profile();
+  with_fixed.fixed_step_seconds = 0.0125;
+  CHECK(profile_to_json(with_fixed)["fixed_step_seconds"] == 0.0125);
+  CHECK_FALSE(profile_to_json(test_profile()).contains("fixed_step_seconds"));
+  save_profile(with_fixed, dir / "fixed_back.json");
+  CHECK(load_profile(dir / "fixed_back.json").fixed_step_seconds == 0.0125);
   // A directory holding a bad profile: the lookup names the file instead of skipping it.
   std::vector<std::string> notes;
   CHECK_THROWS_WITH(profile_for_accelerator(dir, "NVIDIA A100-SXM4-80GB", notes),
