@@ -32,7 +32,6 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,6 +40,7 @@
 #include "harness/length_distribution.h"
 #include "harness/sampler.h"
 #include "harness/training_data.h"
+#include "tests/common/processes.h"
 
 using namespace mlbert;
 namespace fs = std::filesystem;
@@ -124,29 +124,10 @@ void add_io(const std::string& file, IoCounters& c) {
 // process mlbert-shard-reader, in the forks it serves each read from and in the keeper process of
 // open shards, its child (the counts of a reaped process are already in its parent's).
 IoCounters io_now() {
-  std::map<std::string, std::vector<std::string>> children;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 1));
-    std::string state, ppid;
-    if (rest >> state >> ppid) children[ppid].push_back(pid);
-  }
   IoCounters c;
   add_io("/proc/self/io", c);
-  std::vector<std::string> todo = children[std::to_string(::getpid())];
-  while (!todo.empty()) {
-    const std::string pid = todo.back();
-    todo.pop_back();
-    add_io("/proc/" + pid + "/io", c);
-    for (const std::string& child : children[pid]) todo.push_back(child);
-  }
+  for (const auto& p : test::descendants_of(::getpid()))
+    add_io("/proc/" + std::to_string(p.pid) + "/io", c);
   return c;
 }
 

@@ -19,11 +19,14 @@
 #include "data_prep/hdf5_io.h"
 #include "data_prep/shard_reader.h"
 #include "test_util.h"
+#include "tests/common/processes.h"
 
 using namespace mlbert::data;
 using mlbert::test::error_of;
 using mlbert::test::make_sample;
 using mlbert::test::TempDir;
+using mlbert::test::children_of;
+using mlbert::test::ProcessEntry;
 
 namespace {
 
@@ -254,33 +257,14 @@ TEST_CASE("a ShardReader reads its shard as it was opened, and opens it again in
 
 namespace {
 
-// The processes whose parent is `parent`, with their state letter (R, S, Z, ...) from
-// /proc/<pid>/stat.
-std::vector<std::pair<pid_t, char>> children_of(pid_t parent) {
-  std::vector<std::pair<pid_t, char>> children;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    // "pid (comm) state ppid ..."; comm may hold spaces, so after the last ')'.
-    const std::string stat = read_text(entry.path() / "stat");
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;  // ended while we looked
-    std::istringstream rest(stat.substr(close + 1));
-    char state = '?';
-    pid_t ppid = -1;
-    rest >> state >> ppid;
-    if (ppid == parent) children.emplace_back(static_cast<pid_t>(std::stol(pid)), state);
-  }
-  return children;
-}
-
 // The pid of `client`'s shard reader process (the one its ReaderProcess started), or -1.
 pid_t reader_pid(pid_t client = ::getpid()) {
   const std::string name = shard_reader_executable().filename().string();
-  for (const auto& [pid, state] : children_of(client)) {
+  for (const auto& child : children_of(client)) {
     std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
-    if (!ec && exe.filename().string() == name) return pid;
+    const auto exe =
+        std::filesystem::read_symlink("/proc/" + std::to_string(child.pid) + "/exe", ec);
+    if (!ec && exe.filename().string() == name) return child.pid;
   }
   return -1;
 }
@@ -391,11 +375,11 @@ TEST_CASE("a client killed while its read hangs leaves no reader process behind"
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     const pid_t reader = reader_pid(client);
-    const auto children = reader > 0 ? children_of(reader) : decltype(children_of(0)){};
+    const auto children = reader > 0 ? children_of(reader) : std::vector<ProcessEntry>{};
     // The read's fork spinning in HDF5 (R); the reader's other children wait (S).
-    if (std::any_of(children.begin(), children.end(), [](auto c) { return c.second == 'R'; })) {
+    if (std::any_of(children.begin(), children.end(), [](auto& c) { return c.state == 'R'; })) {
       tree = {reader};
-      for (const auto& [pid, state] : children) tree.push_back(pid);
+      for (const auto& child : children) tree.push_back(child.pid);
       break;
     }
     ::usleep(20000);

@@ -25,6 +25,7 @@
 #include "harness/load_balance.h"
 #include "harness/training_data.h"
 #include "mlperf_logging/bert_tensors.h"
+#include "tests/common/processes.h"
 #include "tests/harness/thread_group.h"
 
 using namespace mlbert;
@@ -427,33 +428,17 @@ TEST_CASE("global-deal: a row whose length differs from the index stops the load
                              " tokens but the length index"));
 }
 
-// /proc/<pid> of each process whose parent is `parent` and whose name starts with `name`.
-static std::vector<fs::path> children_named(const std::string& parent, const std::string& name) {
-  std::vector<fs::path> found;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto paren = stat.rfind(')');
-    if (paren == std::string::npos || stat.find("(" + name) == std::string::npos) continue;
-    std::istringstream fields(stat.substr(paren + 2));
-    std::string state, ppid;
-    fields >> state >> ppid;
-    if (ppid == parent) found.push_back(entry.path());
-  }
-  return found;
-}
-
-// /proc/<pid> of this process's shard reader process mlbert-shard-reader and of its children, the
-// keeper of the open shards among them (data_prep/shard_reader.h; REQUIREs the reader to exist).
+// /proc/<pid> of this process's shard reader process mlbert-shard-reader and of its descendants,
+// the keeper of the open shards among them (data_prep/shard_reader.h; REQUIREs the reader).
 static std::vector<fs::path> shard_reader_processes() {
-  const auto readers = children_named(std::to_string(::getpid()), "mlbert-shard-re");
+  std::vector<fs::path> readers;
+  for (const auto& child : mlbert::test::children_of(::getpid()))
+    if (child.comm == "mlbert-shard-re") readers.push_back("/proc/" + std::to_string(child.pid));
   REQUIRE(readers.size() == 1);
   auto all = readers;
-  for (const fs::path& child :
-       children_named(readers.front().filename().string(), "mlbert-shard-re"))
-    all.push_back(child);
+  const auto reader = static_cast<pid_t>(std::stol(readers.front().filename().string()));
+  for (const auto& p : mlbert::test::descendants_of(reader))
+    all.push_back("/proc/" + std::to_string(p.pid));
   return all;
 }
 
