@@ -285,6 +285,7 @@ AcceleratorProfile fitted_profile(const FitCase& c, double flops_per_second, dou
               {"simulated_eval_ms", fitted.eval_seconds * 1e3}};
   if (second) {
     fit["fixed_step_ms"] = fixed_step * 1e3;
+    fit["implementation"] = describe_implementation(c.simulation);
     const Prediction other = second->sim->time(profile);
     fit["second"] = {{"source", second->result->dir.string()},
                      {"nodes", second->cluster.network.nodes},
@@ -346,6 +347,11 @@ AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResul
                                 second.ruleset +
                                 "); a fixed cost per step is fitted to one implementation, "
                                 "so to results of one round");
+  if (describe_implementation(a.simulation) != describe_implementation(b.simulation))
+    throw std::invalid_argument(both + ": the two ran differently as their logs read (" +
+                                describe_implementation(a.simulation) + "; against " +
+                                describe_implementation(b.simulation) +
+                                "); a fixed cost per step is fitted to one implementation");
   const double ratio = std::max(a.samples_per_gpu_step(), b.samples_per_gpu_step()) /
                        std::min(a.samples_per_gpu_step(), b.samples_per_gpu_step());
   if (!(ratio >= 1.25))

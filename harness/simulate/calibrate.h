@@ -39,8 +39,9 @@ AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOpt
 // separate the two: its one rate carries the fixed cost spread over its samples, and under-counts
 // it at smaller batches (BENCHMARKS.md, "fixed costs per step"). The profile's run start is the
 // first result's. Throws std::invalid_argument as calibrate() does, and when the results are of
-// different accelerators or rounds, less than 1.25x apart in samples per GPU and step, or imply a
-// negative fixed cost.
+// different accelerators or rounds, ran differently as their logs read (CUDA graphs or eager
+// issue, packing or padding, optimizer sharding, read-backs), are less than 1.25x apart in samples
+// per GPU and step, or imply a negative fixed cost.
 AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResult& second,
                              const CalibrationOptions& options);
 

@@ -250,6 +250,23 @@ OptimizerShard optimizer_shard_from_string(const std::string& text) {
   throw std::invalid_argument("\"" + text + "\" is not an optimizer sharding (none, node, world)");
 }
 
+std::string describe_implementation(const SimulationOptions& s) {
+  std::string text = s.host_seconds_per_kernel > 0
+                         ? "kernels issued one by one (" +
+                               std::to_string(std::llround(s.host_seconds_per_kernel * 1e6)) +
+                               " us each)"
+                         : "the step replayed from CUDA graphs";
+  text += s.packing > 1 ? ", packed rows" : s.padded ? ", padded sequences" : ", unpadded";
+  text += std::string(", optimizer ") + (s.optimizer_shard == OptimizerShard::none ? "unsharded"
+                                         : s.optimizer_shard == OptimizerShard::node
+                                             ? "sharded in the node"
+                                             : "sharded over the world");
+  if (s.syncs_before_encoder + s.syncs_before_heads > 0 || s.sync_per_bucket ||
+      s.sync_after_backward)
+    text += ", read-backs inside the step";
+  return text;
+}
+
 StepBreakdown& StepBreakdown::operator+=(const StepBreakdown& o) {
   exchange += o.exchange;
   compute += o.compute;
@@ -546,10 +563,22 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
               " TFLOP/s, wave-quantized over " + std::to_string(profile.multiprocessors) +
               " SMs in 128 x 128 output tiles; memory-bound kernels at " +
               format_number(profile.memory_bytes_per_second / 1e12, 4) + " TB/s");
-  if (profile.fixed_step_seconds > 0)
+  if (profile.fixed_step_seconds > 0) {
+    const nlohmann::json& fit = profile.provenance.is_object() && profile.provenance.contains("fit")
+                          ? profile.provenance["fit"]
+                          : nlohmann::json::object();
+    const std::string fitted_on = fit.contains("implementation") && fit["implementation"].is_string()
+                                      ? fit["implementation"].get<std::string>()
+                                      : "";
+    const std::string here = describe_implementation(options);
     a.push_back("fixed cost per step: " + format_number(profile.fixed_step_seconds * 1e3, 4) +
                 " ms on every training step, fitted with the tensor rate to two results of one "
-                "implementation at different batches per GPU (the profile's provenance)");
+                "implementation at different batches per GPU (the profile's provenance)" +
+                (fitted_on.empty() || fitted_on == here
+                     ? std::string()
+                     : "; fitted where " + fitted_on + ", this run has " + here +
+                           ": the cost may not carry over"));
+  }
   a.push_back("kernels: mlbert's model traced (" + std::to_string(plan_.train.size()) +
               " kernels per training micro-step, " + std::to_string(plan_.eval.size()) +
               " per evaluation batch), each no earlier than the host has issued it; host " +

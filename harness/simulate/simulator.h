@@ -115,6 +115,12 @@ struct SimulationOptions {
   std::optional<std::int64_t> evals;
 };
 
+// How a run's implementation is simulated, in words ("the step replayed from CUDA graphs, packed
+// rows, optimizer sharded in the node"): a fixed cost per step (AcceleratorProfile) is fitted to,
+// and holds for, one such way; a step replayed from CUDA graphs has none of an eagerly issued
+// step's host costs.
+std::string describe_implementation(const SimulationOptions& options);
+
 struct Convergence {
   double target_samples = 0;  // what the run must train: RCP mean or the stated figure
   std::string source;         // where the target came from

@@ -308,6 +308,26 @@ TEST_CASE("two results at different batches per GPU fit the tensor rate and a fi
   other_round.ruleset = "1.1.0";
   CHECK_THROWS_WITH(calibrate(a, other_round, options),
                     Catch::Contains("different rounds (1.0.0, 1.1.0)"));
+  PublishedResult graphs = b;  // the same runs, read as replayed from CUDA graphs
+  graphs.cuda_graph = true;
+  CHECK_THROWS_WITH(calibrate(a, graphs, options),
+                    Catch::Contains("the two ran differently as their logs read") &&
+                        Catch::Contains("replayed from CUDA graphs"));
+  // A run of another implementation timed with the fitted cost: said in its assumptions.
+  CHECK(fit.provenance["fit"]["implementation"] ==
+        describe_implementation(simulation_options_for(a, SimulationOptions())));
+  SimulationOptions graph_options = simulation_options_for(graphs, SimulationOptions());
+  time_longest_run(graphs, graphs.global_batch_size, graph_options);
+  const Prediction elsewhere = predict(cluster_from_result(graphs), fit, graph_options);
+  CHECK_THAT(Catch::Detail::stringify(elsewhere.assumptions),
+             Catch::Contains("this run has the step replayed from CUDA graphs") &&
+                 Catch::Contains("the cost may not carry over"));
+  SimulationOptions same_options = simulation_options_for(a, SimulationOptions());
+  time_longest_run(a, a.global_batch_size, same_options);
+  const std::string same = Catch::Detail::stringify(
+      predict(cluster_from_result(a), fit, same_options).assumptions);
+  CHECK_THAT(same, Catch::Contains("fixed cost per step: 8"));
+  CHECK_THAT(same, !Catch::Contains("may not carry over"));
   PublishedResult slow = a;
   for (PublishedRun& run : slow.runs) run.seconds *= 1.5;
   CHECK_THROWS_WITH(calibrate(slow, b, options), Catch::Contains("negative fixed cost per step"));
