@@ -347,11 +347,6 @@ AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResul
                                 second.ruleset +
                                 "); a fixed cost per step is fitted to one implementation, "
                                 "so to results of one round");
-  if (describe_implementation(a.simulation) != describe_implementation(b.simulation))
-    throw std::invalid_argument(both + ": the two ran differently as their logs read (" +
-                                describe_implementation(a.simulation) + "; against " +
-                                describe_implementation(b.simulation) +
-                                "); a fixed cost per step is fitted to one implementation");
   const double ratio = std::max(a.samples_per_gpu_step(), b.samples_per_gpu_step()) /
                        std::min(a.samples_per_gpu_step(), b.samples_per_gpu_step());
   if (!(ratio >= 1.25))
@@ -360,6 +355,11 @@ AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResul
         std::to_string(std::llround(b.samples_per_gpu_step())) +
         " samples per GPU and step are too close (under 1.25x apart) to separate a fixed cost "
         "per step from the tensor rate; calibrate on one of them");
+  if (describe_implementation(a.simulation) != describe_implementation(b.simulation))
+    throw std::invalid_argument(both + ": the two ran differently as their logs read (" +
+                                describe_implementation(a.simulation) + "; against " +
+                                describe_implementation(b.simulation) +
+                                "); a fixed cost per step is fitted to one implementation");
   // At the fitted rate both results ask for the same fixed cost: the difference of the two is
   // monotone in the rate (each fixed cost grows with the rate, the one of more work per step
   // faster), so bisect on its sign.
