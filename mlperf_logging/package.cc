@@ -88,6 +88,13 @@ struct BypassFlags {
 
 BypassFlags read_params(const fs::path& file, Report& report) {
   BypassFlags flags;
+  // A folder of that name opens, and then fails in the read (EISDIR), which libstdc++'s filebuf
+  // throws from inside the iterator below: a fuzzer's tree ended the checker so.
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    report.error(file, "package_checker_params is not a file");
+    return flags;
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     report.error(file, "cannot read package_checker_params");

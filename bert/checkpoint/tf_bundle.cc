@@ -215,6 +215,11 @@ TfBundleEntry parse_entry(const std::string& name, std::string_view bytes, const
 }
 
 std::string read_file(const std::filesystem::path& path) {
+  // A folder opens and then fails in the read, which the iterator below throws as an error that
+  // names no file.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error(path.string() + ": not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path.string() + ": cannot open");
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

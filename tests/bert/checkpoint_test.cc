@@ -135,6 +135,11 @@ TEST_CASE("corrupt TF bundles fail with the file and the reason") {
     CHECK_THROWS_WITH(reader.read_f32(reader.entries().front()),
                       Catch::Contains("data-00000-of-00001"));
   }
+  SECTION("an index that is a folder is named, not read") {
+    fs::create_directories(dir / "folder.index");
+    CHECK_THROWS_WITH(TfBundleReader(dir / "folder"),
+                      Catch::Contains("folder.index: not a file"));
+  }
   SECTION("a non-checkpoint file is rejected") {
     std::ofstream(dir / "junk.index") << std::string(100, 'x');
     CHECK_THROWS_WITH(TfBundleReader(dir / "junk"), Catch::Contains("magic"));

@@ -139,6 +139,17 @@ TEST_CASE("closed division: a run without a seed fails, the bypass file lifts it
   mlbert::test::write_text(tmp.path() / "results/sys1/bert/package_checker_params",
                            "seed-checker-bypass");
   CHECK(check_org(tmp.path()).passed);
+  // A folder of that name (fuzz_mllog_package: the read of a folder threw out of the checker),
+  // in the benchmark folder or the system's: an error naming it, not a crash.
+  for (const char* where : {"results/sys1/bert", "results/sys1"}) {
+    INFO(where);
+    fs::remove(tmp.path() / "results/sys1/bert/package_checker_params");
+    fs::create_directories(tmp.path() / where / "package_checker_params");
+    const auto folder = check_org(tmp.path());
+    CHECK_FALSE(folder.passed);
+    CHECK(found(folder, kError, "package_checker_params", "package_checker_params is not a file"));
+    fs::remove_all(tmp.path() / where / "package_checker_params");
+  }
 }
 
 TEST_CASE("closed division: converging too fast fails the RCP check, open division skips it",
