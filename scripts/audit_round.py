@@ -42,11 +42,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
 try:
     from mlperf_logging.compliance_checker import mlp_compliance
-    from mlperf_logging.package_checker import package_checker
+    import official_package_verdict  # imports the official package_checker
     from mlperf_logging.rcp_checker import rcp_checker
     from mlperf_logging.result_summarizer import result_summarizer
 except ImportError as e:
@@ -180,38 +179,14 @@ def compare_rcps(mlbert, folders, ruleset, differences):
     return passed
 
 
-class VerdictLines(logging.Handler):
-    """The package checker returns nothing: its verdict is the line it logs."""
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 def official_package(org, ruleset):
-    handler, root = VerdictLines(), logging.getLogger()
-    level = root.level
-    logging.disable(logging.NOTSET)
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            package_checker.check_training_package(str(org), "training", ruleset, False, False, False,
-                                                   False, False, "/dev/null")
+        lines = official_package_verdict.logged_lines(org, ruleset)
     except Exception as e:  # the command dies with a traceback: not a passing package
         return False, f"{type(e).__name__}: {e}"
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
-        logging.disable(logging.CRITICAL)
-    verdict = [line for line in handler.lines if "PACKAGE CHECKER FOUND" in line]
-    errors = [line for line in handler.lines if "error" in line.lower()][:3]
-    return len(verdict) == 1 and "FOUND NO ERRORS" in verdict[0], "; ".join(errors)
+    verdict = official_package_verdict.verdicts(lines)
+    errors = [line for line in lines if "error" in line.lower()][:3]
+    return len(verdict) == 1 and official_package_verdict.passed(verdict[0]), "; ".join(errors)
 
 
 def package_orgs(round_dir):

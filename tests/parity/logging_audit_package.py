@@ -14,8 +14,6 @@ difference is expected, and checked to be exactly that.
 
 Exit 0 pass, 1 fail, 77 skip (oracle not installed).
 """
-import contextlib
-import io
 import json
 import logging
 import os
@@ -25,8 +23,9 @@ import sys
 import tempfile
 import warnings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 try:
-    from mlperf_logging.package_checker import package_checker
+    import official_package_verdict as official  # imports the official package_checker
 except ImportError as e:
     print(f"SKIPPED: mlperf_logging is not importable: {e}")
     sys.exit(77)
@@ -41,39 +40,19 @@ warnings.simplefilter("ignore")
 failures = []
 
 
-class Verdicts(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 def official_passes(org, ruleset, opts):
-    """The official check_training_package's verdict: it returns nothing and logs one of two lines."""
-    verdicts = Verdicts()
-    root = logging.getLogger()
-    level = root.level
-    logging.disable(logging.NOTSET)
-    root.addHandler(verdicts)
-    root.setLevel(logging.INFO)
+    """The official check_training_package's verdict, read from the line it logs."""
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            package_checker.check_training_package(
-                org, "training", ruleset, opts.get("quiet", False), opts.get("werror", False),
-                opts.get("rcp_bypass", False), opts.get("train_samples", False), opts.get("seed_bypass", False),
-                os.devnull)
+        lines = official.logged_lines(
+            org, ruleset, opts.get("quiet", False), opts.get("werror", False),
+            opts.get("rcp_bypass", False), opts.get("train_samples", False),
+            opts.get("seed_bypass", False))
     except Exception:  # the official tool stops with a traceback: not a passing package
         return False
-    finally:
-        root.removeHandler(verdicts)
-        root.setLevel(level)
-        logging.disable(logging.CRITICAL)
-    passed = [line for line in verdicts.lines if "PACKAGE CHECKER FOUND" in line]
-    if len(passed) != 1:
-        raise RuntimeError(f"the official package checker logged {passed} as its verdict for {org}")
-    return "FOUND NO ERRORS" in passed[0]
+    verdicts = official.verdicts(lines)
+    if len(verdicts) != 1:
+        raise RuntimeError(f"the official package checker logged {verdicts} as its verdict for {org}")
+    return official.passed(verdicts[0])
 
 
 def mlbert_result(org, ruleset, opts):
