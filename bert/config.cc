@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/input_file.h"
+
 namespace mlbert::bert {
 
 namespace {
@@ -125,8 +127,7 @@ BertConfig BertConfig::from_json(const nlohmann::json& json, std::string_view so
 }
 
 BertConfig BertConfig::from_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open bert config");
+  std::ifstream in = files::open_input(path, "bert config");
   nlohmann::json json;
   try {
     in >> json;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/input_file.h"
 #include "data_prep/demo_corpus.h"
 #include "data_prep/eval_set.h"
 #include "data_prep/hdf5_io.h"
@@ -79,8 +80,7 @@ void add_tokenize(CLI::App& data, int& exit_code) {
     std::istream* in = &std::cin;
     const std::string name = input->empty() ? "<stdin>" : *input;
     if (!input->empty()) {
-      file.open(*input, std::ios::binary);
-      if (!file) throw std::runtime_error(*input + ": cannot open input file");
+      file = files::open_input(*input, "input file");
       in = &file;
     }
     std::string line, out;

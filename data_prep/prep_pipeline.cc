@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/atomic_file.h"
+#include "common/input_file.h"
 #include "data_prep/length_index.h"
 #include "data_prep/progress.h"
 
@@ -39,8 +40,7 @@ std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesyst
   }
   if (files.empty()) throw std::runtime_error("no input files given");
   for (const auto& f : files) {
-    std::ifstream probe(f, std::ios::binary);
-    if (!probe) throw std::runtime_error(f.string() + ": cannot open input file for reading");
+    files::open_input(f, "input file");
   }
   return files;
 }

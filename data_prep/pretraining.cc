@@ -8,6 +8,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/input_file.h"
 #include "data_prep/py_random.h"
 #include "data_prep/text_input.h"
 
@@ -34,8 +35,7 @@ void validate(const PretrainingOptions& o) {
 void read_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
                     InvalidUtf8Policy policy, std::vector<Document>& documents, ReadStats* stats,
                     const std::function<void(int64_t)>& on_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open input text file");
+  std::ifstream in = files::open_input(path, "input text file");
   if (documents.empty()) documents.emplace_back();
   std::string line;
   std::vector<int32_t> ids;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "common/input_file.h"
 #include "data_prep/text_input.h"
 
 namespace mlbert::data {
@@ -49,8 +50,7 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& ori
 }
 
 Vocab Vocab::load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open vocabulary file");
+  std::ifstream in = files::open_input(path, "vocabulary file");
   std::vector<std::string> tokens;
   std::string line;
   int64_t line_no = 0;

@@ -2,6 +2,7 @@
 // a bad file in one pass; the messages name the file and the JSON path of the field.
 #include "harness/system_config.h"
 
+#include "common/input_file.h"
 #include "mlperf_logging/rulesets.h"
 #include "mlperf_logging/system_desc.h"
 
@@ -624,8 +625,10 @@ SystemConfig load_system(const std::string& name_or_path,
   std::filesystem::path path = name_or_path;
   const bool bare_name = name_or_path.find('/') == std::string::npos && path.extension() != ".json";
   if (bare_name) path = systems_dir / (name_or_path + ".json");
-  std::ifstream in(path);
-  if (!in) {
+  const std::string unreadable = files::unreadable_reason(path);
+  std::ifstream in;
+  if (unreadable.empty()) in.open(path, std::ios::binary);
+  if (!in.is_open() || !in) {
     std::string hint;
     if (bare_name) {
       std::error_code ec;
@@ -636,7 +639,8 @@ SystemConfig load_system(const std::string& name_or_path,
       for (const auto& n : names) hint += (hint.empty() ? " (known systems: " : ", ") + n;
       if (!hint.empty()) hint += ")";
     }
-    throw SystemConfigError(path.string() + ": cannot open system file" + hint);
+    throw SystemConfigError(path.string() + ": cannot open system file: " +
+                            (unreadable.empty() ? "cannot be opened" : unreadable) + hint);
   }
   nlohmann::json root;
   try {

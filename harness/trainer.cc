@@ -36,6 +36,7 @@
 
 #ifdef MLBERT_HAVE_CUDA
 #include "bert/cuda/cuda_ops.h"
+#include "common/input_file.h"
 #include "harness/nccl_communicator.h"
 #endif
 
@@ -61,8 +62,7 @@ struct Prepared {
 };
 
 std::int64_t count_lines(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open vocab file");
+  std::ifstream in = files::open_input(path, "vocab file");
   std::int64_t lines = 0;
   std::string line;
   while (std::getline(in, line)) ++lines;
@@ -210,8 +210,8 @@ bert::Batch synthetic_batch(const bert::BertConfig& config, const RunSpec& run,
 int cuda_device(const SystemConfig& system) {
   if (const char* device = std::getenv("MLBERT_DEVICE"); device && *device)
     return std::atoi(device);
-  const int local_rank = local_rank_from_environment().value_or(
-      mllog::rank_from_environment() % system.topology.ranks_per_node);
+  const int local_rank = local_rank_from_environment().value_or(mllog::rank_from_environment() %
+                                                                system.topology.ranks_per_node);
   return local_rank % std::max(cuda::cuda_device_count(), 1);
 }
 #endif

@@ -11,6 +11,7 @@
 
 #include "bert/checkpoint/safetensors.h"
 #include "bert/checkpoint/tf_bundle.h"
+#include "common/input_file.h"
 
 namespace mlbert::bert {
 
@@ -354,8 +355,7 @@ void export_hf_safetensors(const ParameterStore& params, const std::filesystem::
 }
 
 BertConfig config_from_hf_json(const std::filesystem::path& config_json) {
-  std::ifstream in(config_json);
-  if (!in) throw std::runtime_error(config_json.string() + ": cannot open");
+  std::ifstream in = files::open_input(config_json, "model config");
   nlohmann::json json;
   try {
     in >> json;

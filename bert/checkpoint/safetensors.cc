@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/atomic_file.h"
+#include "common/input_file.h"
 
 namespace mlbert::bert {
 
@@ -63,8 +64,7 @@ size_t SafetensorsEntry::numel() const {
 }
 
 SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : path_(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open safetensors file");
+  std::ifstream in = files::open_input(path, "safetensors file");
   in.seekg(0, std::ios::end);
   const uint64_t file_size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "bert/checkpoint/crc32c.h"
+#include "common/input_file.h"
 
 namespace mlbert::bert {
 
@@ -408,8 +409,7 @@ std::vector<char> TfBundleReader::read_bytes(const TfBundleEntry& e) const {
   const std::filesystem::path data = shard_path(e.shard_id);
   const Error error{data.string() + ": tensor \"" + e.name + "\""};
   if (e.sliced) error("is a partitioned (sliced) variable; not supported");
-  std::ifstream in(data, std::ios::binary);
-  if (!in) throw std::runtime_error(data.string() + ": cannot open checkpoint data shard");
+  std::ifstream in = files::open_input(data, "checkpoint data shard");
   in.seekg(0, std::ios::end);
   const uint64_t file_size = static_cast<uint64_t>(in.tellg());
   if (e.offset > file_size || e.size > file_size - e.offset) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/input_file.h"
 #include "harness/simulate/calibrate.h"
 #include "harness/simulate/report.h"
 #include "harness/simulate/results.h"
@@ -26,8 +27,8 @@ struct Options {
   bool json = false;
   std::filesystem::path plot;
   std::filesystem::path data;
-  std::filesystem::path output;  // calibrate
-  std::filesystem::path bench;   // calibrate --bench
+  std::filesystem::path output;          // calibrate
+  std::filesystem::path bench;           // calibrate --bench
   std::filesystem::path second_results;  // calibrate --second-results
   BenchCalibrationOptions bench_options;
 };
@@ -94,8 +95,7 @@ SystemConfig configured_system(const Options& o, const std::vector<Setting>& set
                                SimulatorSettings& sim) {
   if (settings.empty()) return load_system(o.system, o.systems_dir);
   const auto path = system_path(o);
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open system file");
+  std::ifstream in = files::open_input(path, "system file");
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(in);
@@ -222,10 +222,10 @@ int run_calibrate(const Options& o) {
   if (!o.bench.empty()) return run_bench_calibrate(o);
   const PublishedResult result = read_published_result(o.results, o.ruleset);
   CalibrationOptions options;
-  options.command = "mlbert simulate calibrate --results " + o.results.string() +
-                    (o.second_results.empty() ? "" : " --second-results " +
-                                                         o.second_results.string()) +
-                    (o.ruleset.empty() ? "" : " --ruleset " + o.ruleset);
+  options.command =
+      "mlbert simulate calibrate --results " + o.results.string() +
+      (o.second_results.empty() ? "" : " --second-results " + o.second_results.string()) +
+      (o.ruleset.empty() ? "" : " --ruleset " + o.ruleset);
   options.simulation = simulation_options(o);
   const AcceleratorProfile profile =
       o.second_results.empty()

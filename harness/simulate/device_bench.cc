@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/input_file.h"
 #include "mlperf_logging/package_layout.h"
 
 namespace mlbert::harness::simulate {
@@ -13,6 +14,8 @@ namespace mlbert::harness::simulate {
 using nlohmann::json;
 
 DeviceBench read_device_bench(const std::filesystem::path& file) {
+  if (const std::string why = files::unreadable_reason(file); !why.empty())
+    throw std::runtime_error(file.string() + ": cannot open device measurements: " + why);
   const json root = logging::read_json_file(file);
   const auto fail = [&](const std::string& where, const std::string& what) {
     throw std::runtime_error(file.string() + ": " + where + ": " + what);

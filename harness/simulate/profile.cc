@@ -7,6 +7,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/input_file.h"
+
 namespace mlbert::harness::simulate {
 namespace {
 
@@ -128,8 +130,7 @@ bool AcceleratorProfile::matches_accelerator(const std::string& name) const {
 }
 
 AcceleratorProfile load_profile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open accelerator profile");
+  std::ifstream in = files::open_input(path, "accelerator profile");
   json root;
   try {
     root = json::parse(in);
@@ -359,9 +360,8 @@ std::optional<AcceleratorProfile> profile_for_accelerator(const std::filesystem:
   if (candidates.size() > 1) notes.push_back(round_note(candidates, *best, ruleset));
   if (*best < exact) return candidates[*best];
   const AcceleratorProfile& chosen = candidates[*best];
-  notes.push_back("no profile for " + accelerator +
-                  (exact > 0 ? " of that round" : std::string()) + ": " + chosen.path.string() +
-                  " (for " + chosen.accelerator +
+  notes.push_back("no profile for " + accelerator + (exact > 0 ? " of that round" : std::string()) +
+                  ": " + chosen.path.string() + " (for " + chosen.accelerator +
                   ", the same silicon by the datasheets: dense fp16 peak and SMs) adapted to "
                   "its HBM bandwidth");
   return adapt_profile(chosen, accelerator);

@@ -214,7 +214,13 @@ TEST_CASE("bad files are named in the error", "[system][errors]") {
                         Catch::Contains("number overflow parsing '1e706'"));
   CHECK_THROWS_WITH(
       load_system("no_such_system", systems_dir()),
-      Catch::Contains("no_such_system.json: cannot open system file (known systems: "));
+      Catch::Contains("no_such_system.json: cannot open system file: no such file (known systems: "));
+  // A folder opens as a stream on Linux; its first read would throw from inside the JSON parser
+  // with no file named.
+  std::filesystem::create_directories(dir / "folder.json");
+  CHECK_THROWS_WITH(
+      load_system((dir / "folder.json").string()),
+      Catch::EndsWith("folder.json: cannot open system file: is a directory, not a file"));
   std::filesystem::remove_all(dir);
 }
 
