@@ -231,10 +231,8 @@ std::unique_ptr<bert::Ops> make_backend(const Prepared& p, const bert::ModelLimi
 }
 
 void write_floats(const std::filesystem::path& path, const std::vector<float>& values) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(float)));
-  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+  files::write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(values.data()),
+                                                      values.size() * sizeof(float)));
 }
 
 // Per-phase wall time of the steps since the last report.

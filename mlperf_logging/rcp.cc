@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
 #include "mlperf_logging/mllog.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/python_json.h"
@@ -345,9 +345,13 @@ bool evaluate(const RcpPoint& reference, std::vector<double> samples, RcpResult&
   if (mean >= reference.mean / reference.max_speedup) {
     if (mean < reference.mean && write_scaling) {
       // Byte for byte what the official json.dumps({'scaling_factor': x}) writes.
-      std::ofstream out(scaling_file);
-      out << "{\"scaling_factor\": " << mllog::python_float_repr(result.scaling_factor) << "}";
-      if (!out) throw AuditError(scaling_file.string() + ": cannot write");
+      try {
+        files::write_file_atomically(
+            scaling_file,
+            "{\"scaling_factor\": " + mllog::python_float_repr(result.scaling_factor) + "}");
+      } catch (const std::exception& e) {
+        throw AuditError(e.what());
+      }
     }
     return true;
   }

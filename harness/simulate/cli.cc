@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/atomic_file.h"
 #include "common/input_file.h"
 #include "harness/simulate/calibrate.h"
 #include "harness/simulate/report.h"
@@ -110,9 +111,7 @@ SystemConfig configured_system(const Options& o, const std::vector<Setting>& set
 
 void write_plot(const Options& o, const std::string& field, const std::vector<SweepPoint>& points) {
   if (o.plot.empty()) return;
-  std::ofstream out(o.plot);
-  out << sweep_svg(field, points);
-  if (!out) throw std::runtime_error(o.plot.string() + ": cannot write the plot");
+  files::write_file_atomically(o.plot, sweep_svg(field, points));
   std::cerr << "mlbert simulate: wrote " << o.plot.string() << "\n";
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
 #include "common/input_file.h"
 
 namespace mlbert::harness::simulate {
@@ -202,10 +203,12 @@ json profile_to_json(const AcceleratorProfile& p) {
 }
 
 void save_profile(const AcceleratorProfile& profile, const std::filesystem::path& path) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  std::ofstream out(path);
-  out << profile_to_json(profile).dump(2) << "\n";
-  if (!out) throw std::runtime_error(path.string() + ": cannot write the profile");
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec)
+    throw std::runtime_error(path.string() + ": cannot write the profile: cannot create " +
+                             path.parent_path().string() + ": " + ec.message());
+  files::write_file_atomically(path, profile_to_json(profile).dump(2) + "\n");
 }
 
 std::string calibration_ruleset(const AcceleratorProfile& profile) {

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <thread>
 
 #include "common/atomic_file.h"
+#include "tests/common/file_size_limit.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace fs = std::filesystem;
@@ -105,22 +105,15 @@ TEST_CASE("a write that fails (file size limit) names the file and leaves nothin
           "[atomic_file]") {
   const fs::path dir = scratch("too_large");
   const fs::path path = dir / "eval.hdf5";
-  rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  rlimit small = saved;
-  small.rlim_cur = 1000;
-  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
   std::string error;
   try {
+    const mlbert::test::FileSizeLimit limit(1000);
     AtomicFile file(path);
     file.write(std::string(5000, 'x'));
     file.commit();
   } catch (const std::exception& e) {
     error = e.what();
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  ::signal(SIGXFSZ, old_handler);
   CHECK_THAT(error, Catch::Contains(path.string()) && Catch::Contains("File too large"));
   CHECK(names_in(dir).empty());
 }

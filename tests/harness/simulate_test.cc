@@ -27,6 +27,7 @@
 #include "harness/simulate/simulator.h"
 #include "harness/system_config.h"
 #include "mlperf_logging/rcp.h"
+#include "tests/common/file_size_limit.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace {
@@ -896,6 +897,34 @@ TEST_CASE("a run of under a third of the calibration's samples per GPU is named 
   CHECK_FALSE(small_batch_note(p, 200));
   p.provenance.erase("result");  // a measured profile: no calibration run to compare with
   CHECK_FALSE(small_batch_note(p, 1));
+}
+
+TEST_CASE("a profile that cannot be written whole leaves the one before it", "[simulate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("mlbert_simulate_profile_write");
+  const fs::path path = dir / "a100.json";
+  AcceleratorProfile p = test_profile();
+  save_profile(p, path);
+  const auto before = load_profile(path);
+  p.tensor_flops_per_second *= 2;
+  const auto text = profile_to_json(p).dump(2);
+  std::string error;
+  try {
+    const mlbert::test::FileSizeLimit limit(text.size() / 2);
+    save_profile(p, path);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  CHECK_THAT(error, Catch::Contains(path.string()) && Catch::Contains("File too large"));
+  CHECK(load_profile(path).tensor_flops_per_second == before.tensor_flops_per_second);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+  CHECK(names == std::vector<std::string>{"a100.json"});
+  CHECK_THROWS_WITH(save_profile(p, path / "under_a_file.json"),
+                    Catch::Contains("a100.json/under_a_file.json: cannot write the profile: "
+                                    "cannot create ") &&
+                        Catch::Contains("Not a directory"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("of profiles calibrated on several rounds, the latest not after the result's is taken",

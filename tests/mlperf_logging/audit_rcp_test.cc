@@ -12,6 +12,7 @@
 #include "mlperf_logging/rcp_stats.h"
 #include "mlperf_logging/rcp_table.h"
 #include "mlperf_logging/rulesets.h"
+#include "tests/common/file_size_limit.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;
@@ -243,6 +244,25 @@ TEST_CASE("rcp: converging faster than the mean but within the speedup scales th
   REQUIRE(std::filesystem::exists(tmp.path() / "scaling.json"));
   const auto scaling = lg::read_json_file(tmp.path() / "scaling.json");
   CHECK(scaling["scaling_factor"].get<double>() == result.scaling_factor);
+}
+
+TEST_CASE("rcp: a scaling.json that cannot be written whole is an error and leaves no file",
+          "[rcp][check]") {
+  TempDir tmp;
+  mlbert::test::write_results(tmp.path(), runs_at(4608, 2'750'000));
+  lg::RcpOptions options;
+  options.ruleset = "4.1.0";
+  options.write_scaling = true;
+  std::string error;
+  try {
+    const mlbert::test::FileSizeLimit limit(10);  // {"scaling_factor": 1.0...} is ~30 bytes
+    lg::check_rcp_directory(tmp.path(), options);
+  } catch (const lg::AuditError& e) {
+    error = e.what();
+  }
+  CHECK_THAT(error, Catch::Contains("scaling.json") && Catch::Contains("File too large"));
+  for (const auto& entry : std::filesystem::directory_iterator(tmp.path()))
+    CHECK_THAT(entry.path().filename().string(), Catch::StartsWith("result_"));
 }
 
 TEST_CASE("rcp: converging faster than the minimum acceptable mean fails, bypass lets it pass",
