@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "common/atomic_file.h"
+#include "common/input_file.h"
 #include "data_prep/hdf5_direct.h"
 #include "data_prep/shard_rows.h"
 
@@ -291,10 +292,8 @@ class File {
  public:
   explicit File(const std::filesystem::path& path) : path_(path) {
     quiet_hdf5();
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      throw std::runtime_error(path.string() + ": no such shard file");
-    }
+    if (const std::string why = files::unreadable_reason(path); !why.empty())
+      throw std::runtime_error(path.string() + ": cannot open shard: " + why);
     if (H5Fis_hdf5(path.c_str()) <= 0) {
       throw std::runtime_error(path.string() + ": not an HDF5 file (truncated or corrupt?)");
     }
