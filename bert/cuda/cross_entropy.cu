@@ -63,20 +63,11 @@ __global__ void __launch_bounds__(kThreads)
   const T* logits = static_cast<const T*>(a.logits) + row * a.row_stride;
   T* d_logits = static_cast<T*>(a.d_logits) + row * a.row_stride;
   const int classes = static_cast<int>(a.classes);
-  const bool vector = a.classes % kElementsPerPack == 0 && a.row_stride % kElementsPerPack == 0 &&
-                      reinterpret_cast<uintptr_t>(a.logits) % kVectorBytes == 0 &&
-                      reinterpret_cast<uintptr_t>(a.d_logits) % kVectorBytes == 0;
 
+  // Element by element, consecutive threads on consecutive logits (coalesced): a 16-byte packed
+  // path needs a class count that is a multiple of 8, which BERT's 30,522 is not.
   RowState state{-INFINITY, 0.0f, -INFINITY, 0x7fffffff};
-  if (vector) {
-    for (int c = threadIdx.x * kElementsPerPack; c < classes; c += kThreads * kElementsPerPack) {
-      const Pack<T> p = load_pack(logits + c);
-#pragma unroll
-      for (int i = 0; i < kElementsPerPack; ++i) absorb(state, to_float(p.v[i]), c + i);
-    }
-  } else {
-    for (int c = threadIdx.x; c < classes; c += kThreads) absorb(state, to_float(logits[c]), c);
-  }
+  for (int c = threadIdx.x; c < classes; c += kThreads) absorb(state, to_float(logits[c]), c);
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
     state = merge(state, shuffle(state, offset));
@@ -101,31 +92,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   const int row_stride = static_cast<int>(a.row_stride);
-  if (vector) {
-    for (int c = threadIdx.x * kElementsPerPack; c < row_stride; c += kThreads * kElementsPerPack) {
-      Pack<T> p;
-      if (c < classes) p = load_pack(logits + c);
-#pragma unroll
-      for (int i = 0; i < kElementsPerPack; ++i) {
-        const int col = c + i;
-        const float g =
-            col < classes
-                ? (__expf(to_float(p.v[i]) - state.max) * inv_sum - (col == label ? 1.0f : 0.0f)) *
-                      scale
-                : 0.0f;
-        p.v[i] = from_float<T>(g);
-      }
-      store_pack(d_logits + c, p);
-    }
-  } else {
-    for (int c = threadIdx.x; c < row_stride; c += kThreads) {
-      const float g =
-          c < classes
-              ? (__expf(to_float(logits[c]) - state.max) * inv_sum - (c == label ? 1.0f : 0.0f)) *
-                    scale
-              : 0.0f;
-      d_logits[c] = from_float<T>(g);
-    }
+  for (int c = threadIdx.x; c < row_stride; c += kThreads) {
+    const float g =
+        c < classes
+            ? (__expf(to_float(logits[c]) - state.max) * inv_sum - (c == label ? 1.0f : 0.0f)) *
+                  scale
+            : 0.0f;
+    d_logits[c] = from_float<T>(g);
   }
 }
 
