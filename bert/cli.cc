@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 #include "bert/cpu/cpu_ops.h"
 #include "bert/parameters.h"
 #include "common/atomic_file.h"
+#include "common/input_file.h"
 
 namespace mlbert::bert {
 
@@ -74,6 +76,66 @@ void inspect(const std::string& path, bool as_json) {
   }
 }
 
+// The folder a TF bundle's `checkpoint` file names as the latest (model_checkpoint_path), else
+// its one `.index`; empty when it holds neither or several.
+std::filesystem::path tf_bundle_in(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(dir / "checkpoint", ec)) {
+    std::ifstream in = files::open_input(dir / "checkpoint", "TF checkpoint list");
+    for (std::string line; std::getline(in, line);) {
+      const std::string key = "model_checkpoint_path:";
+      if (!line.starts_with(key)) continue;
+      const size_t open = line.find('"'), close = line.rfind('"');
+      if (open == std::string::npos || close <= open) break;
+      const fs::path named = line.substr(open + 1, close - open - 1);
+      return named.is_absolute() ? named : dir / named;
+    }
+  }
+  fs::path found;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    if (it->path().extension() != ".index") continue;
+    if (!found.empty()) return {};
+    found = it->path().parent_path() / it->path().stem();
+  }
+  return found;
+}
+
+// A checkpoint given as a folder: a Hugging Face folder's model.safetensors, with its
+// config.json as the architecture when none is given; a TF folder's bundle, with its
+// bert_config.json likewise. Any other folder is refused with what to give instead.
+std::string checkpoint_file(const std::string& source, std::string* config,
+                            std::string* hf_config) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(source, ec)) return source;
+  const fs::path dir = source;
+  const bool no_config = config && hf_config && config->empty() && hf_config->empty();
+  if (fs::is_regular_file(dir / "model.safetensors", ec)) {
+    if (no_config && fs::is_regular_file(dir / "config.json", ec))
+      *hf_config = (dir / "config.json").string();
+    return (dir / "model.safetensors").string();
+  }
+  if (const fs::path bundle = tf_bundle_in(dir); !bundle.empty()) {
+    if (no_config && fs::is_regular_file(dir / "bert_config.json", ec))
+      *config = (dir / "bert_config.json").string();
+    return bundle.string();
+  }
+  std::string why = "a folder with no model.safetensors and no single TF bundle (.index)";
+  if (fs::exists(dir / "pytorch_model.bin", ec))
+    why =
+        "holds pytorch_model.bin, a pickle mlbert does not read (write model.safetensors with "
+        "save_pretrained(..., safe_serialization=True))";
+  else if (fs::exists(dir / "model.safetensors.index.json", ec))
+    why =
+        "holds a sharded safetensors checkpoint (model.safetensors.index.json), which mlbert "
+        "does not read";
+  throw std::invalid_argument(source + ": " + why +
+                              "; give a safetensors file, a TF bundle (model.ckpt-N) or a folder "
+                              "holding one");
+}
+
 BertConfig resolve_config(const std::string& config, const std::string& hf_config,
                           const std::string& source) {
   if (!hf_config.empty()) return config_from_hf_json(hf_config);
@@ -116,12 +178,12 @@ void register_cli(CLI::App& app, int& exit_code) {
   auto inspect_json = std::make_shared<bool>(false);
   inspect_cmd
       ->add_option("path", *inspect_path,
-                   "checkpoint: model.safetensors or a TF prefix "
-                   "(model.ckpt-28252) / its .index")
+                   "checkpoint: model.safetensors, a TF prefix (model.ckpt-28252) / its "
+                   ".index, or a folder holding one")
       ->required();
   inspect_cmd->add_flag("--json", *inspect_json, "machine-readable output");
   inspect_cmd->callback([inspect_path, inspect_json, &exit_code] {
-    inspect(*inspect_path, *inspect_json);
+    inspect(checkpoint_file(*inspect_path, nullptr, nullptr), *inspect_json);
     exit_code = 0;
   });
   inspect_cmd->footer("Example:\n  mlbert checkpoint inspect phase1/model.ckpt-28252");
@@ -134,7 +196,11 @@ void register_cli(CLI::App& app, int& exit_code) {
   auto import_args = std::make_shared<ConvertArgs>();
   auto* import_cmd = cmd->add_subcommand(
       "import", "Convert a TF bundle or Hugging Face checkpoint into an mlbert safetensors file");
-  import_cmd->add_option("source", import_args->source, "checkpoint to import")->required();
+  import_cmd
+      ->add_option("source", import_args->source,
+                   "checkpoint to import: a file, or a Hugging Face or TF folder (its "
+                   "config.json / bert_config.json is the default architecture)")
+      ->required();
   import_cmd->add_option("--out", import_args->out, "mlbert .safetensors to write")->required();
   import_cmd->add_option("--config", import_args->config, "model preset or bert_config.json");
   import_cmd->add_option("--hf-config", import_args->hf_config, "Hugging Face config.json");
@@ -142,7 +208,8 @@ void register_cli(CLI::App& app, int& exit_code) {
                        "accept an encoder-only checkpoint; heads are initialized from --seed");
   import_cmd->add_option("--seed", import_args->seed, "init seed for absent heads");
   import_cmd->callback([import_args, &exit_code] {
-    const ConvertArgs& a = *import_args;
+    ConvertArgs a = *import_args;
+    a.source = checkpoint_file(a.source, &a.config, &a.hf_config);
     const BertConfig config = resolve_config(a.config, a.hf_config, a.source);
     CpuOps ops;
     ParameterStore params(config, ops);
@@ -164,7 +231,8 @@ void register_cli(CLI::App& app, int& exit_code) {
   auto export_args = std::make_shared<ConvertArgs>();
   auto* export_cmd = cmd->add_subcommand(
       "export", "Write a checkpoint as Hugging Face BertForPreTraining (or mlbert) safetensors");
-  export_cmd->add_option("source", export_args->source, "checkpoint to export")->required();
+  export_cmd->add_option("source", export_args->source, "checkpoint to export (a file or a folder)")
+      ->required();
   export_cmd->add_option("--out", export_args->out, "output .safetensors")->required();
   export_cmd->add_option("--format", export_args->format, "hf (default for export) or mlbert")
       ->check(CLI::IsMember({"hf", "mlbert"}));
@@ -172,7 +240,8 @@ void register_cli(CLI::App& app, int& exit_code) {
   export_cmd->add_option("--hf-config", export_args->hf_config, "Hugging Face config.json");
   export_args->format = "hf";
   export_cmd->callback([export_args, &exit_code] {
-    const ConvertArgs& a = *export_args;
+    ConvertArgs a = *export_args;
+    a.source = checkpoint_file(a.source, &a.config, &a.hf_config);
     const BertConfig config = resolve_config(a.config, a.hf_config, a.source);
     CpuOps ops;
     ParameterStore params(config, ops);
