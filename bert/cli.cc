@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -17,7 +16,6 @@
 #include "bert/cpu/cpu_ops.h"
 #include "bert/parameters.h"
 #include "common/atomic_file.h"
-#include "common/input_file.h"
 
 namespace mlbert::bert {
 
@@ -76,64 +74,14 @@ void inspect(const std::string& path, bool as_json) {
   }
 }
 
-// The folder a TF bundle's `checkpoint` file names as the latest (model_checkpoint_path), else
-// its one `.index`; empty when it holds neither or several.
-std::filesystem::path tf_bundle_in(const std::filesystem::path& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_regular_file(dir / "checkpoint", ec)) {
-    std::ifstream in = files::open_input(dir / "checkpoint", "TF checkpoint list");
-    for (std::string line; std::getline(in, line);) {
-      const std::string key = "model_checkpoint_path:";
-      if (!line.starts_with(key)) continue;
-      const size_t open = line.find('"'), close = line.rfind('"');
-      if (open == std::string::npos || close <= open) break;
-      const fs::path named = line.substr(open + 1, close - open - 1);
-      return named.is_absolute() ? named : dir / named;
-    }
-  }
-  fs::path found;
-  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    if (it->path().extension() != ".index") continue;
-    if (!found.empty()) return {};
-    found = it->path().parent_path() / it->path().stem();
-  }
-  return found;
-}
-
-// A checkpoint given as a folder: a Hugging Face folder's model.safetensors, with its
-// config.json as the architecture when none is given; a TF folder's bundle, with its
-// bert_config.json likewise. Any other folder is refused with what to give instead.
+// A checkpoint given as a folder (locate_checkpoint): its file, and the folder's config as the
+// architecture when neither --config nor --hf-config is given.
 std::string checkpoint_file(const std::string& source, std::string* config,
                             std::string* hf_config) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(source, ec)) return source;
-  const fs::path dir = source;
-  const bool no_config = config && hf_config && config->empty() && hf_config->empty();
-  if (fs::is_regular_file(dir / "model.safetensors", ec)) {
-    if (no_config && fs::is_regular_file(dir / "config.json", ec))
-      *hf_config = (dir / "config.json").string();
-    return (dir / "model.safetensors").string();
-  }
-  if (const fs::path bundle = tf_bundle_in(dir); !bundle.empty()) {
-    if (no_config && fs::is_regular_file(dir / "bert_config.json", ec))
-      *config = (dir / "bert_config.json").string();
-    return bundle.string();
-  }
-  std::string why = "a folder with no model.safetensors and no single TF bundle (.index)";
-  if (fs::exists(dir / "pytorch_model.bin", ec))
-    why =
-        "holds pytorch_model.bin, a pickle mlbert does not read (write model.safetensors with "
-        "save_pretrained(..., safe_serialization=True))";
-  else if (fs::exists(dir / "model.safetensors.index.json", ec))
-    why =
-        "holds a sharded safetensors checkpoint (model.safetensors.index.json), which mlbert "
-        "does not read";
-  throw std::invalid_argument(source + ": " + why +
-                              "; give a safetensors file, a TF bundle (model.ckpt-N) or a folder "
-                              "holding one");
+  const CheckpointLocation where = locate_checkpoint(source);
+  if (config && hf_config && config->empty() && hf_config->empty() && !where.config_json.empty())
+    *(where.config_is_hf ? hf_config : config) = where.config_json.string();
+  return where.file.string();
 }
 
 BertConfig resolve_config(const std::string& config, const std::string& hf_config,

@@ -17,4 +17,13 @@ namespace mlbert::harness {
 // file) names the overrides in errors.
 bert::BertConfig model_from_spec(const ModelSpec& spec, const std::filesystem::path& origin);
 
+// The checkpoint `mlbert train --init-checkpoint` names (a file, a TF bundle prefix, or a folder
+// holding one: bert::locate_checkpoint), checked before init: it exists, and where it stores its
+// model config (mlbert safetensors) that config is `model`. A TF bundle (MLPerf's phase-1
+// checkpoint) or a Hugging Face file stores none: its tensors are checked against the model as
+// they are loaded. Throws naming the checkpoint.
+std::filesystem::path init_checkpoint_for(const std::filesystem::path& given,
+                                          const bert::BertConfig& model,
+                                          const std::string& system_name);
+
 }  // namespace mlbert::harness

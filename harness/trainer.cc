@@ -57,6 +57,7 @@ struct Prepared {
   TrainingDataset data;
   EvalShare eval;
   data::ReadOptions read_options;
+  std::filesystem::path init_checkpoint;  // the checkpoint file, when --init-checkpoint is given
   std::optional<ResultLogFile> log_file;  // rank 0: claimed, written from init_start on
   std::int64_t max_steps = 0;
 };
@@ -132,17 +133,8 @@ Prepared preflight(const TrainOptions& o, int rank, int world) {
   Sampler(p.data.streams, p.data.quotas, world, 0);
   p.eval = load_eval_share(o.eval_data, rank, world, run.eval.batch_size, run.eval.eval_samples,
                            p.read_options);
-  if (!o.init_checkpoint.empty()) {
-    if (!std::filesystem::exists(o.init_checkpoint) &&
-        !std::filesystem::exists(o.init_checkpoint.string() + ".index"))
-      throw std::runtime_error(o.init_checkpoint.string() + ": no such checkpoint");
-    if (const auto stored = bert::checkpoint_config(o.init_checkpoint);
-        stored && !(*stored == p.config))
-      throw std::runtime_error(o.init_checkpoint.string() +
-                               ": its model config differs from "
-                               "system " +
-                               p.system.name + "'s model");
-  }
+  if (!o.init_checkpoint.empty())
+    p.init_checkpoint = init_checkpoint_for(o.init_checkpoint, p.config, p.system.name);
   if (!o.dump_dir.empty()) std::filesystem::create_directories(o.dump_dir);
   if (rank == 0) {
     p.log_file = ResultLogFile::claim(o.results_dir / p.system.name / "bert", o.run_index);
@@ -457,10 +449,10 @@ bert::ModelLimits model_limits(const RunSpec& run) {
 // to be the same on every rank.
 void init_weights(const TrainOptions& o, const Prepared& p, RankState& s, Communicator& world,
                   RunLog& log, std::int64_t seed) {
-  if (o.init_checkpoint.empty())
+  if (p.init_checkpoint.empty())
     s.params->init_truncated_normal(static_cast<std::uint64_t>(seed));
   else
-    bert::load_checkpoint(*s.params, o.init_checkpoint);
+    bert::load_checkpoint(*s.params, p.init_checkpoint);
   // Rulesets 1.1.0-2.1.0 require one weights_initialization per tensor (the 398 of bert-large).
   const std::string& ruleset = p.system.run.ruleset;
   if (ruleset == "1.1.0" || ruleset == "2.0.0" || ruleset == "2.1.0") {

@@ -273,6 +273,61 @@ bool is_tf_optimizer_slot(const std::string& name) {
   return name.find("ExponentialMovingAverage") != std::string::npos;
 }
 
+namespace {
+
+// The TF bundle a folder's `checkpoint` file names as the latest (model_checkpoint_path), else
+// the folder's only `.index`; empty when it holds neither or several.
+std::filesystem::path tf_bundle_in(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(dir / "checkpoint", ec)) {
+    std::ifstream in = files::open_input(dir / "checkpoint", "TF checkpoint list");
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("model_checkpoint_path:")) continue;
+      const size_t open = line.find('"'), close = line.rfind('"');
+      if (open == std::string::npos || close <= open) break;
+      const fs::path named = line.substr(open + 1, close - open - 1);
+      return named.is_absolute() ? named : dir / named;
+    }
+  }
+  fs::path found;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    if (it->path().extension() != ".index") continue;
+    if (!found.empty()) return {};
+    found = it->path().parent_path() / it->path().stem();
+  }
+  return found;
+}
+
+}  // namespace
+
+CheckpointLocation locate_checkpoint(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return {path, {}, false};
+  if (fs::is_regular_file(path / "model.safetensors", ec)) {
+    const bool config = fs::is_regular_file(path / "config.json", ec);
+    return {path / "model.safetensors", config ? path / "config.json" : fs::path(), config};
+  }
+  if (const fs::path bundle = tf_bundle_in(path); !bundle.empty()) {
+    const bool config = fs::is_regular_file(path / "bert_config.json", ec);
+    return {bundle, config ? path / "bert_config.json" : fs::path(), false};
+  }
+  std::string why = "a folder with no model.safetensors and no single TF bundle (.index)";
+  if (fs::exists(path / "pytorch_model.bin", ec))
+    why =
+        "holds pytorch_model.bin, a pickle mlbert does not read (write model.safetensors with "
+        "save_pretrained(..., safe_serialization=True))";
+  else if (fs::exists(path / "model.safetensors.index.json", ec))
+    why =
+        "holds a sharded safetensors checkpoint (model.safetensors.index.json), which mlbert "
+        "does not read";
+  throw std::invalid_argument(path.string() + ": " + why +
+                              "; give a safetensors file, a TF bundle (model.ckpt-N) or a folder "
+                              "holding one");
+}
+
 CheckpointFormat detect_checkpoint_format(const std::filesystem::path& path) {
   const std::string p = path.string();
   if (p.ends_with(".index") || std::filesystem::exists(p + ".index"))

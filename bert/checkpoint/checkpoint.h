@@ -25,6 +25,18 @@ const char* checkpoint_format_name(CheckpointFormat format);
 // names are TF names (mlbert) or Hugging Face names.
 CheckpointFormat detect_checkpoint_format(const std::filesystem::path& path);
 
+// Where a checkpoint named by a path is: the path itself (a file or a TF bundle prefix), or for a
+// folder, a Hugging Face folder's model.safetensors (config.json beside it) or the TF bundle its
+// `checkpoint` file names, else its only one (bert_config.json beside it). Throws
+// std::invalid_argument naming the folder and why for any other folder (pytorch_model.bin, a
+// sharded safetensors index, several bundles, nothing).
+struct CheckpointLocation {
+  std::filesystem::path file;
+  std::filesystem::path config_json;  // the folder's config, if it holds one
+  bool config_is_hf = false;          // config.json (Hugging Face) rather than bert_config.json
+};
+CheckpointLocation locate_checkpoint(const std::filesystem::path& path);
+
 struct ImportOptions {
   // Accept a checkpoint without the pretraining heads (e.g. a Hugging Face BertModel): the heads
   // keep their current values. The encoder and embeddings are always required.
