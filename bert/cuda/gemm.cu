@@ -90,18 +90,33 @@ void validate(const GemmArgs& args) {
 
 }  // namespace
 
-GemmRunner::GemmRunner(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+std::string refusal_report_key(const GemmArgs& args) {
+  const ColumnMajorGemm& g = args.shape;
+  std::string key = std::string(gemm_epilogue_name(args.epilogue)) + " A/B " +
+                    matrix_type_name(args.ab_type) + " C/D " + matrix_type_name(args.d_type);
+  if (args.epilogue != GemmEpilogue::none)
+    key += std::string(" vector ") + matrix_type_name(args.bias_type);
+  return key + " m=" + std::to_string(g.m) + (g.trans_a ? " A^T" : " A") +
+         " lda=" + std::to_string(g.lda) + (g.trans_b ? " B^T" : " B") +
+         " ldb=" + std::to_string(g.ldb) + " ldd=" + std::to_string(g.ldd);
+}
+
+GemmRunner::GemmRunner(size_t workspace_bytes, size_t plan_capacity)
+    : workspace_bytes_(workspace_bytes), cache_(plan_capacity) {
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
 
+void GemmRunner::destroy(Plan& plan) {
+  if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
+  if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
+  if (plan.d) cublasLtMatrixLayoutDestroy(plan.d);
+  if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
+  plan = Plan{};
+}
+
 GemmRunner::~GemmRunner() {
-  for (auto& [key, plan] : cache_) {
-    if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
-    if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
-    if (plan.d) cublasLtMatrixLayoutDestroy(plan.d);
-    if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
-  }
+  cache_.for_each([](Plan& plan) { destroy(plan); });
   if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(handle_);
 }
@@ -136,8 +151,7 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
                 align_d,
                 align_bias,
                 align_aux};
-  auto found = cache_.find(key);
-  if (found != cache_.end()) return found->second;
+  if (Plan* found = cache_.find(key)) return *found;
 
   Plan plan;
   plan.use = uses_.size();
@@ -192,7 +206,10 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
   } else if (status != CUBLAS_STATUS_SUCCESS && !is_refusal(status)) {
     CUBLAS_CHECK(status);
   }
-  Plan& cached = cache_.emplace(key, plan).first->second;
+  // Destroying an evicted plan's descriptors is safe even while the stream still runs its last
+  // product: cublasLtMatmul consumes them when it enqueues (frameworks destroy theirs after each
+  // call).
+  Plan& cached = cache_.insert(key, plan, [](Plan& evicted) { destroy(evicted); });
   if (!cached.supported)
     refuse(cached, args,
            status == CUBLAS_STATUS_SUCCESS
@@ -204,8 +221,12 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
 void GemmRunner::refuse(Plan& plan, const GemmArgs& args, const std::string& reason) {
   plan.supported = false;
   ++uses_[plan.use].refused_plans;
+  // Said once per product: its other token counts are only counted (fusion_report).
+  if (!reported_refusals_.insert(refusal_report_key(args)).second) return;
   std::fprintf(
-      stderr, "mlbert cuda: cuBLASLt refused %s: %s; running %s instead\n",
+      stderr,
+      "mlbert cuda: cuBLASLt refused %s: %s; running %s instead (said once for this product, "
+      "whatever its token count)\n",
       describe_problem(args.epilogue, args.ab_type, args.d_type, args.bias_type, args.shape)
           .c_str(),
       reason.c_str(), args.fallback ? args.fallback : "a fallback");

@@ -3,10 +3,13 @@
 //
 // Design choice: a GemmRunner owns one cuBLASLt handle and one preallocated workspace, and caches
 // per problem (shapes, types, epilogue, pointer alignments) the descriptors and the heuristic's
-// best algorithm, so steady-state steps make no heuristic queries and no allocations. A problem
-// cuBLASLt refuses (no algorithm, or its first cublasLtMatmul answers "not supported") is cached
-// as refused and named on stderr once, with the caller's fallback; fusion_report() says how often
-// each epilogue ran fused.
+// best algorithm, so steady-state steps make no heuristic queries and no allocations. The cache
+// holds at most a few hundred problems, least recently used out first: packed batches bring a new
+// token count (a new problem for every layer's GEMMs) nearly every step, so an unbounded cache
+// would grow over a whole run. A problem cuBLASLt refuses (no algorithm, or its first
+// cublasLtMatmul answers "not supported") is cached as refused and named on stderr, once per
+// product whatever its token count, with the caller's fallback; fusion_report() says how often
+// each epilogue ran fused and how many plans were refused.
 #pragma once
 
 #include <cublasLt.h>
@@ -14,9 +17,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <list>
 #include <map>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bert/cuda/gemm_plan.h"
@@ -43,10 +51,68 @@ struct GemmArgs {
 
 // 32 MiB: what cuBLASLt's documentation recommends for Hopper (more than enough for Ampere).
 constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+// Cached problems: one token count of a BERT-large step needs a few dozen (the layers' products
+// per pointer alignment, the heads'), so this keeps the plans of ~10 recent token counts.
+constexpr size_t kGemmPlanCacheCapacity = 512;
+
+// A map holding at most `capacity` entries: find() makes an entry the most recently used, and
+// insert() into a full map first evicts the least recently used one, handing it to the caller's
+// `on_evict` (which releases what it owns). References to values stay valid until their entry is
+// evicted or the map is destroyed. Host-only (unit-tested without a GPU).
+template <typename Key, typename Value>
+class LruMap {
+ public:
+  explicit LruMap(size_t capacity) : capacity_(capacity) {
+    if (capacity == 0) throw std::invalid_argument("LruMap: capacity must be positive");
+  }
+  size_t size() const { return index_.size(); }
+  size_t capacity() const { return capacity_; }
+  size_t evictions() const { return evictions_; }
+
+  Value* find(const Key& key) {
+    auto found = index_.find(key);
+    if (found == index_.end()) return nullptr;
+    entries_.splice(entries_.begin(), entries_, found->second);
+    return &found->second->second;
+  }
+  // `key` must be absent.
+  template <typename OnEvict>
+  Value& insert(const Key& key, Value value, OnEvict on_evict) {
+    if (index_.count(key) != 0) throw std::logic_error("LruMap: key already present");
+    if (index_.size() >= capacity_) {
+      auto oldest = std::prev(entries_.end());
+      on_evict(oldest->second);
+      index_.erase(oldest->first);
+      entries_.erase(oldest);
+      ++evictions_;
+    }
+    entries_.emplace_front(key, std::move(value));
+    index_.emplace(key, entries_.begin());
+    return entries_.front().second;
+  }
+  // Every value, most recently used first.
+  template <typename F>
+  void for_each(F f) {
+    for (auto& entry : entries_) f(entry.second);
+  }
+
+ private:
+  using Entries = std::list<std::pair<Key, Value>>;
+  size_t capacity_;
+  size_t evictions_ = 0;
+  Entries entries_;  // most recently used first
+  std::map<Key, typename Entries::iterator> index_;
+};
+
+// What a refusal's stderr line is said once for: the problem without its token count (n of the
+// forward and data-gradient products, k of the weight-gradient products; the leading dimensions
+// still pin the layer's other sizes), with the types and the epilogue.
+std::string refusal_report_key(const GemmArgs& args);
 
 class GemmRunner {
  public:
-  explicit GemmRunner(size_t workspace_bytes = kGemmWorkspaceBytes);
+  explicit GemmRunner(size_t workspace_bytes = kGemmWorkspaceBytes,
+                      size_t plan_capacity = kGemmPlanCacheCapacity);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
@@ -56,6 +122,8 @@ class GemmRunner {
   bool run(const GemmArgs& args, cudaStream_t stream);
 
   size_t cached_problems() const { return cache_.size(); }
+  size_t plan_capacity() const { return cache_.capacity(); }
+  size_t evicted_plans() const { return cache_.evictions(); }
   size_t heuristic_queries() const { return heuristic_queries_; }
   // Fused runs and refused plans per (epilogue, vector type), in first-use order.
   const std::vector<EpilogueUse>& epilogue_uses() const { return uses_; }
@@ -74,13 +142,15 @@ class GemmRunner {
   };
   Plan& plan_for(const GemmArgs& args);
   void refuse(Plan& plan, const GemmArgs& args, const std::string& reason);
+  static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::map<Key, Plan> cache_;
+  LruMap<Key, Plan> cache_;
   size_t heuristic_queries_ = 0;
   std::vector<EpilogueUse> uses_;
+  std::set<std::string> reported_refusals_;  // refusal_report_key of each refusal named on stderr
 };
 
 // Plain tiled GEMM (fp32 accumulate) with the same column-major conventions, alpha/beta and an

@@ -1,11 +1,13 @@
 // Device check, part 2: a full BERT-large forward + backward on a small variable-length batch, the
 // CPU reference backend (f32, holding the GPU's compute-type weights) against CudaOps, with the
-// same dropout masks. Tolerances are fixed per compute type (stated in the rows' notes): the
-// per-op check bounds each kernel's error; this one catches wiring and accumulation mistakes.
+// same dropout masks, then Model::evaluate (no dropout) on a smaller batch on both. Tolerances are
+// fixed per compute type (stated in the rows' notes): the per-op check bounds each kernel's error;
+// this one catches wiring and accumulation mistakes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "bert/batch.h"
 #include "bert/config.h"
@@ -79,6 +81,10 @@ std::vector<CheckRow> check_model(DType t, uint64_t run_seed) {
   limits.max_seqlen = 512;
   const uint64_t seed = rng();
   const bert::DropoutKey key{rng(), static_cast<uint32_t>(rng() % 1000)};
+  // Evaluation (forward without dropout: the attention, embedding and LayerNorm kernels' keep-all
+  // paths) on a smaller batch, which keeps the CPU's extra forward to ~a fifth of its training
+  // forward.
+  const bert::Batch eval_batch = random_batch(config, rng, {1, 77, 130});
   bert::ForwardBackwardOptions options;
   options.loss_scale = t == DType::f16 ? 1024.0f : 1.0f;  // fp16 gradients need a loss scale
 
@@ -101,6 +107,7 @@ std::vector<CheckRow> check_model(DType t, uint64_t run_seed) {
                              g2.total_loss == g.total_loss,
                              "same batch, same dropout key: identical loss"));
   const std::vector<float> gpu_grad = gpu_params.download_grad();
+  const bert::EvalResult ge = gpu_model.evaluate(eval_batch);
   std::printf("model check (%s): %s\n", bert::dtype_name(t), gpu.gemm().fusion_report().c_str());
 
   // The CPU reference holds exactly the GPU's compute-type weights.
@@ -115,12 +122,15 @@ std::vector<CheckRow> check_model(DType t, uint64_t run_seed) {
   const bert::StepResult c = cpu_model.forward_backward(batch, key, {}, options);
   const auto t2 = std::chrono::steady_clock::now();
   const std::vector<float> cpu_grad = cpu_params.download_grad();
+  const bert::EvalResult ce = cpu_model.evaluate(eval_batch);
+  const auto t3 = std::chrono::steady_clock::now();
   std::printf(
       "model check (%s): %zu tokens in %zu sequences, %zu masked; GPU 2 steps %.1f s, CPU 1 step "
-      "%.1f s\n",
+      "%.1f s; evaluation of %zu tokens, CPU %.1f s\n",
       bert::dtype_name(t), batch.num_tokens(), batch.num_sequences(), batch.num_masked(),
       std::chrono::duration<double>(t1 - t0).count(),
-      std::chrono::duration<double>(t2 - t1).count());
+      std::chrono::duration<double>(t2 - t1).count(), eval_batch.num_tokens(),
+      std::chrono::duration<double>(t3 - t2).count());
 
   const std::string loss_note = "rel err <= " + std::to_string(tol.loss_rel);
   rows.push_back(summary_row("mlm_loss", t, rel(g.mlm_loss, c.mlm_loss), tol.loss_rel,
@@ -136,6 +146,24 @@ std::vector<CheckRow> check_model(DType t, uint64_t run_seed) {
       summary_row("mlm_correct", t, hit_diff, std::max(1.0, 0.02 * c.mlm_total),
                   g.mlm_total == c.mlm_total && hit_diff <= std::max(1.0, 0.02 * c.mlm_total),
                   "argmax hits within 2% of the masked positions (near-ties may flip)"));
+
+  // Evaluation: summed losses at the loss tolerance, hit counts as in training.
+  for (const auto& [name, got, ref] :
+       {std::tuple{"eval mlm_loss_sum", ge.mlm_loss_sum, ce.mlm_loss_sum},
+        std::tuple{"eval nsp_loss_sum", ge.nsp_loss_sum, ce.nsp_loss_sum}})
+    rows.push_back(summary_row(name, t, rel(got, ref), tol.loss_rel, rel(got, ref) <= tol.loss_rel,
+                               loss_note + " (cpu " + std::to_string(ref) + ", gpu " +
+                                   std::to_string(got) + "), no dropout"));
+  for (const auto& [name, got, ref, total, ref_total] :
+       {std::tuple{"eval mlm_correct", ge.mlm_correct, ce.mlm_correct, ge.mlm_total, ce.mlm_total},
+        std::tuple{"eval nsp_correct", ge.nsp_correct, ce.nsp_correct, ge.nsp_total,
+                   ce.nsp_total}}) {
+    const double diff = std::fabs(static_cast<double>(got - ref));
+    const double limit = std::max(1.0, 0.02 * static_cast<double>(ref_total));
+    rows.push_back(summary_row(name, t, diff, limit, total == ref_total && diff <= limit,
+                               "argmax hits within 2% (at least 1) of " +
+                                   std::to_string(ref_total) + " (near-ties may flip)"));
+  }
 
   // Per-tensor gradient norms and the whole gradient's direction.
   std::vector<double> norm_errors;

@@ -3,7 +3,10 @@
 // compute type), the GPU result (outputs NaN-poisoned before the op), and a plain low-precision
 // implementation of the op emulated on the host (the same math, rounding to the compute type at
 // every point where an unfused implementation stores a tensor). Masks, copies and counts are
-// compared exactly.
+// compared exactly. Besides BERT-large's shapes, the cases cover the paths real training meets that
+// small inputs do not: row kernels with several rows per warp (~5000 rows), evaluation without
+// dropout, the unfused GEMM paths a cuBLASLt refusal takes and the tiled fallback GEMM, device loss
+// scaling, and optimizer chunks that do not start on a 16-byte boundary.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -30,6 +33,11 @@ constexpr double kF32Floor = 1e-4;  // f32 outputs of 16-bit products: fp32-accu
 
 // Lengths with the edge cases of the 64-row tiles: 1, exactly 64, 65, and a long one.
 const std::vector<int32_t> kLengths = {1, 37, 64, 65, 128, 200, 511};
+// 5003 tokens, a micro-batch's scale: above 132 SMs x 4 blocks x 4 warps = 2112 rows the row
+// kernels give each warp several rows (3 here, on 108 or 132 SMs), and 5003 is no multiple of the
+// 12 rows of a block, so the last block's warps get uneven counts.
+const std::vector<int32_t> kLongLengths = {512, 300, 1,   511, 128, 65,  512,
+                                           497, 64,  512, 400, 511, 512, 478};
 
 std::vector<int32_t> cu_seqlens_of(const std::vector<int32_t>& lengths) {
   std::vector<int32_t> cu{0};
@@ -74,6 +82,19 @@ struct Context {
   std::vector<CheckRow>& rows;
   void add(CheckRow row) { rows.push_back(std::move(row)); }
 };
+
+MatrixType matrix_type(DType t) {
+  return t == DType::bf16 ? MatrixType::bf16 : MatrixType::f16;
+}
+
+// How often `epilogue` has run fused in cuBLASLt on this backend so far (what actually ran, after
+// any refusal), from its GEMM runner's counts.
+int64_t fused_runs(const CudaOps& ops, GemmEpilogue epilogue) {
+  int64_t runs = 0;
+  for (const EpilogueUse& use : ops.gemm().epilogue_uses())
+    if (use.epilogue == epilogue) runs += use.fused_runs;
+  return runs;
+}
 
 // ---- linear ----------------------------------------------------------------------------------
 
@@ -195,10 +216,11 @@ void check_linear(Context& c, const LinearCase& lc) {
 
 // FFN2's backward with FFN1's GELU folded in (DGELU_BGRAD): d_input is the gradient of FFN1's
 // pre-activation and d_input_bias FFN1's bias gradient.
-void check_linear_input_activation(Context& c, const char* name, int64_t m, Activation a) {
+void check_linear_input_activation(Context& c, const char* name, int64_t m, Activation a,
+                                   const char* variant = "fused") {
   Backends& b = c.b;
   const size_t M = m, N = kHidden, K = kFfn;
-  const std::string op = std::string("linear ffn2 + ") + name + "' (fused)";
+  const std::string op = std::string("linear ffn2 + ") + name + "' (" + variant + ")";
   auto pre = b.twin(normal(c.rng, M * K, 2.0f), c.t);
   const auto pre_values = b.cpu_values(pre);
   std::vector<float> x_values(M * K);
@@ -230,10 +252,14 @@ void check_linear_input_activation(Context& c, const char* name, int64_t m, Acti
     else
       b.cpu().linear_backward(p);
   };
+  const int64_t dgelu_runs_before = fused_runs(b.gpu(), GemmEpilogue::dgelu_bgrad);
   bwd(true, d_x, d_w, &d_b, a);
+  // Whether the GPU's data product ran with the DGELU_BGRAD epilogue: its runner's count, not the
+  // host rule, so a refused plan (unfused path) is judged with the unfused rounding.
+  const bool fused = fused_runs(b.gpu(), GemmEpilogue::dgelu_bgrad) > dgelu_runs_before;
   bwd(false, d_x, d_w, &d_b, a);
   // Plain: the product rounded to the compute type, times act' rounded again, and the column sums
-  // of that in fp32. Where the backend fuses this into cuBLASLt's DGELU_BGRAD (the tanh GELU), the
+  // of that in fp32. Where the backend fused this into cuBLASLt's DGELU_BGRAD (the tanh GELU), the
   // epilogue stores the bias gradient in the compute type (its documented type, as a bf16/fp16
   // framework stores a bias gradient) before it is added to the f32 gradient: the plain version
   // rounds its column sums once there too.
@@ -248,18 +274,164 @@ void check_linear_input_activation(Context& c, const char* name, int64_t m, Acti
       v = round_to(c.t, v * act_grad(a, pre_values[r * K + col], 0.0f));
       column_sums[col] += v;
     }
-  const MatrixType mt = c.t == DType::bf16 ? MatrixType::bf16 : MatrixType::f16;
-  const bool fused =
-      data_gradient_epilogue(a == Activation::gelu, true, static_cast<int64_t>(K), mt).epilogue ==
-      GemmEpilogue::dgelu_bgrad;
   std::vector<float> plain_db = db0;
   for (size_t col = 0; col < K; ++col)
     plain_db[col] += fused ? round_to(c.t, column_sums[col]) : column_sums[col];
   c.add(judge(op, "d_input (d_pre of ffn1)", c.t, b.gpu_values(d_x), plain, b.cpu_values(d_x)));
-  c.add(judge(op, "d_input_bias (+=)", c.t, b.gpu_values(d_b), plain_db, b.cpu_values(d_b),
-              kF32Floor));
+  CheckRow bias_row = judge(op, "d_input_bias (+=)", c.t, b.gpu_values(d_b), plain_db,
+                            b.cpu_values(d_b), kF32Floor);
+  if (bias_row.note.empty())
+    bias_row.note = fused ? "ran as DGELU_BGRAD (bias gradient rounded once)"
+                          : "ran unfused (GEMM, activation gradient, f32 column sum)";
+  c.add(std::move(bias_row));
   c.add(judge(op, "d_weight (+=)", c.t, b.gpu_values(d_w), b.cpu_values(plain_dw),
               b.cpu_values(d_w), kF32Floor));
+}
+
+// ---- the tiled fallback GEMM and the plan cache ------------------------------------------------
+
+// fallback_gemm called directly (it runs only where cuBLASLt refuses a product, so nothing else
+// exercises it on a machine whose cuBLASLt takes every plan), on the products a refusal would send
+// to it: the NSP layer's forward ([2,H]^T weight, BIAS) and weight gradient (f32, beta 1), and a
+// QKV-sized data gradient accumulating onto d_input (beta 1), as linear_backward's later batch
+// entries do. The CPU reference runs the same linear op.
+void check_fallback_gemm(Context& c) {
+  Backends& b = c.b;
+  const MatrixType mt = matrix_type(c.t);
+  cudaStream_t stream = b.gpu().stream();
+  const int64_t tokens = std::accumulate(kLengths.begin(), kLengths.end(), 0);
+  {
+    const size_t M = 7, N = 2, K = kHidden;
+    const std::string op = "fallback_gemm nsp [2,H]^T fwd";
+    auto x = b.twin(normal(c.rng, M * K), c.t);
+    auto w = b.twin(normal(c.rng, N * K, 0.03f), c.t);
+    auto bias = b.twin(normal(c.rng, N, 0.1f), c.t);
+    auto out = b.output(M * N, c.t);
+    GemmArgs g;
+    g.shape = plan_linear_forward(M, N, K, true);
+    g.ab_type = g.d_type = g.bias_type = mt;
+    g.a = w.gpu.tensor().data;
+    g.b = x.gpu.tensor().data;
+    g.d = out.gpu.tensor().data;
+    g.epilogue = GemmEpilogue::bias;
+    g.bias = bias.gpu.tensor().data;
+    fallback_gemm(g, stream);
+    bert::LinearForwardParams f;
+    f.input = x.cpu.tensor();
+    f.weight = w.cpu.tensor();
+    f.bias = bias.cpu.tensor();
+    f.out = out.cpu.tensor();
+    f.m = M;
+    f.n = N;
+    f.k = K;
+    f.weight_transposed = true;
+    b.cpu().linear_forward(f);
+    const auto ref = b.cpu_values(out);
+    c.add(judge(op, "out (+ bias)", c.t, b.gpu_values(out), rounded(c.t, ref), ref));
+
+    // d_W [2,H] += d_out^T . x in f32 (beta 1).
+    auto d_out = b.twin(normal(c.rng, M * N), c.t);
+    const auto dw0 = normal(c.rng, N * K, 0.01f);
+    auto d_w = b.twin(dw0, DType::f32);
+    const ColumnMajorGemm ws = plan_linear_backward_weight(M, N, K, true);
+    GemmArgs gw;
+    gw.shape = ws;
+    gw.ab_type = mt;
+    gw.d_type = MatrixType::f32;
+    gw.a = ws.a == LinearOperand::d_out ? d_out.gpu.tensor().data : x.gpu.tensor().data;
+    gw.b = ws.b == LinearOperand::d_out ? d_out.gpu.tensor().data : x.gpu.tensor().data;
+    gw.d = d_w.gpu.tensor().data;
+    gw.beta = 1.0f;
+    fallback_gemm(gw, stream);
+    bert::LinearBackwardParams bp;
+    bp.d_out = d_out.cpu.tensor();
+    bp.input = x.cpu.tensor();
+    bp.weight = w.cpu.tensor();
+    bp.d_weight = d_w.cpu.tensor();
+    bp.m = M;
+    bp.n = N;
+    bp.k = K;
+    bp.weight_transposed = true;
+    b.cpu().linear_backward(bp);
+    const auto ref_dw = b.cpu_values(d_w);
+    c.add(judge("fallback_gemm nsp [2,H]^T bwd", "d_weight (+=, f32)", c.t, b.gpu_values(d_w),
+                ref_dw, ref_dw, kF32Floor));
+  }
+  {
+    // d_input [T,H] += d_out [T,H] . W^T (W [H,H]), in the compute type.
+    const size_t M = tokens, N = kHidden, K = kHidden;
+    auto d_out = b.twin(normal(c.rng, M * N), c.t);
+    auto w = b.twin(normal(c.rng, K * N, 0.03f), c.t);
+    auto x = b.twin(normal(c.rng, M * K), c.t);
+    auto d_x = b.twin(normal(c.rng, M * K), c.t);
+    GemmArgs g;
+    g.shape = plan_linear_backward_data(M, N, K, false);
+    g.ab_type = g.d_type = mt;
+    g.a = w.gpu.tensor().data;
+    g.b = d_out.gpu.tensor().data;
+    g.d = d_x.gpu.tensor().data;
+    g.beta = 1.0f;
+    fallback_gemm(g, stream);
+    auto unused_dw = b.twin(std::vector<float>(N * K, 0.0f), DType::f32);
+    bert::LinearBackwardParams bp;
+    bp.d_out = d_out.cpu.tensor();
+    bp.input = x.cpu.tensor();
+    bp.weight = w.cpu.tensor();
+    bp.d_input = d_x.cpu.tensor();
+    bp.accumulate_d_input = true;
+    bp.d_weight = unused_dw.cpu.tensor();
+    bp.m = M;
+    bp.n = N;
+    bp.k = K;
+    b.cpu().linear_backward(bp);
+    const auto ref = b.cpu_values(d_x);
+    c.add(judge("fallback_gemm qkv-sized bwd data", "d_input (+=, beta 1)", c.t, b.gpu_values(d_x),
+                rounded(c.t, ref), ref));
+  }
+}
+
+// A GemmRunner with room for 4 plans, run on 10 token counts of one small layer (each a new
+// problem, as packed batches bring nearly every step): it must stay at 4 plans, and a product
+// whose plan was evicted must be planned again and still compute right.
+void check_gemm_plan_cache(Context& c) {
+  Backends& b = c.b;
+  const MatrixType mt = matrix_type(c.t);
+  const size_t N = 64, K = 128, max_tokens = 200;
+  GemmRunner runner(size_t{4} << 20, 4);
+  auto x = b.twin(normal(c.rng, max_tokens * K), c.t);
+  auto w = b.twin(normal(c.rng, K * N, 0.1f), c.t);
+  auto out = b.output(max_tokens * N, c.t);
+  const std::vector<size_t> counts = {17, 40, 64, 71, 99, 128, 130, 150, 177, 200, 17};
+  size_t most = 0;
+  for (size_t tokens : counts) {
+    GemmArgs g;
+    g.shape = plan_linear_forward(tokens, N, K, false);
+    g.ab_type = g.d_type = g.bias_type = mt;
+    g.a = w.gpu.tensor().data;
+    g.b = x.gpu.tensor().data;
+    g.d = out.gpu.tensor().data;
+    if (!runner.run(g, b.gpu().stream())) fallback_gemm(g, b.gpu().stream());
+    most = std::max(most, runner.cached_problems());
+  }
+  const std::string op = "gemm plan cache (capacity 4)";
+  c.add(judge_exact(op, "most plans held", c.t, {static_cast<float>(most)}, {4.0f}));
+  c.add(judge_exact(
+      op, "evictions, heuristic queries", c.t,
+      {static_cast<float>(runner.evicted_plans()), static_cast<float>(runner.heuristic_queries())},
+      {7.0f, 11.0f}));
+  // The last product (17 tokens) was planned again after its eviction.
+  const size_t T = counts.back();
+  bert::LinearForwardParams f;
+  f.input = x.cpu.tensor();
+  f.weight = w.cpu.tensor();
+  f.out = out.cpu.tensor();
+  f.m = static_cast<int64_t>(T);
+  f.n = N;
+  f.k = K;
+  b.cpu().linear_forward(f);
+  const auto ref = b.cpu_values(out.cpu.tensor(), T * N);
+  c.add(judge(op, "out (17 tokens, re-planned)", c.t, b.gpu_values(out.gpu.tensor(), T * N),
+              rounded(c.t, ref), ref));
 }
 
 // ---- LayerNorm -------------------------------------------------------------------------------
@@ -285,9 +457,11 @@ void host_layer_norm(const std::vector<float>& s, size_t rows, size_t width,
   }
 }
 
-void check_layer_norm(Context& c) {
+// `name` prefixes the rows' op; `rows` rows of BERT-large's width.
+void check_layer_norm(Context& c, const std::string& name, size_t rows) {
   Backends& b = c.b;
-  const size_t R = std::accumulate(kLengths.begin(), kLengths.end(), 0), W = kHidden;
+  const size_t R = rows, W = kHidden;
+  const std::string fwd_op = name + " fwd", bwd_op = name + " bwd";
   const float eps = 1e-12f;
   const DropoutMask mask = random_mask(c.rng, 0.1);
   auto x = b.twin(normal(c.rng, R * W), c.t);
@@ -327,7 +501,7 @@ void check_layer_norm(Context& c) {
       for (size_t i = 0; i < v.size(); ++i) z[i] = v[i] == 0.0f ? 1.0f : 0.0f;
       return z;
     };
-    c.add(judge_exact("layer_norm fwd", "dropout mask", c.t, zeros(b.gpu_values(ln_input)),
+    c.add(judge_exact(fwd_op, "dropout mask", c.t, zeros(b.gpu_values(ln_input)),
                       zeros(b.cpu_values(ln_input))));
   }
   b.poison(out);
@@ -348,12 +522,10 @@ void check_layer_norm(Context& c) {
     }
   std::vector<float> plain_out, plain_mean, plain_rstd;
   host_layer_norm(s, R, W, gv, betav, eps, plain_out, plain_mean, plain_rstd);
-  c.add(judge("layer_norm fwd", "out", c.t, b.gpu_values(out), rounded(c.t, plain_out),
-              b.cpu_values(out)));
-  c.add(
-      judge("layer_norm fwd", "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
-  c.add(judge("layer_norm fwd", "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
-  c.add(judge("layer_norm fwd", "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
+  c.add(judge(fwd_op, "out", c.t, b.gpu_values(out), rounded(c.t, plain_out), b.cpu_values(out)));
+  c.add(judge(fwd_op, "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
+  c.add(judge(fwd_op, "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
+  c.add(judge(fwd_op, "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
 
   // Backward from the same saved tensors on both backends (the CPU's, rounded).
   auto s_in = b.twin(b.cpu_values(ln_input), c.t);
@@ -366,7 +538,8 @@ void check_layer_norm(Context& c) {
   auto d_gamma = b.twin(dg0, DType::f32), d_beta = b.twin(dbeta0, DType::f32),
        d_bias = b.twin(dbias0, DType::f32);
   auto d_x = b.output(R * W, c.t);
-  auto bwd = [&](bool gpu, const Twin& dx, const Twin* dres, const DropoutMask& m) {
+  auto bwd = [&](bool gpu, const Twin& dx, const Twin* dres, const DropoutMask& m,
+                 bool accumulate) {
     bert::LayerNormBackwardParams p;
     auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
     p.d_out = pick(d_out);
@@ -376,7 +549,7 @@ void check_layer_norm(Context& c) {
     p.gamma = pick(gamma);
     p.d_x = pick(dx);
     if (dres) p.d_residual = pick(*dres);
-    p.accumulate_d_residual = true;
+    p.accumulate_d_residual = accumulate;
     p.d_gamma = pick(d_gamma);
     p.d_beta = pick(d_beta);
     p.d_bias = pick(d_bias);
@@ -388,8 +561,8 @@ void check_layer_norm(Context& c) {
     else
       b.cpu().layer_norm_backward(p);
   };
-  bwd(true, d_x, &d_res, mask);
-  bwd(false, d_x, &d_res, mask);
+  bwd(true, d_x, &d_res, mask, true);
+  bwd(false, d_x, &d_res, mask, true);
   const auto gpu_dx = b.gpu_values(d_x), gpu_res = b.gpu_values(d_res);
   const auto gpu_dg = b.gpu_values(d_gamma), gpu_dbeta = b.gpu_values(d_beta),
              gpu_dbias = b.gpu_values(d_bias);
@@ -398,41 +571,54 @@ void check_layer_norm(Context& c) {
              ref_dbias = b.cpu_values(d_bias);
   // Plain: d_s stored in the compute type, d_x = d_s * mask and d_residual += d_s from it.
   auto d_s = b.output(R * W, c.t);
-  bwd(false, d_s, nullptr, DropoutMask{});
+  bwd(false, d_s, nullptr, DropoutMask{}, false);
   const auto ds = rounded(c.t, b.cpu_values(d_s));
   std::vector<float> plain_dx(R * W), plain_res(R * W);
   for (size_t i = 0; i < R * W; ++i) {
     plain_dx[i] = round_to(c.t, ds[i] * bert::dropout_factor(mask, i));
     plain_res[i] = round_to(c.t, round_to(c.t, res0[i]) + ds[i]);
   }
-  c.add(judge("layer_norm bwd", "d_x", c.t, gpu_dx, plain_dx, ref_dx));
-  c.add(judge("layer_norm bwd", "d_residual (+=)", c.t, gpu_res, plain_res, ref_res));
-  c.add(judge("layer_norm bwd", "d_gamma (+=)", c.t, gpu_dg, ref_dg, ref_dg, kF32Floor));
-  c.add(judge("layer_norm bwd", "d_beta (+=)", c.t, gpu_dbeta, ref_dbeta, ref_dbeta, kF32Floor));
-  c.add(judge("layer_norm bwd", "d_bias (+=)", c.t, gpu_dbias, ref_dbias, ref_dbias, kF32Floor));
+  c.add(judge(bwd_op, "d_x", c.t, gpu_dx, plain_dx, ref_dx));
+  c.add(judge(bwd_op, "d_residual (+=)", c.t, gpu_res, plain_res, ref_res));
+  c.add(judge(bwd_op, "d_gamma (+=)", c.t, gpu_dg, ref_dg, ref_dg, kF32Floor));
+  c.add(judge(bwd_op, "d_beta (+=)", c.t, gpu_dbeta, ref_dbeta, ref_dbeta, kF32Floor));
+  c.add(judge(bwd_op, "d_bias (+=)", c.t, gpu_dbias, ref_dbias, ref_dbias, kF32Floor));
+
+  // d_residual written, not added to (accumulate_d_residual false, as the model calls it): into a
+  // poisoned output, so every element must be written. (The parameter gradients accumulate again;
+  // they were compared above.)
+  auto d_x2 = b.output(R * W, c.t), d_res2 = b.output(R * W, c.t);
+  bwd(true, d_x2, &d_res2, mask, false);
+  bwd(false, d_x2, &d_res2, mask, false);
+  c.add(judge(bwd_op, "d_x (d_residual =)", c.t, b.gpu_values(d_x2), plain_dx, b.cpu_values(d_x2)));
+  c.add(judge(bwd_op, "d_residual (=)", c.t, b.gpu_values(d_res2), ds, b.cpu_values(d_res2)));
 }
 
 // ---- embeddings --------------------------------------------------------------------------------
 
-void check_embedding(Context& c) {
+// `name` prefixes the rows' op; one token per position of `lengths`; a word table of `word_rows`.
+void check_embedding(Context& c, const std::string& name, const std::vector<int32_t>& lengths,
+                     size_t word_rows) {
   Backends& b = c.b;
-  const size_t T = std::accumulate(kLengths.begin(), kLengths.end(), 0), H = kHidden;
+  const size_t T = std::accumulate(lengths.begin(), lengths.end(), 0), H = kHidden;
   const size_t positions = 512, types = 2;
+  const int64_t ids_drawn = std::min<int64_t>(kVocab, static_cast<int64_t>(word_rows));
+  const std::string fwd_op = name + " fwd", bwd_op = name + " bwd";
   const float eps = 1e-12f;
   const DropoutMask mask = random_mask(c.rng, 0.1);
   std::vector<int32_t> ids(T), pos(T), seg(T);
   {
     size_t t = 0;
-    for (int32_t len : kLengths)
+    for (int32_t len : lengths)
       for (int32_t i = 0; i < len; ++i, ++t) {
-        ids[t] = static_cast<int32_t>(c.rng() % kVocab);
+        ids[t] = static_cast<int32_t>(c.rng() % ids_drawn);
         pos[t] = i;
         seg[t] = i < len / 2 ? 0 : 1;
       }
     ids[5] = ids[6] = ids[700];  // repeated ids: the scatter must add, not overwrite
   }
   auto input_ids = b.twin_i32(ids), position_ids = b.twin_i32(pos), segment_ids = b.twin_i32(seg);
-  auto word = b.twin(normal(c.rng, kPaddedVocab * H, 0.5f), c.t);
+  auto word = b.twin(normal(c.rng, word_rows * H, 0.5f), c.t);
   auto position = b.twin(normal(c.rng, positions * H, 0.5f), c.t);
   auto token_type = b.twin(normal(c.rng, types * H, 0.5f), c.t);
   auto gamma = b.twin(normal(c.rng, H, 0.1f, 1.0f), c.t);
@@ -473,7 +659,7 @@ void check_embedding(Context& c) {
       // A kept value under half the smallest fp16 subnormal rounds to 0 in the GPU's output.
       rz[i] = round_to(c.t, ref_out[i]) == 0.0f;
     }
-    c.add(judge_exact("embedding fwd", "dropout mask", c.t, gz, rz));
+    c.add(judge_exact(fwd_op, "dropout mask", c.t, gz, rz));
   }
   // Plain: the gathered sum stored, LN stored, dropout stored.
   const auto wv = b.cpu_values(word), pv = b.cpu_values(position), tv = b.cpu_values(token_type);
@@ -487,17 +673,17 @@ void check_embedding(Context& c) {
                   plain_rstd);
   for (size_t i = 0; i < plain_out.size(); ++i)
     plain_out[i] = round_to(c.t, round_to(c.t, plain_out[i]) * bert::dropout_factor(mask, i));
-  c.add(judge("embedding fwd", "out", c.t, gpu_out, plain_out, ref_out));
-  c.add(judge("embedding fwd", "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
-  c.add(judge("embedding fwd", "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
-  c.add(judge("embedding fwd", "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
+  c.add(judge(fwd_op, "out", c.t, gpu_out, plain_out, ref_out));
+  c.add(judge(fwd_op, "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
+  c.add(judge(fwd_op, "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
+  c.add(judge(fwd_op, "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
 
   // Backward from the CPU's saved tensors; table gradients accumulate onto random values.
   auto s_in = b.twin(b.cpu_values(ln_input), c.t);
   auto mean_in = b.twin(b.cpu_values(mean), DType::f32),
        rstd_in = b.twin(b.cpu_values(rstd), DType::f32);
   auto d_out = b.twin(normal(c.rng, T * H), c.t);
-  auto d_word = b.twin(normal(c.rng, kPaddedVocab * H, 0.01f), DType::f32);
+  auto d_word = b.twin(normal(c.rng, word_rows * H, 0.01f), DType::f32);
   auto d_position = b.twin(normal(c.rng, positions * H, 0.01f), DType::f32);
   auto d_type = b.twin(normal(c.rng, types * H, 0.01f), DType::f32);
   auto d_gamma = b.twin(normal(c.rng, H, 0.01f), DType::f32),
@@ -528,13 +714,13 @@ void check_embedding(Context& c) {
   bwd(true);
   bwd(false);
   // The GPU computes these in fp32 from the stored inputs like the reference: only fp32 noise.
-  for (auto [name, tw] : {std::pair{"d_word (+=)", &d_word},
-                          {"d_position (+=)", &d_position},
-                          {"d_token_type (+=)", &d_type},
-                          {"d_gamma (+=)", &d_gamma},
-                          {"d_beta (+=)", &d_beta}}) {
+  for (auto [tensor, tw] : {std::pair{"d_word (+=)", &d_word},
+                            {"d_position (+=)", &d_position},
+                            {"d_token_type (+=)", &d_type},
+                            {"d_gamma (+=)", &d_gamma},
+                            {"d_beta (+=)", &d_beta}}) {
     const auto ref = b.cpu_values(*tw);
-    c.add(judge("embedding bwd", name, c.t, b.gpu_values(*tw), ref, ref, kF32Floor));
+    c.add(judge(bwd_op, tensor, c.t, b.gpu_values(*tw), ref, ref, kF32Floor));
   }
 }
 
@@ -579,15 +765,19 @@ void plain_attention_forward(DType t, const AttentionData& a, const std::vector<
         double sum = 0;
         for (int j = 0; j < len; ++j) sum += std::exp(static_cast<double>(sc[j]) - mx);
         lse[h * a.tokens + start + i] = static_cast<float>(mx + std::log(sum));
+        // The dropped probabilities once per row (not per output column: the exp and the Philox
+        // draw dominate this emulation's time).
+        std::vector<float> pd(len);
+        for (int j = 0; j < len; ++j) {
+          const float p =
+              round_to(t, static_cast<float>(std::exp(static_cast<double>(sc[j]) - mx) / sum));
+          const float f = bert::dropout_factor(
+              mask, bert::attention_dropout_element(start + i, h, kHeads, row_stride, j));
+          pd[j] = round_to(t, p * f);
+        }
         for (int d = 0; d < kHeadDim; ++d) {
           double acc = 0;
-          for (int j = 0; j < len; ++j) {
-            const float p =
-                round_to(t, static_cast<float>(std::exp(static_cast<double>(sc[j]) - mx) / sum));
-            const float f = bert::dropout_factor(
-                mask, bert::attention_dropout_element(start + i, h, kHeads, row_stride, j));
-            acc += round_to(t, p * f) * v[(start + j) * H + h * kHeadDim + d];
-          }
+          for (int j = 0; j < len; ++j) acc += pd[j] * v[(start + j) * H + h * kHeadDim + d];
           out[(start + i) * H + h * kHeadDim + d] = round_to(t, static_cast<float>(acc));
         }
       }
@@ -679,11 +869,15 @@ void run_attention(Backends& b, bool gpu, const AttentionData& a, const Twin& cu
     b.cpu().attention_forward(p);
 }
 
-void check_attention(Context& c) {
+// `name` prefixes the rows' op; sequences of `lengths`, dropout probability `p_drop` (0: no
+// dropout, as evaluation runs); `mask_readout` adds the exact dropout-mask check first.
+void check_attention(Context& c, const std::string& name, const std::vector<int32_t>& lengths,
+                     double p_drop, bool mask_readout) {
   Backends& b = c.b;
   const float scale = 0.125f;
   const size_t H = kHeads * kHeadDim;
-  {
+  const std::string fwd_op = name + " fwd", bwd_op = name + " bwd";
+  if (mask_readout) {
     // Exact mask readout: q = k = 0 gives P = 1/len; v_j = e_j (len <= 64) makes out_i[j] =
     // keep_ij * scale_keep / len, so the output's zero pattern is the dropout mask.
     const AttentionData a = attention_layout({1, 17, 64, 40, 64, 33});
@@ -701,11 +895,10 @@ void check_attention(Context& c) {
       for (float& x : v) x = x != 0.0f ? 1.0f : 0.0f;
       return v;
     };
-    c.add(judge_exact("attention fwd", "dropout mask", c.t, nz(b.gpu_values(out)),
-                      nz(b.cpu_values(out))));
+    c.add(judge_exact(fwd_op, "dropout mask", c.t, nz(b.gpu_values(out)), nz(b.cpu_values(out))));
   }
-  const AttentionData a = attention_layout(kLengths);
-  const DropoutMask mask = random_mask(c.rng, 0.1);
+  const AttentionData a = attention_layout(lengths);
+  const DropoutMask mask = random_mask(c.rng, p_drop);
   auto cu = b.twin_i32(a.cu);
   auto q = b.twin(normal(c.rng, a.tokens * H), c.t);
   auto k = b.twin(normal(c.rng, a.tokens * H), c.t);
@@ -716,9 +909,8 @@ void check_attention(Context& c) {
   const auto qv = b.cpu_values(q), kv = b.cpu_values(k), vv = b.cpu_values(v);
   std::vector<float> plain_out, plain_lse;
   plain_attention_forward(c.t, a, qv, kv, vv, mask, scale, plain_out, plain_lse);
-  c.add(judge("attention fwd", "out", c.t, b.gpu_values(out), plain_out, b.cpu_values(out)));
-  c.add(
-      judge("attention fwd", "softmax_lse", c.t, b.gpu_values(lse), plain_lse, b.cpu_values(lse)));
+  c.add(judge(fwd_op, "out", c.t, b.gpu_values(out), plain_out, b.cpu_values(out)));
+  c.add(judge(fwd_op, "softmax_lse", c.t, b.gpu_values(lse), plain_lse, b.cpu_values(lse)));
 
   // Backward from the CPU forward's out and lse (rounded/f32) on both backends.
   auto out_in = b.twin(b.cpu_values(out), c.t);
@@ -755,9 +947,9 @@ void check_attention(Context& c) {
   bwd(false);
   std::vector<float> pdq, pdk, pdv;
   plain_attention_backward(c.t, a, qv, kv, vv, b.cpu_values(d_out), mask, scale, pdq, pdk, pdv);
-  c.add(judge("attention bwd", "d_q", c.t, b.gpu_values(d_q), pdq, b.cpu_values(d_q)));
-  c.add(judge("attention bwd", "d_k", c.t, b.gpu_values(d_k), pdk, b.cpu_values(d_k)));
-  c.add(judge("attention bwd", "d_v", c.t, b.gpu_values(d_v), pdv, b.cpu_values(d_v)));
+  c.add(judge(bwd_op, "d_q", c.t, b.gpu_values(d_q), pdq, b.cpu_values(d_q)));
+  c.add(judge(bwd_op, "d_k", c.t, b.gpu_values(d_k), pdk, b.cpu_values(d_k)));
+  c.add(judge(bwd_op, "d_v", c.t, b.gpu_values(d_v), pdv, b.cpu_values(d_v)));
 }
 
 // ---- rows, losses
@@ -849,11 +1041,12 @@ void check_cross_entropy(Context& c, const char* name, size_t rows, int64_t clas
 // ---- optimizer
 // -----------------------------------------------------------------------------------
 
-std::vector<bert::TensorSegment> random_segments(std::mt19937_64& rng, size_t& total) {
+std::vector<bert::TensorSegment> random_segments(std::mt19937_64& rng, size_t& total,
+                                                 int count = 60, size_t max_numel = 200000) {
   std::vector<bert::TensorSegment> segments;
   size_t offset = 0;
-  for (int s = 0; s < 60; ++s) {
-    const size_t numel = s % 10 == 0 ? 1 + rng() % 7 : 1 + rng() % 200000;
+  for (int s = 0; s < count; ++s) {
+    const size_t numel = s % 10 == 0 ? 1 + rng() % 7 : 1 + rng() % max_numel;
     segments.push_back({offset, numel, s % 3 != 0});
     offset += (numel + 63) / 64 * 64;
   }
@@ -861,47 +1054,148 @@ std::vector<bert::TensorSegment> random_segments(std::mt19937_64& rng, size_t& t
   return segments;
 }
 
+// Segment norms, the global norm and the inf/nan flag over `segments` of an n-element buffer;
+// the flag must rise for an inf and a NaN in segment `flagged`.
+void check_l2_norm(Context& c, const std::string& op,
+                   const std::vector<bert::TensorSegment>& segments, size_t n, size_t flagged) {
+  Backends& b = c.b;
+  auto buffer = b.twin(normal(c.rng, n), DType::f32);
+  auto norms = b.output(segments.size(), DType::f32), total = b.output(2, DType::f32);
+  for (bool gpu : {true, false}) {
+    bert::L2NormParams p;
+    p.buffer = gpu ? buffer.gpu.tensor() : buffer.cpu.tensor();
+    p.segments = segments;
+    p.segment_norms = gpu ? norms.gpu.tensor() : norms.cpu.tensor();
+    p.total = gpu ? total.gpu.tensor() : total.cpu.tensor();
+    if (gpu)
+      b.gpu().l2_norm(p);
+    else
+      b.cpu().l2_norm(p);
+  }
+  c.add(judge_tolerance(op, "segment norms", DType::f32, b.gpu_values(norms), b.cpu_values(norms),
+                        1e-6));
+  const auto gt = b.gpu_values(total), rt = b.cpu_values(total);
+  c.add(judge_tolerance(op, "global norm", DType::f32, {gt[0]}, {rt[0]}, 1e-6));
+  c.add(judge_exact(op, "inf/nan flag (clean)", DType::f32, {gt[1]}, {0.0f}));
+  // One inf and one NaN inside segments: the flag must rise.
+  std::vector<float> bad = b.cpu_values(buffer);
+  const size_t at = segments[flagged].offset + segments[flagged].numel / 2;
+  bad[at] = INFINITY;
+  auto bad_buffer = b.twin(bad, DType::f32);
+  bert::L2NormParams p;
+  p.buffer = bad_buffer.gpu.tensor();
+  p.segments = segments;
+  p.total = total.gpu.tensor();
+  b.gpu().l2_norm(p);
+  c.add(judge_exact(op, "inf/nan flag (inf)", DType::f32, {b.gpu_values(total)[1]}, {1.0f}));
+  bad[at] = NAN;
+  auto nan_buffer = b.twin(bad, DType::f32);
+  p.buffer = nan_buffer.gpu.tensor();
+  b.gpu().l2_norm(p);
+  c.add(judge_exact(op, "inf/nan flag (nan)", DType::f32, {b.gpu_values(total)[1]}, {1.0f}));
+}
+
+// The optimizers' state on both backends.
+struct MomentState {
+  Twin master, grad, exp_avg, exp_avg_sq;
+};
+// master ~ N(0, 1), grad ~ N(0, 0.1) times grad_multiplier (a loss scale the gradients carry),
+// exp_avg ~ N(0, 0.01), exp_avg_sq the square of N(0, 0.001).
+MomentState moment_state(Context& c, size_t n, float grad_multiplier = 1.0f) {
+  const auto master0 = normal(c.rng, n), grad0 = normal(c.rng, n, 0.1f),
+             m0 = normal(c.rng, n, 0.01f);
+  std::vector<float> v0 = normal(c.rng, n, 0.001f);
+  for (float& x : v0) x = x * x;
+  std::vector<float> scaled = grad0;
+  for (float& g : scaled) g *= grad_multiplier;
+  return {c.b.twin(master0, DType::f32), c.b.twin(scaled, DType::f32), c.b.twin(m0, DType::f32),
+          c.b.twin(v0, DType::f32)};
+}
+
+// Optimizer variants: 0 AdamW, 1 Adam (L2), 2 LAMB, 3 LAMB with the trust ratio on every tensor.
+const char* moment_variant_name(int variant) {
+  return variant == 0   ? "adamw"
+         : variant == 1 ? "adam (L2)"
+         : variant == 2 ? "lamb"
+                        : "lamb (nvlamb)";
+}
+
+// One step of `variant` on one backend; `compute` (GPU only) receives the rounded master copy.
+void moment_step(Backends& b, bool gpu, int variant, MomentState& st, const Twin* compute,
+                 const std::vector<bert::TensorSegment>& segments, float grad_scale) {
+  auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
+  if (variant < 2) {
+    bert::AdamParams p;
+    p.master = pick(st.master);
+    p.grad = pick(st.grad);
+    p.exp_avg = pick(st.exp_avg);
+    p.exp_avg_sq = pick(st.exp_avg_sq);
+    if (gpu && compute) p.compute = compute->gpu.tensor();
+    p.segments = segments;
+    p.lr = 1e-3f;
+    p.beta1 = 0.9f;
+    p.beta2 = 0.999f;
+    p.eps = 1e-6f;
+    p.weight_decay = 0.01f;
+    p.grad_scale = grad_scale;
+    p.step = 7;
+    p.mode = variant == 0 ? bert::AdamMode::adamw : bert::AdamMode::adam_l2;
+    if (gpu)
+      b.gpu().adam_update(p);
+    else
+      b.cpu().adam_update(p);
+  } else {
+    bert::LambParams p;
+    p.master = pick(st.master);
+    p.grad = pick(st.grad);
+    p.exp_avg = pick(st.exp_avg);
+    p.exp_avg_sq = pick(st.exp_avg_sq);
+    if (gpu && compute) p.compute = compute->gpu.tensor();
+    p.segments = segments;
+    p.lr = 2e-3f;
+    p.beta1 = 0.66f;
+    p.beta2 = 0.996f;
+    p.eps = 1e-6f;
+    p.weight_decay = 0.01f;
+    p.grad_scale = grad_scale;
+    p.step = 3;
+    p.trust_ratio_without_decay = variant == 3;
+    if (gpu)
+      b.gpu().lamb_update(p);
+    else
+      b.cpu().lamb_update(p);
+  }
+}
+
+// f32 updates, compared at fp32 tolerance; the compute copy must be exactly the rounded master.
+void check_moment_update(Context& c, int variant, const std::string& op,
+                         const std::vector<bert::TensorSegment>& segments, size_t n) {
+  Backends& b = c.b;
+  MomentState st = moment_state(c, n);
+  auto compute = b.output(n, c.t);
+  moment_step(b, true, variant, st, &compute, segments, 0.5f);
+  moment_step(b, false, variant, st, nullptr, segments, 0.5f);
+  const auto gm = b.gpu_values(st.master);
+  c.add(judge_tolerance(op, "master", DType::f32, gm, b.cpu_values(st.master), 1e-6));
+  c.add(judge_tolerance(op, "exp_avg", DType::f32, b.gpu_values(st.exp_avg),
+                        b.cpu_values(st.exp_avg), 1e-6));
+  c.add(judge_tolerance(op, "exp_avg_sq", DType::f32, b.gpu_values(st.exp_avg_sq),
+                        b.cpu_values(st.exp_avg_sq), 1e-6));
+  // The compute copy covers the segments; the alignment gaps between them stay unwritten.
+  std::vector<float> copy = b.gpu_values(compute), want(n, 0.0f), got(n, 0.0f);
+  for (const auto& s : segments)
+    for (size_t i = s.offset; i < s.offset + s.numel; ++i) {
+      want[i] = round_to(c.t, gm[i]);
+      got[i] = copy[i];
+    }
+  c.add(judge_exact(op, "compute copy", c.t, got, want));
+}
+
 void check_optimizer(Context& c) {
   Backends& b = c.b;
   size_t n = 0;
   const auto segments = random_segments(c.rng, n);
-  {
-    auto buffer = b.twin(normal(c.rng, n), DType::f32);
-    auto norms = b.output(segments.size(), DType::f32), total = b.output(2, DType::f32);
-    for (bool gpu : {true, false}) {
-      bert::L2NormParams p;
-      p.buffer = gpu ? buffer.gpu.tensor() : buffer.cpu.tensor();
-      p.segments = segments;
-      p.segment_norms = gpu ? norms.gpu.tensor() : norms.cpu.tensor();
-      p.total = gpu ? total.gpu.tensor() : total.cpu.tensor();
-      if (gpu)
-        b.gpu().l2_norm(p);
-      else
-        b.cpu().l2_norm(p);
-    }
-    c.add(judge_tolerance("l2_norm", "segment norms", DType::f32, b.gpu_values(norms),
-                          b.cpu_values(norms), 1e-6));
-    const auto gt = b.gpu_values(total), rt = b.cpu_values(total);
-    c.add(judge_tolerance("l2_norm", "global norm", DType::f32, {gt[0]}, {rt[0]}, 1e-6));
-    c.add(judge_exact("l2_norm", "inf/nan flag (clean)", DType::f32, {gt[1]}, {0.0f}));
-    // One inf and one NaN inside segments: the flag must rise.
-    std::vector<float> bad = b.cpu_values(buffer);
-    bad[segments[7].offset + segments[7].numel / 2] = INFINITY;
-    auto bad_buffer = b.twin(bad, DType::f32);
-    bert::L2NormParams p;
-    p.buffer = bad_buffer.gpu.tensor();
-    p.segments = segments;
-    p.total = total.gpu.tensor();
-    b.gpu().l2_norm(p);
-    c.add(
-        judge_exact("l2_norm", "inf/nan flag (inf)", DType::f32, {b.gpu_values(total)[1]}, {1.0f}));
-    bad[segments[7].offset + segments[7].numel / 2] = NAN;
-    auto nan_buffer = b.twin(bad, DType::f32);
-    p.buffer = nan_buffer.gpu.tensor();
-    b.gpu().l2_norm(p);
-    c.add(
-        judge_exact("l2_norm", "inf/nan flag (nan)", DType::f32, {b.gpu_values(total)[1]}, {1.0f}));
-  }
+  check_l2_norm(c, "l2_norm", segments, n, 7);
   {
     auto x = b.twin(normal(c.rng, 100003), DType::f32);
     b.gpu().scale(x.gpu.tensor(), 0.37f);
@@ -942,77 +1236,21 @@ void check_optimizer(Context& c) {
     c.add(judge_exact("cast f32->compute", "dst", c.t, b.gpu_values(half),
                       rounded(c.t, b.cpu_values(x))));
   }
-  // Adam (both modes) and LAMB (both trust-ratio modes): f32 updates, compared at fp32 tolerance;
-  // the compute copy must be exactly the rounded master.
-  for (int variant = 0; variant < 4; ++variant) {
-    const auto master0 = normal(c.rng, n), grad0 = normal(c.rng, n, 0.1f),
-               m0 = normal(c.rng, n, 0.01f);
-    std::vector<float> v0 = normal(c.rng, n, 0.001f);
-    for (float& x : v0) x = x * x;
-    auto master = b.twin(master0, DType::f32), grad = b.twin(grad0, DType::f32);
-    auto m = b.twin(m0, DType::f32), v = b.twin(v0, DType::f32);
-    auto compute = b.output(n, c.t);
-    const char* name = variant == 0   ? "adamw"
-                       : variant == 1 ? "adam (L2)"
-                       : variant == 2 ? "lamb"
-                                      : "lamb (nvlamb)";
-    for (bool gpu : {true, false}) {
-      auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
-      if (variant < 2) {
-        bert::AdamParams p;
-        p.master = pick(master);
-        p.grad = pick(grad);
-        p.exp_avg = pick(m);
-        p.exp_avg_sq = pick(v);
-        if (gpu) p.compute = compute.gpu.tensor();
-        p.segments = segments;
-        p.lr = 1e-3f;
-        p.beta1 = 0.9f;
-        p.beta2 = 0.999f;
-        p.eps = 1e-6f;
-        p.weight_decay = 0.01f;
-        p.grad_scale = 0.5f;
-        p.step = 7;
-        p.mode = variant == 0 ? bert::AdamMode::adamw : bert::AdamMode::adam_l2;
-        if (gpu)
-          b.gpu().adam_update(p);
-        else
-          b.cpu().adam_update(p);
-      } else {
-        bert::LambParams p;
-        p.master = pick(master);
-        p.grad = pick(grad);
-        p.exp_avg = pick(m);
-        p.exp_avg_sq = pick(v);
-        if (gpu) p.compute = compute.gpu.tensor();
-        p.segments = segments;
-        p.lr = 2e-3f;
-        p.beta1 = 0.66f;
-        p.beta2 = 0.996f;
-        p.eps = 1e-6f;
-        p.weight_decay = 0.01f;
-        p.grad_scale = 0.5f;
-        p.step = 3;
-        p.trust_ratio_without_decay = variant == 3;
-        if (gpu)
-          b.gpu().lamb_update(p);
-        else
-          b.cpu().lamb_update(p);
-      }
-    }
-    const auto gm = b.gpu_values(master);
-    c.add(judge_tolerance(name, "master", DType::f32, gm, b.cpu_values(master), 1e-6));
-    c.add(judge_tolerance(name, "exp_avg", DType::f32, b.gpu_values(m), b.cpu_values(m), 1e-6));
-    c.add(judge_tolerance(name, "exp_avg_sq", DType::f32, b.gpu_values(v), b.cpu_values(v), 1e-6));
-    // The compute copy covers the segments; the alignment gaps between them stay unwritten.
-    std::vector<float> copy = b.gpu_values(compute), want(n, 0.0f), got(n, 0.0f);
-    for (const auto& s : segments)
-      for (size_t i = s.offset; i < s.offset + s.numel; ++i) {
-        want[i] = round_to(c.t, gm[i]);
-        got[i] = copy[i];
-      }
-    c.add(judge_exact(name, "compute copy", c.t, got, want));
-  }
+  // Adam (both modes) and LAMB (both trust-ratio modes).
+  for (int variant = 0; variant < 4; ++variant)
+    check_moment_update(c, variant, moment_variant_name(variant), segments, n);
+}
+
+// Chunks that do not start on a 16-byte boundary take the kernels' scalar path (parameters start
+// at multiples of 64 elements, so the main case never does): a 70001-element segment at offset
+// 66 (both its chunks start at 2 mod 4), a 3-element one at 70070 and a 4-aligned one after it.
+void check_optimizer_unaligned(Context& c) {
+  const std::vector<bert::TensorSegment> segments = {
+      {0, 50, false}, {66, 70001, true}, {70070, 3, false}, {70080, 999, true}};
+  const size_t n = 71100;
+  check_l2_norm(c, "l2_norm (offset 66)", segments, n, 1);
+  check_moment_update(c, 0, "adamw (offset 66)", segments, n);
+  check_moment_update(c, 2, "lamb (offset 66)", segments, n);
 }
 
 void check_loss_scaling(Context& c) {
@@ -1036,7 +1274,7 @@ void check_loss_scaling(Context& c) {
                              static_cast<float>(host.found_inf)});
   }
   c.add(judge_exact("loss scaling (device)", "state sequence", DType::f32, got, want));
-  // An overflowed step leaves the master weights untouched; a clean one unscales the gradients.
+  // An overflowed Adam step leaves the master weights untouched (clean steps below).
   size_t n = 0;
   const auto segments = random_segments(c.rng, n);
   auto master = b.twin(normal(c.rng, n), DType::f32);
@@ -1056,6 +1294,44 @@ void check_loss_scaling(Context& c) {
   b.gpu().adam_update(p);
   c.add(judge_exact("loss scaling (device)", "skipped step keeps master", DType::f32,
                     b.gpu_values(master), before));
+
+  // Clean steps at loss scale 1024: the gradients carry the scale and the GPU's update multiplies
+  // them by the device-held 1/scale on top of grad_scale; the CPU reference is given the product
+  // (exact: powers of two). Then an overflowed LAMB step, whose three kernels must all skip.
+  LossScaleConfig scaled;
+  scaled.initial_scale = 1024.0f;
+  b.gpu().enable_device_loss_scaling(scaled);
+  auto clean = b.twin({1.0f, 0.0f}, DType::f32);
+  b.gpu().update_loss_scale(clean.gpu.tensor());
+  const LossScaleState expected = next_loss_scale(initial_loss_scale_state(scaled), false, scaled);
+  size_t sn = 0;
+  const auto small = random_segments(c.rng, sn, 12, 70000);
+  for (int variant : {0, 2}) {
+    const std::string op = std::string(moment_variant_name(variant)) + " (loss scale 1024)";
+    MomentState st = moment_state(c, sn, scaled.initial_scale);
+    moment_step(b, true, variant, st, nullptr, small, 0.5f);
+    moment_step(b, false, variant, st, nullptr, small, 0.5f * expected.step_unscale);
+    c.add(judge_tolerance(op, "master", DType::f32, b.gpu_values(st.master),
+                          b.cpu_values(st.master), 1e-6));
+    c.add(judge_tolerance(op, "exp_avg", DType::f32, b.gpu_values(st.exp_avg),
+                          b.cpu_values(st.exp_avg), 1e-6));
+    c.add(judge_tolerance(op, "exp_avg_sq", DType::f32, b.gpu_values(st.exp_avg_sq),
+                          b.cpu_values(st.exp_avg_sq), 1e-6));
+  }
+  b.gpu().update_loss_scale(bad.gpu.tensor());
+  {
+    MomentState st = moment_state(c, sn, scaled.initial_scale);
+    const auto master0 = b.gpu_values(st.master), grad0 = b.gpu_values(st.grad),
+               m0 = b.gpu_values(st.exp_avg), v0 = b.gpu_values(st.exp_avg_sq);
+    moment_step(b, true, 2, st, nullptr, small, 0.5f);
+    const std::string op = "lamb (loss scale, overflow)";
+    c.add(
+        judge_exact(op, "skipped step keeps master", DType::f32, b.gpu_values(st.master), master0));
+    c.add(judge_exact(op, "skipped step keeps grad", DType::f32, b.gpu_values(st.grad), grad0));
+    c.add(judge_exact(op, "skipped step keeps exp_avg", DType::f32, b.gpu_values(st.exp_avg), m0));
+    c.add(judge_exact(op, "skipped step keeps exp_avg_sq", DType::f32, b.gpu_values(st.exp_avg_sq),
+                      v0));
+  }
   b.gpu().disable_device_loss_scaling();
 }
 
@@ -1083,12 +1359,50 @@ CheckCase make_case(std::string name, std::function<void(Context&)> body) {
   };
   return one;
 }
+
+// A case on a second CudaOps of the same compute type with the cuBLASLt GELU and bias-gradient
+// epilogues switched off: the paths every cuBLASLt refusal of those epilogues takes (BIAS GEMM +
+// GELU kernel; plain GEMM + activation-gradient kernel + f32 column sum), which a cuBLASLt that
+// takes every plan never runs. A last row asserts that none of those epilogues ran fused there.
+CheckCase make_unfused_case(std::string name, std::function<void(Context&)> body) {
+  CheckCase one;
+  one.name = name;
+  one.run = [name, body](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
+    CudaOpsOptions options;
+    options.compute_dtype = gpu.compute_dtype();
+    options.gelu_epilogue = false;
+    options.bias_grad_epilogue = false;
+    CudaOps unfused(options);
+    std::vector<CheckRow> rows;
+    {
+      Backends backends(cpu, unfused);
+      std::mt19937_64 rng(case_seed(seed, name));
+      Context c{backends, unfused.compute_dtype(), rng, rows};
+      body(c);
+    }
+    int64_t runs = 0;
+    for (GemmEpilogue e : {GemmEpilogue::gelu_aux_bias, GemmEpilogue::dgelu_bgrad,
+                           GemmEpilogue::bgrad_a, GemmEpilogue::bgrad_b})
+      runs += fused_runs(unfused, e);
+    CheckRow row = judge_exact(name, "fused GELU/BGRAD epilogue runs", unfused.compute_dtype(),
+                               {static_cast<float>(runs)}, {0.0f});
+    row.note = unfused.gemm().fusion_report();
+    rows.push_back(std::move(row));
+    return rows;
+  };
+  return one;
+}
 }  // namespace
 
 std::vector<CheckCase> op_cases() {
   const int64_t tokens = std::accumulate(kLengths.begin(), kLengths.end(), 0);
+  const size_t long_tokens = std::accumulate(kLongLengths.begin(), kLongLengths.end(), size_t{0});
   auto linear = [](LinearCase lc) {
     return make_case(std::string("linear ") + lc.name, [lc](Context& c) { check_linear(c, lc); });
+  };
+  auto linear_unfused = [](LinearCase lc) {
+    return make_unfused_case(std::string("linear ") + lc.name,
+                             [lc](Context& c) { check_linear(c, lc); });
   };
   return {
       linear({"ffn1 gelu", tokens, kFfn, kHidden, 1, false, true, Activation::gelu}),
@@ -1106,15 +1420,49 @@ std::vector<CheckCase> op_cases() {
                 }),
       linear({"decoder [V,H]^T", 200, kPaddedVocab, kHidden, 1, true, true, Activation::none}),
       linear({"gelu_erf", 100, 512, kHidden, 1, false, true, Activation::gelu_erf}),
-      make_case("layer_norm", check_layer_norm),
-      make_case("embedding", check_embedding),
-      make_case("attention", check_attention),
+      // The unfused paths a cuBLASLt refusal takes, on the shapes with those epilogues.
+      linear_unfused(
+          {"ffn1 gelu (unfused)", tokens, kFfn, kHidden, 1, false, true, Activation::gelu}),
+      linear_unfused(
+          {"qkv batch 3 (unfused)", tokens, kHidden, kHidden, 3, false, true, Activation::none}),
+      linear_unfused({"nsp [2,H]^T (unfused)", 7, 2, kHidden, 1, true, true, Activation::none}),
+      make_unfused_case("linear ffn2 + gelu' (unfused)",
+                        [tokens](Context& c) {
+                          check_linear_input_activation(c, "gelu", tokens, Activation::gelu,
+                                                        "unfused");
+                        }),
+      make_case("fallback_gemm (tiled, direct)", check_fallback_gemm),
+      make_case("gemm plan cache (bounded)", check_gemm_plan_cache),
+      make_case("layer_norm", [tokens](Context& c) { check_layer_norm(c, "layer_norm", tokens); }),
+      make_case(
+          "layer_norm 5003 rows (several per warp)",
+          [long_tokens](Context& c) { check_layer_norm(c, "layer_norm 5003 rows", long_tokens); }),
+      make_case("embedding",
+                [](Context& c) { check_embedding(c, "embedding", kLengths, kPaddedVocab); }),
+      // A 4096-row word table keeps the host's share small (the rows per warp are what matter) and
+      // repeats ids more often, so more tokens add into the same rows.
+      make_case(
+          "embedding 5003 tokens (several per warp)",
+          [](Context& c) { check_embedding(c, "embedding 5003 tokens", kLongLengths, 4096); }),
+      make_case("attention",
+                [](Context& c) { check_attention(c, "attention", kLengths, 0.1, true); }),
+      // Dropout row stride 300: no multiple of 8 or 64 (kLengths' 511 gives 512).
+      make_case("attention lengths 1/130/300 (dropout row stride 300)",
+                [](Context& c) {
+                  check_attention(c, "attention 1/130/300", {1, 130, 300}, 0.1, false);
+                }),
+      // Evaluation (and training with dropout off): the kernels' keep-all path.
+      make_case("attention without dropout",
+                [](Context& c) {
+                  check_attention(c, "attention no dropout", {1, 65, 129}, 0.0, false);
+                }),
       make_case("gather/scatter rows", check_rows),
       make_case("cross_entropy mlm",
                 [](Context& c) { check_cross_entropy(c, "mlm", 300, kVocab, kPaddedVocab, 3.0f); }),
       make_case("cross_entropy nsp",
                 [](Context& c) { check_cross_entropy(c, "nsp", 7, 2, 2, 2.0f); }),
       make_case("optimizer", check_optimizer),
+      make_case("optimizer (segment at offset 66)", check_optimizer_unaligned),
       make_case("loss scaling", check_loss_scaling),
   };
 }

@@ -30,7 +30,8 @@ std::vector<CheckCase> op_cases();
 
 // BERT-large forward + backward on a small variable-length batch with dropout, CPU (f32, on the
 // GPU's rounded weights) against CUDA in `dtype`: losses, accuracy counts, per-tensor gradient
-// norms, the whole gradient's direction, and no device allocation in a second step.
+// norms, the whole gradient's direction, no device allocation in a second step, and evaluation
+// (forward without dropout: summed losses and hit counts) on a smaller batch.
 std::vector<CheckRow> check_model(bert::DType dtype, uint64_t seed);
 
 }  // namespace mlbert::cuda::check
