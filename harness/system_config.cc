@@ -638,6 +638,9 @@ SystemConfig load_system(const std::string& name_or_path,
       std::sort(names.begin(), names.end());
       for (const auto& n : names) hint += (hint.empty() ? " (known systems: " : ", ") + n;
       if (!hint.empty()) hint += ")";
+      if (!std::filesystem::is_directory(systems_dir, ec))
+        hint = " (no folder " + systems_dir.string() +
+               " here: run from the mlbert checkout, or give --systems-dir or a path)";
     }
     throw SystemConfigError(path.string() + ": cannot open system file: " +
                             (unreadable.empty() ? "cannot be opened" : unreadable) + hint);

@@ -447,8 +447,8 @@ bert::ModelLimits model_limits(const RunSpec& run) {
 
 // Weights from the checkpoint or the seed, logged per tensor where the ruleset asks, and checked
 // to be the same on every rank.
-void init_weights(const TrainOptions& o, const Prepared& p, RankState& s, Communicator& world,
-                  RunLog& log, std::int64_t seed) {
+void init_weights(const Prepared& p, RankState& s, Communicator& world, RunLog& log,
+                  std::int64_t seed) {
   if (p.init_checkpoint.empty())
     s.params->init_truncated_normal(static_cast<std::uint64_t>(seed));
   else
@@ -475,15 +475,15 @@ void init_weights(const TrainOptions& o, const Prepared& p, RankState& s, Commun
     throw std::runtime_error("the ranks hold different initial weights");
 }
 
-RankState init_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world, RunLog& log,
-                    RunGuard& guard, TestHooks& hooks, std::int64_t seed) {
+RankState init_rank(const Prepared& p, MpiCommunicator& world, RunLog& log, RunGuard& guard,
+                    TestHooks& hooks, std::int64_t seed) {
   const RunSpec& run = p.system.run;
   const int rank = world.rank();
   const bert::ModelLimits limits = model_limits(run);
   RankState s;
   s.ops = make_backend(p, limits);
   s.params = std::make_unique<bert::ParameterStore>(p.config, *s.ops);
-  init_weights(o, p, s, world, log, seed);
+  init_weights(p, s, world, log, seed);
   guard.heartbeat();  // each init step beats: the watchdog covers init (watchdog_seconds each)
   hooks.fault_point(FaultPoint::init);
   s.model = std::make_unique<bert::Model>(*s.params, limits);
@@ -752,7 +752,7 @@ int train_rank(const TrainOptions& o, const Prepared& p, MpiCommunicator& world,
   log.event(key::cache_clear, true);
   log.start(key::init_start);
   log_run_config(log, p, seed);
-  RankState state = init_rank(o, p, world, log, guard, hooks, seed);
+  RankState state = init_rank(p, world, log, guard, hooks, seed);
   warm_up(p, state, guard, seed);
   world.barrier();
   log.end(key::init_stop);
