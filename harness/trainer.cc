@@ -21,6 +21,7 @@
 #include "bert/parameters.h"
 #include "common/atomic_file.h"
 #include "common/elapsed.h"
+#include "common/input_file.h"
 #include "harness/grad_sync.h"
 #include "harness/launcher.h"
 #include "harness/model_spec.h"
@@ -36,7 +37,6 @@
 
 #ifdef MLBERT_HAVE_CUDA
 #include "bert/cuda/cuda_ops.h"
-#include "common/input_file.h"
 #include "harness/nccl_communicator.h"
 #endif
 
