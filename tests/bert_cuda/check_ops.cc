@@ -1124,20 +1124,24 @@ const char* moment_variant_name(int variant) {
 void moment_step(Backends& b, bool gpu, int variant, MomentState& st, const Twin* compute,
                  const std::vector<bert::TensorSegment>& segments, float grad_scale) {
   auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
-  if (variant < 2) {
-    bert::AdamParams p;
+  // What Adam and LAMB take alike.
+  auto shared = [&](auto& p) {
     p.master = pick(st.master);
     p.grad = pick(st.grad);
     p.exp_avg = pick(st.exp_avg);
     p.exp_avg_sq = pick(st.exp_avg_sq);
     if (gpu && compute) p.compute = compute->gpu.tensor();
     p.segments = segments;
-    p.lr = 1e-3f;
-    p.beta1 = 0.9f;
-    p.beta2 = 0.999f;
     p.eps = 1e-6f;
     p.weight_decay = 0.01f;
     p.grad_scale = grad_scale;
+  };
+  if (variant < 2) {
+    bert::AdamParams p;
+    shared(p);
+    p.lr = 1e-3f;
+    p.beta1 = 0.9f;
+    p.beta2 = 0.999f;
     p.step = 7;
     p.mode = variant == 0 ? bert::AdamMode::adamw : bert::AdamMode::adam_l2;
     if (gpu)
@@ -1146,18 +1150,10 @@ void moment_step(Backends& b, bool gpu, int variant, MomentState& st, const Twin
       b.cpu().adam_update(p);
   } else {
     bert::LambParams p;
-    p.master = pick(st.master);
-    p.grad = pick(st.grad);
-    p.exp_avg = pick(st.exp_avg);
-    p.exp_avg_sq = pick(st.exp_avg_sq);
-    if (gpu && compute) p.compute = compute->gpu.tensor();
-    p.segments = segments;
+    shared(p);
     p.lr = 2e-3f;
     p.beta1 = 0.66f;
     p.beta2 = 0.996f;
-    p.eps = 1e-6f;
-    p.weight_decay = 0.01f;
-    p.grad_scale = grad_scale;
     p.step = 3;
     p.trust_ratio_without_decay = variant == 3;
     if (gpu)

@@ -229,14 +229,21 @@ TEST_CASE("rcp: a submission slower than the minimum passes at an exact batch si
   CHECK(result.problems.empty());
 }
 
+namespace {
+// Options that write scaling.json, for results at 4,608 between the minimum and the RCP mean.
+lg::RcpOptions writing_scaling() {
+  lg::RcpOptions options;
+  options.ruleset = "4.1.0";
+  options.write_scaling = true;
+  return options;
+}
+}  // namespace
+
 TEST_CASE("rcp: converging faster than the mean but within the speedup scales the score",
           "[rcp][check]") {
   TempDir tmp;
   mlbert::test::write_results(tmp.path(), runs_at(4608, 2'750'000));
-  lg::RcpOptions options;
-  options.ruleset = "4.1.0";
-  options.write_scaling = true;
-  const auto result = lg::check_rcp_directory(tmp.path(), options);
+  const auto result = lg::check_rcp_directory(tmp.path(), writing_scaling());
   CHECK(result.passed);
   REQUIRE(result.submission_mean);
   CHECK(result.scaling_factor == result.reference->mean / *result.submission_mean);
@@ -250,13 +257,10 @@ TEST_CASE("rcp: a scaling.json that cannot be written whole is an error and leav
           "[rcp][check]") {
   TempDir tmp;
   mlbert::test::write_results(tmp.path(), runs_at(4608, 2'750'000));
-  lg::RcpOptions options;
-  options.ruleset = "4.1.0";
-  options.write_scaling = true;
   std::string error;
   try {
     const mlbert::test::FileSizeLimit limit(10);  // {"scaling_factor": 1.0...} is ~30 bytes
-    lg::check_rcp_directory(tmp.path(), options);
+    lg::check_rcp_directory(tmp.path(), writing_scaling());
   } catch (const lg::AuditError& e) {
     error = e.what();
   }
