@@ -18,10 +18,11 @@ namespace mlbert::harness {
 bert::BertConfig model_from_spec(const ModelSpec& spec, const std::filesystem::path& origin);
 
 // The checkpoint `mlbert train --init-checkpoint` names (a file, a TF bundle prefix, or a folder
-// holding one: bert::locate_checkpoint), checked before init: it exists, and where it stores its
-// model config (mlbert safetensors) that config is `model`. A TF bundle (MLPerf's phase-1
-// checkpoint) or a Hugging Face file stores none: its tensors are checked against the model as
-// they are loaded. Throws naming the checkpoint.
+// holding one: bert::locate_checkpoint), checked before init: it exists, where it stores its
+// model config (mlbert safetensors) that config is `model`, and every tensor of its index or
+// header (a TF bundle such as MLPerf's phase-1 checkpoint, a Hugging Face file) has a parameter
+// of `model` with its shape and the other way round (bert::check_checkpoint; no tensor data is
+// read). Throws naming the checkpoint.
 std::filesystem::path init_checkpoint_for(const std::filesystem::path& given,
                                           const bert::BertConfig& model,
                                           const std::string& system_name);

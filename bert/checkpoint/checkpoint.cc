@@ -47,28 +47,56 @@ struct SourceTensor {
   std::function<std::vector<float>()> read;
 };
 
-// Plans and applies an import from a map of source tensors keyed by TF parameter name.
-ImportReport apply_import(ParameterStore& params, const std::string& source_name,
-                          CheckpointFormat format,
-                          const std::map<std::string, std::pair<SourceTensor, bool>>& by_tf_name,
-                          const std::vector<std::string>& unknown, ImportReport report,
-                          const ImportOptions& options) {
-  const BertConfig& c = params.config();
+// The model an import is checked against: a ParameterStore's layout, or bert_parameter_layout()
+// of a config when nothing is allocated (the preflight of `mlbert train`).
+class ModelLayout {
+ public:
+  ModelLayout(const BertConfig& config, const std::vector<ParameterInfo>& infos)
+      : config_(config), infos_(infos) {
+    for (const ParameterInfo& info : infos_) names_.insert(info.name);
+  }
+  const BertConfig& config() const { return config_; }
+  const std::vector<ParameterInfo>& infos() const { return infos_; }
+  bool has(const std::string& name) const { return names_.count(name) > 0; }
+
+ private:
+  const BertConfig& config_;
+  const std::vector<ParameterInfo>& infos_;
+  std::set<std::string> names_;
+};
+
+// A checkpoint's tensors by the TF parameter name they fill (with whether the source layout is
+// transposed), the entries that fill none, and what was skipped on purpose.
+struct Collected {
+  std::map<std::string, std::pair<SourceTensor, bool>> by_tf_name;
+  std::vector<std::string> unknown;
+  ImportReport report;
+};
+
+// One parameter's import: which source tensor, transposed and/or vocab-padded.
+struct Planned {
+  size_t index;
+  const SourceTensor* source;
+  bool transpose;
+  bool pad_rows;
+};
+
+// Matches every parameter of `model` with a source tensor; throws listing ALL unknown, missing
+// and mis-shaped tensors at once. Reads no tensor data.
+std::vector<Planned> plan_import(const ModelLayout& model, const std::string& source_name,
+                                 CheckpointFormat format, Collected& source,
+                                 const ImportOptions& options) {
+  const BertConfig& c = model.config();
   std::vector<std::string> problems;
-  for (const std::string& key : unknown) problems.push_back("unknown tensor \"" + key + "\"");
-  struct Planned {
-    size_t index;
-    const SourceTensor* source;
-    bool transpose;
-    bool pad_rows;
-  };
+  for (const std::string& key : source.unknown)
+    problems.push_back("unknown tensor \"" + key + "\"");
   std::vector<Planned> plan;
-  for (size_t i = 0; i < params.infos().size(); ++i) {
-    const ParameterInfo& info = params.infos()[i];
-    auto it = by_tf_name.find(info.name);
-    if (it == by_tf_name.end()) {
+  for (size_t i = 0; i < model.infos().size(); ++i) {
+    const ParameterInfo& info = model.infos()[i];
+    auto it = source.by_tf_name.find(info.name);
+    if (it == source.by_tf_name.end()) {
       if (options.allow_missing_heads && is_head(info.name)) {
-        report.missing_heads.push_back(info.name);
+        source.report.missing_heads.push_back(info.name);
       } else {
         problems.push_back("missing tensor \"" + info.name + "\" " + shape_string(info.shape));
       }
@@ -84,6 +112,7 @@ ImportReport apply_import(ParameterStore& params, const std::string& source_name
       if (is_vocab_tensor(info.name) && !unpadded.empty()) unpadded[0] = c.vocab_size;
       if (is_vocab_tensor(info.name) && src.shape == unpadded) {
         pad_rows = true;
+        source.report.padded.push_back(info.name);
       } else {
         problems.push_back("tensor \"" + src.key + "\" has shape " + shape_string(src.shape) +
                            ", the model's \"" + info.name + "\" needs " + shape_string(expected) +
@@ -101,6 +130,12 @@ ImportReport apply_import(ParameterStore& params, const std::string& source_name
     for (const auto& p : problems) msg << "\n  " << p;
     throw std::runtime_error(msg.str());
   }
+  source.report.format = format;
+  return plan;
+}
+
+// Reads, re-lays out and writes each planned tensor into params' master weights.
+void apply_import(ParameterStore& params, const std::vector<Planned>& plan, ImportReport& report) {
   for (const Planned& p : plan) {
     const ParameterInfo& info = params.infos()[p.index];
     std::vector<float> values = p.source->read();
@@ -112,16 +147,11 @@ ImportReport apply_import(ParameterStore& params, const std::string& source_name
         for (size_t col = 0; col < cols; ++col) t[col * rows + r] = values[r * cols + col];
       values.swap(t);
     }
-    if (p.pad_rows) {
-      values.resize(info.numel, 0.0f);
-      report.padded.push_back(info.name);
-    }
+    if (p.pad_rows) values.resize(info.numel, 0.0f);
     params.upload_master(p.index, values);
     ++report.loaded;
   }
   params.sync_compute();
-  report.format = format;
-  return report;
 }
 
 // HF name candidates for a TF parameter (with and without the "bert." prefix of BertModel files,
@@ -142,70 +172,83 @@ std::vector<std::string> hf_candidates(const std::string& tf_name) {
   return out;
 }
 
-ImportReport load_tf_bundle(ParameterStore& params, const std::filesystem::path& path,
-                            const ImportOptions& options) {
-  TfBundleReader reader(path);
-  std::map<std::string, std::pair<SourceTensor, bool>> by_tf;
-  std::vector<std::string> unknown;
-  ImportReport report;
+Collected collect_tf_bundle(const TfBundleReader& reader, const ModelLayout& model) {
+  Collected out;
   for (const TfBundleEntry& e : reader.entries()) {
-    if (params.find(e.name) < params.infos().size()) {
-      by_tf[e.name] = {SourceTensor{e.name, e.shape, [&reader, &e] { return reader.read_f32(e); }},
-                       false};
+    if (model.has(e.name)) {
+      out.by_tf_name[e.name] = {
+          SourceTensor{e.name, e.shape, [&reader, &e] { return reader.read_f32(e); }}, false};
     } else if (is_tf_optimizer_slot(e.name)) {
-      report.skipped.push_back(e.name + " (optimizer/training state)");
+      out.report.skipped.push_back(e.name + " (optimizer/training state)");
     } else {
-      unknown.push_back(e.name);
+      out.unknown.push_back(e.name);
     }
   }
-  return apply_import(params, reader.index_path().string(), CheckpointFormat::tf_bundle, by_tf,
-                      unknown, report, options);
+  return out;
 }
 
-ImportReport load_safetensors_checkpoint(ParameterStore& params, const std::filesystem::path& path,
-                                         CheckpointFormat format, const ImportOptions& options) {
-  SafetensorsReader reader(path);
-  std::map<std::string, std::pair<SourceTensor, bool>> by_tf;
-  std::vector<std::string> unknown;
-  ImportReport report;
-  std::set<std::string> used;
+Collected collect_safetensors(const SafetensorsReader& reader, const ModelLayout& model,
+                              CheckpointFormat format) {
+  Collected out;
   if (format == CheckpointFormat::mlbert_safetensors) {
     for (const SafetensorsEntry& e : reader.entries()) {
       if (e.name.rfind(kExtraPrefix, 0) == 0) {
-        report.skipped.push_back(e.name + " (extra state, not a weight)");
-      } else if (params.find(e.name) < params.infos().size()) {
-        by_tf[e.name] = {
+        out.report.skipped.push_back(e.name + " (extra state, not a weight)");
+      } else if (model.has(e.name)) {
+        out.by_tf_name[e.name] = {
             SourceTensor{e.name, e.shape, [&reader, &e] { return reader.read_f32(e); }}, false};
       } else {
-        unknown.push_back(e.name);
+        out.unknown.push_back(e.name);
       }
     }
-  } else {
-    for (const ParameterInfo& info : params.infos()) {
-      for (const std::string& candidate : hf_candidates(info.name)) {
-        const SafetensorsEntry* e = reader.find(candidate);
-        if (!e) continue;
-        by_tf[info.name] = {
-            SourceTensor{e->name, e->shape, [&reader, e] { return reader.read_f32(*e); }},
-            hf_name_for(info.name).transpose};
-        used.insert(e->name);
-        break;
-      }
-    }
-    for (const SafetensorsEntry& e : reader.entries()) {
-      if (used.count(e.name)) continue;
-      if (e.name == "cls.predictions.decoder.weight") {
-        report.skipped.push_back(e.name + " (tied to the word embeddings)");
-      } else if (e.name == "cls.predictions.decoder.bias") {
-        report.skipped.push_back(e.name + " (the same tensor as cls.predictions.bias)");
-      } else if (has_suffix(e.name, "embeddings.position_ids")) {
-        report.skipped.push_back(e.name + " (a buffer, not a weight)");
-      } else {
-        unknown.push_back(e.name);
-      }
+    return out;
+  }
+  std::set<std::string> used;
+  for (const ParameterInfo& info : model.infos()) {
+    for (const std::string& candidate : hf_candidates(info.name)) {
+      const SafetensorsEntry* e = reader.find(candidate);
+      if (!e) continue;
+      out.by_tf_name[info.name] = {
+          SourceTensor{e->name, e->shape, [&reader, e] { return reader.read_f32(*e); }},
+          hf_name_for(info.name).transpose};
+      used.insert(e->name);
+      break;
     }
   }
-  return apply_import(params, path.string(), format, by_tf, unknown, report, options);
+  for (const SafetensorsEntry& e : reader.entries()) {
+    if (used.count(e.name)) continue;
+    if (e.name == "cls.predictions.decoder.weight") {
+      out.report.skipped.push_back(e.name + " (tied to the word embeddings)");
+    } else if (e.name == "cls.predictions.decoder.bias") {
+      out.report.skipped.push_back(e.name + " (the same tensor as cls.predictions.bias)");
+    } else if (has_suffix(e.name, "embeddings.position_ids")) {
+      out.report.skipped.push_back(e.name + " (a buffer, not a weight)");
+    } else {
+      out.unknown.push_back(e.name);
+    }
+  }
+  return out;
+}
+
+// Opens the checkpoint at `path`, plans its import into `model` (throwing every problem at once)
+// and, when `into` is given, loads it there while the reader is open.
+ImportReport import_checkpoint(const std::filesystem::path& path, const ModelLayout& model,
+                               const ImportOptions& options, ParameterStore* into) {
+  const CheckpointFormat format = detect_checkpoint_format(path);
+  auto finish = [&](Collected source, const std::string& source_name) {
+    const std::vector<Planned> plan = plan_import(model, source_name, format, source, options);
+    if (into)
+      apply_import(*into, plan, source.report);
+    else
+      source.report.loaded = plan.size();  // what a load would write
+    return source.report;
+  };
+  if (format == CheckpointFormat::tf_bundle) {
+    const TfBundleReader reader(path);
+    return finish(collect_tf_bundle(reader, model), reader.index_path().string());
+  }
+  const SafetensorsReader reader(path);
+  return finish(collect_safetensors(reader, model, format), path.string());
 }
 
 std::vector<float> padded_to_vocab(const ParameterStore& params, size_t i, std::vector<float> v) {
@@ -341,9 +384,13 @@ CheckpointFormat detect_checkpoint_format(const std::filesystem::path& path) {
 
 ImportReport load_checkpoint(ParameterStore& params, const std::filesystem::path& path,
                              const ImportOptions& options) {
-  const CheckpointFormat format = detect_checkpoint_format(path);
-  if (format == CheckpointFormat::tf_bundle) return load_tf_bundle(params, path, options);
-  return load_safetensors_checkpoint(params, path, format, options);
+  return import_checkpoint(path, ModelLayout(params.config(), params.infos()), options, &params);
+}
+
+ImportReport check_checkpoint(const std::filesystem::path& path, const BertConfig& config,
+                              const ImportOptions& options) {
+  const std::vector<ParameterInfo> layout = bert_parameter_layout(config);
+  return import_checkpoint(path, ModelLayout(config, layout), options, nullptr);
 }
 
 std::optional<BertConfig> checkpoint_config(const std::filesystem::path& path) {

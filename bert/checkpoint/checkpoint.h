@@ -55,6 +55,11 @@ struct ImportReport {
 // Throws std::runtime_error listing every unknown, missing or mis-shaped tensor at once.
 ImportReport load_checkpoint(ParameterStore& params, const std::filesystem::path& path,
                              const ImportOptions& options = {});
+// The same checks without loading: the checkpoint's index or header against the layout of a
+// model of `config` (nothing allocated, no tensor data read). Throws what load_checkpoint would;
+// the report counts the tensors it would load.
+ImportReport check_checkpoint(const std::filesystem::path& path, const BertConfig& config,
+                              const ImportOptions& options = {});
 
 // The BertConfig stored in an mlbert safetensors file's metadata, if any.
 std::optional<BertConfig> checkpoint_config(const std::filesystem::path& path);

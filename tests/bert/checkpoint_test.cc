@@ -137,8 +137,7 @@ TEST_CASE("corrupt TF bundles fail with the file and the reason") {
   }
   SECTION("an index that is a folder is named, not read") {
     fs::create_directories(dir / "folder.index");
-    CHECK_THROWS_WITH(TfBundleReader(dir / "folder"),
-                      Catch::Contains("folder.index: not a file"));
+    CHECK_THROWS_WITH(TfBundleReader(dir / "folder"), Catch::Contains("folder.index: not a file"));
   }
   SECTION("a non-checkpoint file is rejected") {
     std::ofstream(dir / "junk.index") << std::string(100, 'x');
@@ -163,6 +162,42 @@ TEST_CASE("importing the TF checkpoint skips optimizer slots and pads the vocabu
     const auto have = params.download_master(params.find(info.name));
     for (size_t i = 0; i < have.size(); ++i) REQUIRE(have[i] == (i < want.size() ? want[i] : 0.0f));
   }
+}
+
+TEST_CASE(
+    "checking a checkpoint against a config reads its index only and reports what a load "
+    "would") {
+  const BertConfig config = BertConfig::from_file(bundle_dir() / "bert_config.json");
+  const fs::path dir = scratch_dir("check_only");
+  for (const char* file : {"model.ckpt-7.index", "model.ckpt-7.data-00000-of-00001"})
+    fs::copy_file(bundle_dir() / file, dir / file);
+  fs::resize_file(dir / "model.ckpt-7.data-00000-of-00001", 10);  // no tensor readable
+  const ImportReport report = check_checkpoint(dir / "model.ckpt-7", config);
+  CHECK(report.format == CheckpointFormat::tf_bundle);
+  CHECK(report.loaded == 46);
+  CHECK(report.skipped.size() == 93);
+  CHECK(report.padded.size() == 2);
+  CpuOps ops;
+  ParameterStore params(config, ops);
+  CHECK_THROWS_WITH(load_checkpoint(params, dir / "model.ckpt-7"),
+                    Catch::Contains("model.ckpt-7.data-00000-of-00001"));
+
+  BertConfig wider = config;
+  wider.hidden_size = 32;
+  wider.intermediate_size = 48;
+  try {
+    check_checkpoint(dir / "model.ckpt-7", wider);
+    FAIL("a checkpoint of another model should fail the check");
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Catch::StartsWith((dir / "model.ckpt-7.index").string() + ": "));
+    CHECK_THAT(msg, Catch::Contains("importing a TensorFlow tensor bundle checkpoint"));
+    CHECK_THAT(msg, Catch::Contains("tensor \"bert/encoder/layer_1/intermediate/dense/kernel\" "
+                                    "has shape [16, 24], the model's "
+                                    "\"bert/encoder/layer_1/intermediate/dense/kernel\" needs "
+                                    "[32, 48]"));
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("safetensors checkpoints round-trip parameters, config and extra state") {
@@ -263,11 +298,18 @@ TEST_CASE(
   ParameterStore target(config, ops);
   target.init_truncated_normal(2);
   const auto before = target.download_master();
+  std::string checked;
+  try {
+    check_checkpoint(dir / "bad.safetensors", config);
+  } catch (const std::runtime_error& e) {
+    checked = e.what();
+  }
   try {
     load_checkpoint(target, dir / "bad.safetensors");
     FAIL("the import should have failed");
   } catch (const std::runtime_error& e) {
     const std::string msg = e.what();
+    CHECK(checked == msg);  // the check without loading finds the same problems
     CHECK_THAT(msg, Catch::Contains("3 problem(s)"));
     CHECK_THAT(msg, Catch::Contains("unknown tensor \"bert/encoder/layer_9/output/dense/bias\""));
     CHECK_THAT(msg, Catch::Contains("missing tensor \"bert/pooler/dense/bias\""));
