@@ -34,6 +34,10 @@ std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesyst
       files.insert(files.end(), found.begin(), found.end());
     } else if (std::filesystem::is_regular_file(in, ec)) {
       files.push_back(in);
+    } else if (std::filesystem::exists(in, ec)) {
+      throw std::runtime_error(in.string() +
+                               ": not a text file or a folder of them (a device, "
+                               "a pipe or a socket)");
     } else {
       throw std::runtime_error(in.string() + ": no such input file");
     }
