@@ -598,10 +598,10 @@ void check_layer_norm(Context& c, const std::string& name, size_t rows) {
 
 // `name` prefixes the rows' op; one token per position of `lengths`; a word table of `word_rows`.
 void check_embedding(Context& c, const std::string& name, const std::vector<int32_t>& lengths,
-                     size_t word_rows) {
+                     size_t word_rows, size_t types = 2) {
   Backends& b = c.b;
   const size_t T = std::accumulate(lengths.begin(), lengths.end(), 0), H = kHidden;
-  const size_t positions = 512, types = 2;
+  const size_t positions = 512;
   const int64_t ids_drawn = std::min<int64_t>(kVocab, static_cast<int64_t>(word_rows));
   const std::string fwd_op = name + " fwd", bwd_op = name + " bwd";
   const float eps = 1e-12f;
@@ -613,7 +613,8 @@ void check_embedding(Context& c, const std::string& name, const std::vector<int3
       for (int32_t i = 0; i < len; ++i, ++t) {
         ids[t] = static_cast<int32_t>(c.rng() % ids_drawn);
         pos[t] = i;
-        seg[t] = i < len / 2 ? 0 : 1;
+        // BERT's two segments; with more types, runs of each type in turn.
+        seg[t] = types == 2 ? (i < len / 2 ? 0 : 1) : static_cast<int32_t>((i / 7) % types);
       }
     ids[5] = ids[6] = ids[700];  // repeated ids: the scatter must add, not overwrite
   }
@@ -955,9 +956,9 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
 // ---- rows, losses
 // --------------------------------------------------------------------------------
 
-void check_rows(Context& c) {
+void check_rows(Context& c, size_t W = kHidden) {
   Backends& b = c.b;
-  const size_t rows = 1006, W = kHidden, count = 300;
+  const size_t rows = 1006, count = 300;
   std::vector<int32_t> idx(count);
   for (auto& i : idx) i = static_cast<int32_t>(c.rng() % rows);
   idx[1] = idx[2] = idx[3];  // repeats
@@ -1331,6 +1332,29 @@ void check_loss_scaling(Context& c) {
   b.gpu().disable_device_loss_scaling();
 }
 
+// ---- cast ------------------------------------------------------------------------------------
+
+// Every pair of the three float types at an odd size, one element past a 16-byte boundary: the
+// scalar conversions (the optimizer's aligned f32 -> 16-bit cast is the model check's). Exact:
+// each element is the destination type's round-to-nearest-even of the source's value.
+void check_cast_pairs(Context& c) {
+  Backends& b = c.b;
+  const size_t n = 1003;
+  for (DType from : {DType::f32, DType::f16, DType::bf16}) {
+    for (DType to : {DType::f32, DType::f16, DType::bf16}) {
+      const std::vector<float> source = rounded(from, normal(c.rng, n, 8.0f));
+      bert::Buffer src(b.gpu(), from, n + 1), dst(b.gpu(), to, n + 1);
+      const bert::Tensor src_view = src.slice(1, n), dst_view = dst.slice(1, n);
+      const auto bytes = encode(from, source);
+      b.gpu().copy_from_host(src_view, bytes.data(), bytes.size());
+      b.gpu().cast(dst_view, src_view);
+      c.add(judge_exact(std::string("cast ") + bert::dtype_name(from) + " -> " +
+                            bert::dtype_name(to) + " (1,003 at offset 1)",
+                        "dst", to, b.gpu_values(dst_view, n), rounded(to, source)));
+    }
+  }
+}
+
 }  // namespace
 
 uint64_t case_seed(uint64_t seed, const std::string& name) {
@@ -1452,7 +1476,20 @@ std::vector<CheckCase> op_cases() {
                 [](Context& c) {
                   check_attention(c, "attention no dropout", {1, 65, 129}, 0.0, false);
                 }),
-      make_case("gather/scatter rows", check_rows),
+      make_case("gather/scatter rows", [](Context& c) { check_rows(c); }),
+      // Paths no BERT-large shape takes, so that every branch of these kernels has run once:
+      // rows of 13 elements (no 16-byte units), an activation over 7 x 13 outputs (scalar
+      // tails), three token types (atomics instead of the shared-memory sums), zero rows.
+      make_case("gather/scatter rows of width 13 (bytewise)",
+                [](Context& c) { check_rows(c, 13); }),
+      linear_unfused({"width 13 gelu (unfused: scalar tails)", 7, 13, kHidden, 1, false, true,
+                      Activation::gelu}),
+      linear_unfused({"width 13 tanh (unfused: scalar tails)", 7, 13, kHidden, 1, false, true,
+                      Activation::tanh}),
+      make_case("embedding with 3 token types (atomics)",
+                [](Context& c) { check_embedding(c, "embedding 3 types", kLengths, 4096, 3); }),
+      linear({"zero rows", 0, kHidden, kHidden, 1, false, true, Activation::gelu}),
+      make_case("cast between f32, fp16 and bf16", check_cast_pairs),
       make_case("cross_entropy mlm",
                 [](Context& c) { check_cross_entropy(c, "mlm", 300, kVocab, kPaddedVocab, 3.0f); }),
       make_case("cross_entropy nsp",
