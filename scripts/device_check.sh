@@ -28,7 +28,8 @@
 #   ops_bf16  bert_cuda_check --ops-only --dtype bf16: every op against the CPU reference
 #   ops_fp16  the same in fp16
 #   model     bert_cuda_check --model-only: BERT-large forward + backward vs the CPU, bf16 and fp16
-#   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix; its
+#   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix, and
+#             the time per op family of 2 more steps against the GEMM and copy ceilings; its
 #             measurements fitted into a measured accelerator profile (printed into bench.log)
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
@@ -337,7 +338,7 @@ model_stage() { with_bundle "$BIN/bert_cuda_check" --model-only --dtype both --s
 bench_stage() {
   local status=0 accelerator
   rm -f "$RUNDIR/bench.json" "$RUNDIR/profile_measured.json"
-  with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --check --json "$RUNDIR/bench.json" || status=$?
+  with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --breakdown 2 --check --json "$RUNDIR/bench.json" || status=$?
   [[ -s $RUNDIR/bench.json ]] || return $status
   accelerator=$(sed -n 's/.*"accelerator_model_name": *"\([^"]*\)".*/\1/p' "$ROOT/systems/h200_1x1.json" | head -1)
   case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in

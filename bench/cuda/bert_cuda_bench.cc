@@ -15,8 +15,15 @@
 // forward+backward and optimizer), which `mlbert simulate calibrate --bench FILE` turns into a
 // measured accelerator profile.
 //
+// With --breakdown N, N more steps per configuration run with a CUDA event before and after every
+// op (bert/op_profile.h): the time per op family (GEMMs, attention forward and backward,
+// LayerNorm, embedding, loss, optimizer, the rest), each against its ceiling (the GEMM baseline
+// for GEMMs and attention, the copy baseline for the memory-bound families), the GPU's idle time
+// between ops, and the three largest gaps. Those steps are not in the timed figures.
+//
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
 //                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
+//                   [--breakdown N]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -39,6 +46,7 @@
 #include "bert/cuda/device_info.h"
 #include "bert/cuda/gemm.h"
 #include "bert/model.h"
+#include "bert/op_profile.h"
 #include "bert/parameters.h"
 
 namespace {
@@ -57,7 +65,43 @@ struct Options {
   uint64_t seed = 1234;
   double peak_tflops = 0;  // 0: from the device name
   bool check = false;
-  std::string json;  // --json FILE: the measurements for `mlbert simulate calibrate --bench`
+  std::string json;   // --json FILE: the measurements for `mlbert simulate calibrate --bench`
+  int breakdown = 0;  // --breakdown N: steps timed op by op after the timed steps
+};
+
+// A timestamp is an event recorded on the backend's stream; events are created as needed and
+// reused across steps.
+class CudaEventClock final : public bert::OpClock {
+ public:
+  explicit CudaEventClock(cudaStream_t stream) : stream_(stream) {}
+  ~CudaEventClock() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void mark() override {
+    if (used_ == events_.size()) {
+      cudaEvent_t e;
+      CUDA_CHECK(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    CUDA_CHECK(cudaEventRecord(events_[used_++], stream_));
+  }
+  std::vector<double> elapsed() override {
+    std::vector<double> out;
+    if (used_ == 0) return out;
+    CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1]));
+    for (size_t i = 1; i < used_; ++i) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i - 1], events_[i]));
+      out.push_back(ms * 1e-3);
+    }
+    return out;
+  }
+  void clear() override { used_ = 0; }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+  size_t used_ = 0;
 };
 
 // The shape of a micro-batch as the simulator's kernel model takes it (harness/simulate/kernels.h).
@@ -221,6 +265,7 @@ struct StepTiming {
   int skipped_warmup = 0, skipped_timed = 0;  // steps the fp16 scaler skipped (overflow)
   double final_loss_scale = 1;                // fp16: the device scaler's scale after the run
   std::string fusion;                         // which cuBLASLt epilogues ran fused
+  bert::FamilyTotals breakdown;               // --breakdown: the op-by-op steps
 };
 
 StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::Batch& batch,
@@ -230,7 +275,16 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   limits.max_sequences = batch.num_sequences();
   limits.max_masked = batch.num_masked();
   limits.max_seqlen = 512;
-  cuda::CudaOps ops(cuda::cuda_ops_options_for(config, limits, dtype));
+  cuda::CudaOps cuda_ops(cuda::cuda_ops_options_for(config, limits, dtype));
+  // Every op goes through the profiling wrapper, which only forwards until --breakdown's steps.
+  CudaEventClock clock(cuda_ops.stream());
+  bert::ProfilingOps ops(cuda_ops, clock);
+  double squares = 0;
+  for (size_t s = 0; s < batch.num_sequences(); ++s) {
+    const double len = batch.cu_seqlens[s + 1] - batch.cu_seqlens[s];
+    squares += len * len;
+  }
+  ops.set_attention_squares(squares);
   bert::ParameterStore params(config, ops);
   params.init_truncated_normal(o.seed);
   bert::Model model(params, limits);
@@ -238,7 +292,7 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
       exp_avg_sq(ops, DType::f32, params.flat_size());
   bert::Buffer norm_total(ops, DType::f32, 2);
   const bool fp16 = dtype == DType::f16;
-  if (fp16) ops.enable_device_loss_scaling(cuda::LossScaleConfig{});
+  if (fp16) cuda_ops.enable_device_loss_scaling(cuda::LossScaleConfig{});
   bert::ForwardBackwardOptions fb;
 
   cudaEvent_t e0, e1, e2;
@@ -249,27 +303,31 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   size_t allocations = 0;
   StepTiming timing;
   int skipped_before_timing = 0;
-  for (int step = 0; step < o.warmup + o.steps; ++step) {
-    if (step == o.warmup) allocations = ops.device_allocations();
+  const int timed_end = o.warmup + o.steps;
+  for (int step = 0; step < timed_end + o.breakdown; ++step) {
+    if (step == o.warmup) allocations = cuda_ops.device_allocations();
+    if (step == timed_end)
+      timing.allocations_during_steps = cuda_ops.device_allocations() - allocations;
     ops.synchronize();
     if (fp16) {
       // The loss is scaled by what the device scaler holds for this step (2^17 at first, halved
       // after each overflow); its step_unscale undoes exactly that scale.
-      const cuda::LossScaleState state = ops.loss_scale_state();
+      const cuda::LossScaleState state = cuda_ops.loss_scale_state();
       fb.loss_scale = state.scale;
       if (step == o.warmup) skipped_before_timing = state.skipped_steps;
     }
+    if (step >= timed_end) ops.start();  // the op-by-op steps, each on its own
     const auto t0 = std::chrono::steady_clock::now();
-    CUDA_CHECK(cudaEventRecord(e0, ops.stream()));
+    CUDA_CHECK(cudaEventRecord(e0, cuda_ops.stream()));
     const bert::StepResult r = model.forward_backward(
         batch, bert::DropoutKey{o.seed, static_cast<uint32_t>(step)}, {}, fb);
-    CUDA_CHECK(cudaEventRecord(e1, ops.stream()));
+    CUDA_CHECK(cudaEventRecord(e1, cuda_ops.stream()));
     bert::L2NormParams norm;
     norm.buffer = params.grad();
     norm.segments = params.segments();
     norm.total = norm_total.tensor();
     ops.l2_norm(norm);
-    if (fp16) ops.update_loss_scale(norm_total.tensor());
+    if (fp16) cuda_ops.update_loss_scale(norm_total.tensor());
     bert::LambParams lamb;
     lamb.master = params.master();
     lamb.grad = params.grad();
@@ -283,10 +341,11 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
     lamb.weight_decay = 0.01f;
     lamb.step = step + 1;
     ops.lamb_update(lamb);
-    CUDA_CHECK(cudaEventRecord(e2, ops.stream()));
+    CUDA_CHECK(cudaEventRecord(e2, cuda_ops.stream()));
+    if (step >= timed_end) timing.breakdown += ops.stop();
     ops.synchronize();
     const auto t1 = std::chrono::steady_clock::now();
-    if (step >= o.warmup) {
+    if (step >= o.warmup && step < timed_end) {
       float a = 0, b = 0;
       CUDA_CHECK(cudaEventElapsedTime(&a, e0, e1));
       CUDA_CHECK(cudaEventElapsedTime(&b, e1, e2));
@@ -302,14 +361,15 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   timing.wall_ms = median(wall);
   timing.fwd_bwd_ms = median(fwd_bwd);
   timing.optimizer_ms = median(optimizer);
-  timing.allocations_during_steps = ops.device_allocations() - allocations;
+  if (o.breakdown == 0)
+    timing.allocations_during_steps = cuda_ops.device_allocations() - allocations;
   if (fp16) {
-    const cuda::LossScaleState state = ops.loss_scale_state();
+    const cuda::LossScaleState state = cuda_ops.loss_scale_state();
     timing.skipped_warmup = skipped_before_timing;
     timing.skipped_timed = state.skipped_steps - skipped_before_timing;
     timing.final_loss_scale = state.scale;
   }
-  timing.fusion = ops.gemm().fusion_report();
+  timing.fusion = cuda_ops.gemm().fusion_report();
   if (!std::isfinite(timing.loss)) throw std::runtime_error("the loss is not finite");
   return timing;
 }
@@ -353,16 +413,19 @@ int main(int argc, char** argv) {
       o.check = true;
     else if (arg == "--json")
       o.json = next();
+    else if (arg == "--breakdown")
+      o.breakdown = std::atoi(next().c_str());
     else {
       std::fprintf(
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
-          "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]\n",
+          "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE] [--breakdown N]\n",
           argv[0]);
       return 2;
     }
   }
-  if (o.dtypes.empty() || o.mixes.empty() || o.steps < 1 || o.warmup < 1 || o.batch < 1) {
+  if (o.dtypes.empty() || o.mixes.empty() || o.steps < 1 || o.warmup < 1 || o.batch < 1 ||
+      o.breakdown < 0) {
     std::fprintf(stderr, "bad options\n");
     return 2;
   }
@@ -396,6 +459,7 @@ int main(int argc, char** argv) {
         {"gemm_tflops", gemm},
         {"copy_gbs", copy},
         {"steps", nlohmann::json::array()}};
+    nlohmann::json breakdowns = nlohmann::json::array();
     for (const std::string& mix : o.mixes) {
       std::mt19937_64 rng(o.seed);
       const bert::Batch batch = make_batch(config, mix, o.batch, rng);
@@ -414,6 +478,26 @@ int main(int argc, char** argv) {
                     peak > 0 ? 100.0 * rate / peak : 0.0, 100.0 * rate / gemm,
                     t.allocations_during_steps, skipped.c_str(), t.final_loss_scale);
         std::printf("  %s %s: %s\n", bert::dtype_name(dtype), mix.c_str(), t.fusion.c_str());
+        if (o.breakdown > 0) {
+          const auto rows = bert::family_rows(t.breakdown, gemm, copy, o.breakdown);
+          std::printf(
+              "  %s %s, op by op over %d steps (event per op; not in the figures above):\n%s",
+              bert::dtype_name(dtype), mix.c_str(), o.breakdown,
+              bert::format_family_table(rows, t.breakdown, o.breakdown).c_str());
+          nlohmann::json families = nlohmann::json::array();
+          for (const auto& r : rows)
+            families.push_back({{"family", bert::op_family_name(r.family)},
+                                {"calls", r.calls},
+                                {"ms", r.ms},
+                                {"share", r.share},
+                                {"rate", r.rate},
+                                {"of_ceiling", r.of_ceiling},
+                                {"gap_ms", r.gap_ms}});
+          breakdowns.push_back({{"dtype", bert::dtype_name(dtype)},
+                                {"mix", mix},
+                                {"span_ms", 1e3 * t.breakdown.span_seconds / o.breakdown},
+                                {"families", families}});
+        }
         std::printf(
             "RESULT mlbert %s %s seq_per_s=%.2f mfu=%.4f step_ms=%.3f tflops=%.2f "
             "gemm_ratio=%.4f skipped=%d loss_scale=%.0f\n",
@@ -439,6 +523,7 @@ int main(int argc, char** argv) {
                              " device allocations in the timed steps");
       }
     }
+    if (!breakdowns.empty()) measured["breakdown"] = breakdowns;
     if (!o.json.empty()) {
       std::ofstream out(o.json);
       out << measured.dump(2) << "\n";

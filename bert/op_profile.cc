@@ -1,0 +1,320 @@
+#include "bert/op_profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <stdexcept>
+
+namespace mlbert::bert {
+
+const char* op_family_name(OpFamily family) {
+  switch (family) {
+    case OpFamily::gemm:
+      return "GEMM";
+    case OpFamily::attention_forward:
+      return "attention forward";
+    case OpFamily::attention_backward:
+      return "attention backward";
+    case OpFamily::layer_norm:
+      return "LayerNorm";
+    case OpFamily::embedding:
+      return "embedding";
+    case OpFamily::loss:
+      return "loss";
+    case OpFamily::optimizer:
+      return "optimizer";
+    case OpFamily::other:
+      return "other";
+  }
+  return "?";
+}
+
+void HostOpClock::mark() {
+  marks_.push_back(
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+std::vector<double> HostOpClock::elapsed() {
+  std::vector<double> out;
+  for (size_t i = 1; i < marks_.size(); ++i) out.push_back(marks_[i] - marks_[i - 1]);
+  return out;
+}
+
+double FamilyTotals::op_seconds() const {
+  return std::accumulate(seconds.begin(), seconds.end(), 0.0);
+}
+
+FamilyTotals& FamilyTotals::operator+=(const FamilyTotals& other) {
+  for (size_t i = 0; i < kOpFamilies; ++i) {
+    seconds[i] += other.seconds[i];
+    flops[i] += other.flops[i];
+    bytes[i] += other.bytes[i];
+    calls[i] += other.calls[i];
+  }
+  span_seconds += other.span_seconds;
+  return *this;
+}
+
+// ---- Work per op: FLOPs of the products, and the bytes each tensor is read or written once -----
+
+namespace {
+
+double bytes_of(const Tensor& t) {
+  return t.defined() ? static_cast<double>(t.bytes()) : 0.0;
+}
+
+double segment_elements(std::span<const TensorSegment> segments) {
+  double n = 0;
+  for (const auto& s : segments) n += static_cast<double>(s.numel);
+  return n;
+}
+
+}  // namespace
+
+template <typename Call>
+void ProfilingOps::timed(OpFamily family, double flops, double bytes, Call&& call) {
+  if (!recording_) {
+    call();
+    return;
+  }
+  clock_.mark();
+  call();
+  clock_.mark();
+  records_.push_back({family, flops, bytes});
+}
+
+void ProfilingOps::start() {
+  clock_.clear();
+  records_.clear();
+  recording_ = true;
+}
+
+FamilyTotals ProfilingOps::stop() {
+  recording_ = false;
+  FamilyTotals totals;
+  if (records_.empty()) return totals;
+  const std::vector<double> intervals = clock_.elapsed();
+  if (intervals.size() != 2 * records_.size() - 1)
+    throw std::logic_error("ProfilingOps: " + std::to_string(intervals.size()) +
+                           " clock intervals for " + std::to_string(records_.size()) + " ops");
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const auto f = static_cast<size_t>(records_[i].family);
+    totals.seconds[f] += intervals[2 * i];
+    totals.flops[f] += records_[i].flops;
+    totals.bytes[f] += records_[i].bytes;
+    ++totals.calls[f];
+  }
+  totals.span_seconds = std::accumulate(intervals.begin(), intervals.end(), 0.0);
+  records_.clear();
+  return totals;
+}
+
+void ProfilingOps::copy_from_host(Tensor dst, const void* src, size_t bytes) {
+  timed(OpFamily::other, 0, static_cast<double>(bytes),
+        [&] { inner_.copy_from_host(dst, src, bytes); });
+}
+void ProfilingOps::copy_to_host(void* dst, Tensor src, size_t bytes) {
+  timed(OpFamily::other, 0, static_cast<double>(bytes),
+        [&] { inner_.copy_to_host(dst, src, bytes); });
+}
+void ProfilingOps::copy(Tensor dst, Tensor src) {
+  timed(OpFamily::other, 0, bytes_of(dst) + bytes_of(src), [&] { inner_.copy(dst, src); });
+}
+void ProfilingOps::fill_zero(Tensor tensor) {
+  timed(OpFamily::other, 0, bytes_of(tensor), [&] { inner_.fill_zero(tensor); });
+}
+void ProfilingOps::cast(Tensor dst, Tensor src) {
+  timed(OpFamily::other, 0, bytes_of(dst) + bytes_of(src), [&] { inner_.cast(dst, src); });
+}
+
+void ProfilingOps::linear_forward(const LinearForwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.input.dtype));
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
+               k = static_cast<double>(p.k), b = p.batch;
+  const double outputs = p.pre_activation.defined() ? 2 : 1;
+  const double bytes = es * (m * k + b * (k * n + n + outputs * m * n));
+  timed(OpFamily::gemm, 2 * m * n * k * b, bytes, [&] { inner_.linear_forward(p); });
+}
+
+void ProfilingOps::linear_backward(const LinearBackwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.input.dtype));
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
+               k = static_cast<double>(p.k), b = p.batch;
+  const double products = p.d_input.defined() ? 2 : 1;  // weight gradient, input gradient
+  double bytes = es * (b * m * n + m * k + b * k * n) + 4.0 * 2 * b * k * n;  // d_weight f32 r+w
+  if (p.d_input.defined()) bytes += es * m * k;
+  if (p.activation != Activation::none) bytes += es * 2 * b * m * n;  // pre-activation, d_out
+  timed(OpFamily::gemm, 2 * m * n * k * b * products, bytes, [&] { inner_.linear_backward(p); });
+}
+
+void ProfilingOps::layer_norm_forward(const LayerNormForwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.x.dtype));
+  const double rw = static_cast<double>(p.rows * p.width);
+  const double bytes = es * rw * (p.residual.defined() ? 4 : 3) + 8.0 * p.rows;
+  timed(OpFamily::layer_norm, 0, bytes, [&] { inner_.layer_norm_forward(p); });
+}
+
+void ProfilingOps::layer_norm_backward(const LayerNormBackwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.d_out.dtype));
+  const double rw = static_cast<double>(p.rows * p.width);
+  double tensors = 3;  // d_out, ln_input, d_x
+  if (p.d_residual.defined()) tensors += p.accumulate_d_residual ? 2 : 1;
+  timed(OpFamily::layer_norm, 0, es * rw * tensors + 8.0 * p.rows,
+        [&] { inner_.layer_norm_backward(p); });
+}
+
+void ProfilingOps::embedding_forward(const EmbeddingForwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.out.dtype));
+  const double th = static_cast<double>(p.tokens * p.hidden);
+  // three table rows read, out and ln_input written, three ids per token
+  timed(OpFamily::embedding, 0, es * th * 5 + 12.0 * p.tokens,
+        [&] { inner_.embedding_forward(p); });
+}
+
+void ProfilingOps::embedding_backward(const EmbeddingBackwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.d_out.dtype));
+  const double th = static_cast<double>(p.tokens * p.hidden);
+  // d_out and ln_input read; three f32 gradient rows read and written per token
+  timed(OpFamily::embedding, 0, es * th * 2 + 4.0 * th * 6 + 12.0 * p.tokens,
+        [&] { inner_.embedding_backward(p); });
+}
+
+void ProfilingOps::attention_forward(const AttentionForwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.q.dtype));
+  const double hidden = static_cast<double>(p.heads * p.head_dim);
+  const double th = static_cast<double>(p.tokens) * hidden;
+  // S = QK^T and O = PV: 2 len^2 head_dim each per head
+  timed(OpFamily::attention_forward, 4 * hidden * squares_, es * th * 4 + 4.0 * p.heads * p.tokens,
+        [&] { inner_.attention_forward(p); });
+}
+
+void ProfilingOps::attention_backward(const AttentionBackwardParams& p) {
+  const double es = static_cast<double>(dtype_size(p.q.dtype));
+  const double hidden = static_cast<double>(p.heads * p.head_dim);
+  const double th = static_cast<double>(p.tokens) * hidden;
+  // S recomputed, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q: five products
+  timed(OpFamily::attention_backward, 10 * hidden * squares_,
+        es * th * 8 + 4.0 * p.heads * p.tokens, [&] { inner_.attention_backward(p); });
+}
+
+void ProfilingOps::gather_rows(const GatherRowsParams& p) {
+  const double es = static_cast<double>(dtype_size(p.out.dtype));
+  timed(OpFamily::other, 0, es * 2.0 * static_cast<double>(p.count * p.width) + 4.0 * p.count,
+        [&] { inner_.gather_rows(p); });
+}
+
+void ProfilingOps::scatter_add_rows(const ScatterAddRowsParams& p) {
+  const double rw = static_cast<double>(p.count * p.width);
+  const double bytes = static_cast<double>(dtype_size(p.d_out.dtype)) * rw +
+                       2.0 * static_cast<double>(dtype_size(p.d_src.dtype)) * rw + 4.0 * p.count;
+  timed(OpFamily::other, 0, bytes, [&] { inner_.scatter_add_rows(p); });
+}
+
+void ProfilingOps::cross_entropy(const CrossEntropyParams& p) {
+  const double es = static_cast<double>(dtype_size(p.logits.dtype));
+  const double cells = static_cast<double>(p.rows * p.row_stride);
+  timed(OpFamily::loss, 0, es * cells * 2 + 4.0 * p.rows, [&] { inner_.cross_entropy(p); });
+}
+
+void ProfilingOps::l2_norm(const L2NormParams& p) {
+  timed(OpFamily::optimizer, 0, 4.0 * segment_elements(p.segments), [&] { inner_.l2_norm(p); });
+}
+
+void ProfilingOps::scale(Tensor x, float factor) {
+  timed(OpFamily::optimizer, 0, 2 * bytes_of(x), [&] { inner_.scale(x, factor); });
+}
+
+void ProfilingOps::bucket_clip(const BucketClipParams& p) {
+  timed(OpFamily::optimizer, 0, 2 * bytes_of(p.x), [&] { inner_.bucket_clip(p); });
+}
+
+void ProfilingOps::adam_update(const AdamParams& p) {
+  const double n = segment_elements(p.segments);
+  // master, exp_avg, exp_avg_sq read and written, grad read, compute copy written
+  const double compute = p.compute.defined() ? static_cast<double>(dtype_size(p.compute.dtype)) : 0;
+  timed(OpFamily::optimizer, 0, n * (4.0 * 7 + compute), [&] { inner_.adam_update(p); });
+}
+
+void ProfilingOps::lamb_update(const LambParams& p) {
+  const double n = segment_elements(p.segments);
+  // as Adam, plus the update written into grad and read back for the trust ratio and the step
+  const double compute = p.compute.defined() ? static_cast<double>(dtype_size(p.compute.dtype)) : 0;
+  timed(OpFamily::optimizer, 0, n * (4.0 * 9 + compute), [&] { inner_.lamb_update(p); });
+}
+
+// ---- The table
+// -------------------------------------------------------------------------------------
+
+namespace {
+bool tensor_rate(OpFamily f) {
+  return f == OpFamily::gemm || f == OpFamily::attention_forward ||
+         f == OpFamily::attention_backward;
+}
+}  // namespace
+
+std::vector<FamilyRow> family_rows(const FamilyTotals& totals, double gemm_tflops, double copy_gbs,
+                                   int steps) {
+  if (steps < 1) throw std::invalid_argument("family_rows: steps must be at least 1");
+  std::vector<FamilyRow> rows;
+  for (size_t i = 0; i < kOpFamilies; ++i) {
+    if (totals.calls[i] == 0) continue;
+    FamilyRow r;
+    r.family = static_cast<OpFamily>(i);
+    r.calls = totals.calls[i] / static_cast<size_t>(steps);
+    const double s = totals.seconds[i];
+    r.ms = 1e3 * s / steps;
+    r.share = totals.span_seconds > 0 ? s / totals.span_seconds : 0;
+    double ideal = 0;
+    if (tensor_rate(r.family)) {
+      r.rate = s > 0 ? totals.flops[i] / s / 1e12 : 0;
+      r.of_ceiling = gemm_tflops > 0 ? r.rate / gemm_tflops : 0;
+      ideal = gemm_tflops > 0 ? totals.flops[i] / (gemm_tflops * 1e12) : 0;
+    } else {
+      r.rate = s > 0 ? totals.bytes[i] / s / 1e9 : 0;
+      r.of_ceiling = copy_gbs > 0 ? r.rate / copy_gbs : 0;
+      ideal = copy_gbs > 0 ? totals.bytes[i] / (copy_gbs * 1e9) : 0;
+    }
+    r.gap_ms = 1e3 * std::max(0.0, s - ideal) / steps;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string format_family_table(const std::vector<FamilyRow>& rows, const FamilyTotals& totals,
+                                int steps) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-19s %6s %9s %7s %14s %10s %9s\n", "family", "calls",
+                "ms/step", "share", "rate", "of ceiling", "gap ms");
+  out += line;
+  for (const FamilyRow& r : rows) {
+    const bool tensor = tensor_rate(r.family);
+    char rate[32];
+    std::snprintf(rate, sizeof rate, tensor ? "%.1f TFLOP/s" : "%.0f GB/s", r.rate);
+    std::snprintf(line, sizeof line, "  %-19s %6zu %9.3f %6.1f%% %14s %9.1f%% %9.3f\n",
+                  op_family_name(r.family), r.calls, r.ms, 100 * r.share, rate, 100 * r.of_ceiling,
+                  r.gap_ms);
+    out += line;
+  }
+  const double ops_ms = 1e3 * totals.op_seconds() / steps,
+               span_ms = 1e3 * totals.span_seconds / steps;
+  std::snprintf(line, sizeof line,
+                "  ops %.3f ms, GPU idle between ops %.3f ms (%.1f%%), span %.3f ms per step\n",
+                ops_ms, span_ms - ops_ms, span_ms > 0 ? 100 * (span_ms - ops_ms) / span_ms : 0,
+                span_ms);
+  out += line;
+  std::vector<FamilyRow> by_gap = rows;
+  std::sort(by_gap.begin(), by_gap.end(),
+            [](const FamilyRow& a, const FamilyRow& b) { return a.gap_ms > b.gap_ms; });
+  out += "  largest gaps to the ceiling:";
+  for (size_t i = 0; i < by_gap.size() && i < 3; ++i) {
+    std::snprintf(line, sizeof line, "%s %s %.3f ms", i ? "," : "",
+                  op_family_name(by_gap[i].family), by_gap[i].gap_ms);
+    out += line;
+  }
+  out += "\n";
+  return out;
+}
+
+}  // namespace mlbert::bert

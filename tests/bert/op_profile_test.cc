@@ -1,0 +1,183 @@
+// bert/op_profile: the wrapper forwards every op unchanged, sorts each into its family with the
+// work it does, and the family table sets that work against the ceilings.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "bert/cpu/cpu_ops.h"
+#include "bert/model.h"
+#include "bert/op_profile.h"
+
+using namespace mlbert::bert;
+
+namespace {
+
+BertConfig profile_config() {
+  BertConfig c = BertConfig::preset("tiny");
+  c.vocab_size = 45;  // padded to 48
+  c.hidden_size = 16;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 24;
+  c.max_position_embeddings = 12;
+  c.num_hidden_layers = 3;
+  return c;
+}
+
+// Sequences of lengths 5, 9 and 3 with 2 masked positions each.
+Batch profile_batch(const BertConfig& c) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> token(1, static_cast<int32_t>(c.vocab_size) - 1);
+  Batch b;
+  for (int len : {5, 9, 3}) {
+    std::vector<int32_t> ids(len), seg(len, 0);
+    for (auto& id : ids) id = token(rng);
+    const std::vector<int32_t> positions{0, 2}, labels{token(rng), token(rng)};
+    b.append_sequence(ids, seg, positions, labels, len % 2);
+  }
+  return b;
+}
+
+struct StepOutput {
+  double loss = 0;
+  std::vector<float> master;
+};
+
+// forward_backward, the global norm and a LAMB step on `ops` (CpuOps or a wrapper of it).
+StepOutput run_step(Ops& ops, const BertConfig& c, const Batch& batch) {
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(5);
+  Model model(params, ModelLimits{32, 4, 12, 12});
+  Buffer m(ops, DType::f32, params.flat_size()), v(ops, DType::f32, params.flat_size());
+  Buffer total(ops, DType::f32, 2);
+  StepOutput out;
+  out.loss = model.forward_backward(batch, DropoutKey{3, 1}).total_loss;
+  L2NormParams norm;
+  norm.buffer = params.grad();
+  norm.segments = params.segments();
+  norm.total = total.tensor();
+  ops.l2_norm(norm);
+  LambParams lamb;
+  lamb.master = params.master();
+  lamb.grad = params.grad();
+  lamb.exp_avg = m.tensor();
+  lamb.exp_avg_sq = v.tensor();
+  lamb.segments = params.segments();
+  lamb.lr = 1e-3f;
+  lamb.weight_decay = 0.01f;
+  ops.lamb_update(lamb);
+  out.master = params.download_master();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("op profile: the wrapper changes nothing and counts every op of a step in its family") {
+  const BertConfig c = profile_config();
+  const Batch batch = profile_batch(c);
+  CpuOps plain;
+  const StepOutput expected = run_step(plain, c, batch);
+
+  CpuOps inner;
+  HostOpClock clock;
+  ProfilingOps ops(inner, clock);
+  double squares = 0;
+  for (int len : {5, 9, 3}) squares += len * len;
+  ops.set_attention_squares(squares);
+  ops.start();
+  const StepOutput got = run_step(ops, c, batch);
+  const FamilyTotals totals = ops.stop();
+
+  CHECK(got.loss == expected.loss);
+  CHECK(got.master == expected.master);
+
+  const double T = 17, S = 3, P = 6, L = 3, H = 16, F = 24, V = 48;
+  auto at = [&](OpFamily f) { return static_cast<size_t>(f); };
+  // Forward GEMMs per token (QKV, projection, FFN), per masked position (transform, tied decoder)
+  // and per sequence (pooler, NSP); every backward has a weight and an input gradient: 3x forward.
+  const double forward = T * L * (2 * H * 3 * H + 2 * H * H + 4 * H * F) +
+                         P * (2 * H * H + 2 * H * V) + S * (2 * H * H + 2 * H * 2);
+  CHECK(totals.flops[at(OpFamily::gemm)] == Approx(3 * forward).epsilon(1e-12));
+  CHECK(totals.calls[at(OpFamily::gemm)] == 2 * (4 * L + 4));
+  CHECK(totals.flops[at(OpFamily::attention_forward)] == Approx(L * 4 * H * squares));
+  CHECK(totals.flops[at(OpFamily::attention_backward)] == Approx(L * 10 * H * squares));
+  CHECK(totals.calls[at(OpFamily::attention_forward)] == 3);
+  CHECK(totals.calls[at(OpFamily::attention_backward)] == 3);
+  CHECK(totals.calls[at(OpFamily::embedding)] == 2);
+  CHECK(totals.calls[at(OpFamily::layer_norm)] == 2 * (2 * L + 1));  // two per layer, MLM head
+  CHECK(totals.calls[at(OpFamily::loss)] == 2);                      // masked LM, NSP
+  CHECK(totals.calls[at(OpFamily::optimizer)] == 2);                 // norm, LAMB
+  // The norm reads each parameter's f32 gradient; LAMB reads and writes master, both moments and
+  // the gradient (as scratch for the update) and reads the gradient once more.
+  double elements = 0;
+  const ParameterStore layout(c, plain);
+  for (const auto& s : layout.segments()) elements += static_cast<double>(s.numel);
+  CHECK(totals.bytes[at(OpFamily::optimizer)] == 4 * elements * (1 + 9));
+  for (size_t f = 0; f < kOpFamilies; ++f) {
+    INFO(op_family_name(static_cast<OpFamily>(f)));
+    CHECK(totals.seconds[f] >= 0);
+    if (static_cast<OpFamily>(f) != OpFamily::gemm && f != at(OpFamily::attention_forward) &&
+        f != at(OpFamily::attention_backward) && totals.calls[f] > 0)
+      CHECK(totals.bytes[f] > 0);
+  }
+  CHECK(totals.op_seconds() > 0);
+  CHECK(totals.span_seconds >= totals.op_seconds());
+
+  // Not recording: the wrapper only forwards.
+  const StepOutput again = run_step(ops, c, batch);
+  CHECK(again.master == expected.master);
+  CHECK(ops.stop().calls == FamilyTotals{}.calls);
+}
+
+TEST_CASE("op profile: rates, ceilings and gaps of the family table") {
+  FamilyTotals t;
+  auto at = [](OpFamily f) { return static_cast<size_t>(f); };
+  // Two steps: GEMMs 600 TFLOP in 2 s; LayerNorm 1.5 TB in 1 s; loss 0.1 TB in 0.5 s; 0.5 s idle.
+  t.seconds[at(OpFamily::gemm)] = 2;
+  t.flops[at(OpFamily::gemm)] = 600e12;
+  t.calls[at(OpFamily::gemm)] = 20;
+  t.seconds[at(OpFamily::layer_norm)] = 1;
+  t.bytes[at(OpFamily::layer_norm)] = 1.5e12;
+  t.calls[at(OpFamily::layer_norm)] = 8;
+  t.seconds[at(OpFamily::loss)] = 0.5;
+  t.bytes[at(OpFamily::loss)] = 0.1e12;
+  t.calls[at(OpFamily::loss)] = 4;
+  t.span_seconds = 4;
+  const auto rows = family_rows(t, /*gemm_tflops=*/600, /*copy_gbs=*/3000, /*steps=*/2);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].family == OpFamily::gemm);
+  CHECK(rows[0].calls == 10);
+  CHECK(rows[0].ms == Approx(1000));
+  CHECK(rows[0].rate == Approx(300));        // TFLOP/s
+  CHECK(rows[0].of_ceiling == Approx(0.5));  //
+  CHECK(rows[0].gap_ms == Approx(500));      // 1 s at the ceiling, over 2 steps
+  CHECK(rows[0].share == Approx(0.5));
+  CHECK(rows[1].rate == Approx(1500));  // GB/s
+  CHECK(rows[1].gap_ms == Approx(250));
+  CHECK(rows[2].gap_ms == Approx(1e3 * (0.5 - 0.1e12 / 3e12) / 2));
+  const std::string table = format_family_table(rows, t, 2);
+  INFO(table);
+  CHECK(table.find("GPU idle between ops 250.000 ms (12.5%)") != std::string::npos);
+  CHECK(table.find("largest gaps to the ceiling: GEMM 500.000 ms, LayerNorm 250.000 ms, loss") !=
+        std::string::npos);
+  CHECK_THROWS_AS(family_rows(t, 600, 3000, 0), std::invalid_argument);
+}
+
+TEST_CASE("op profile: a clock that lost a timestamp is an error, not a wrong table") {
+  class LossyClock final : public OpClock {
+   public:
+    void mark() override { ++marks; }
+    std::vector<double> elapsed() override {
+      return std::vector<double>(marks > 1 ? marks - 2 : 0, 1.0);
+    }
+    void clear() override { marks = 0; }
+    size_t marks = 0;
+  } clock;
+  CpuOps inner;
+  ProfilingOps ops(inner, clock);
+  Buffer x(ops, DType::f32, 8);
+  ops.start();
+  ops.fill_zero(x.tensor());
+  ops.scale(x.tensor(), 2.0f);
+  CHECK_THROWS_WITH(ops.stop(), "ProfilingOps: 2 clock intervals for 2 ops");
+}
