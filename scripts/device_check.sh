@@ -45,7 +45,8 @@ source "$ROOT/scripts/device_stages.sh"
 
 BUNDLE_DIR=$ROOT/build-device-bundle
 BUNDLE=$BUNDLE_DIR/bundle.tar.xz
-TARGETS=(mlbert mlbert-core bert_cuda_unit bert_cuda_check bert_cuda_bench cuda_ops_device_test)
+TARGETS=(mlbert mlbert-core mlbert-shard-reader bert_cuda_unit bert_cuda_check bert_cuda_bench
+  cuda_ops_device_test)
 MULTIARCH=x86_64-linux-gnu
 # Libraries the device image provides (the bundle must not shadow them): glibc, the C++ runtime,
 # the driver, CUDA 13's cuBLAS(Lt) and the NCCL of the PyTorch wheel.
@@ -233,6 +234,19 @@ verify_in() {
     status=$?
     if ((status != 2)) || [[ $out != *no-such-system.json* ]]; then
       echo "verify: the bundled Open MPI singleton: exit $status, expected 2 naming the system file:"
+      echo "$out" | tail -5
+      exit 1
+    fi
+    # A shard written and read back through the bundle's programs alone (HDF5 is read in the
+    # mlbert-shard-reader process mlbert starts from its own folder).
+    out=$({ with_bundle "$b/bin/mlbert" data demo-corpus --output "$b/corpus" --documents 40 \
+      --eval-documents 5 --parts 1 &&
+      with_bundle "$b/bin/mlbert" data prep --vocab "$b/corpus/vocab.txt" --input "$b"/corpus/part-* \
+        --output "$b/shards" --max-seq-length 128 --max-predictions-per-seq 20 --progress never &&
+      with_bundle "$b/bin/mlbert" data inspect "$b"/shards/*.hdf5; } 2>&1)
+    status=$?
+    if ((status != 0)) || [[ $out == *error* ]]; then
+      echo "verify: a shard written and read back by the bundled mlbert: exit $status:"
       echo "$out" | tail -5
       exit 1
     fi

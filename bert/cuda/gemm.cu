@@ -194,6 +194,14 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
+  // A split-K product of a 16-bit output must add its partial sums in f32: the in-place and
+  // output-type schemes round each partial to fp16/bf16, which the device check saw as 2-4x the
+  // error of one rounding on the small-N products (NSP's N = 2, a width of 13) on an H200.
+  const uint32_t reductions = args.d_type == MatrixType::f32
+                                  ? uint32_t{CUBLASLT_REDUCTION_SCHEME_MASK}
+                                  : uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
   cublasLtMatmulHeuristicResult_t result{};
   int found_count = 0;
   ++heuristic_queries_;
