@@ -118,11 +118,11 @@ void check_linear(Context& c, const LinearCase& lc) {
   auto out = b.output(out_n, c.t);
   auto pre = b.output(out_n, c.t);
 
-  auto fwd = [&](bool gpu, const Twin& o, const Twin* p, Activation a) {
+  auto fwd = [&](bool gpu, const Twin& o, const Twin* p, Activation a, bool with_bias = true) {
     bert::LinearForwardParams f;
     f.input = gpu ? x.gpu.tensor() : x.cpu.tensor();
     f.weight = gpu ? w.gpu.tensor() : w.cpu.tensor();
-    if (lc.bias) f.bias = gpu ? bias.gpu.tensor() : bias.cpu.tensor();
+    if (lc.bias && with_bias) f.bias = gpu ? bias.gpu.tensor() : bias.cpu.tensor();
     f.out = gpu ? o.gpu.tensor() : o.cpu.tensor();
     if (p) f.pre_activation = gpu ? p->gpu.tensor() : p->cpu.tensor();
     f.activation = a;
@@ -143,10 +143,16 @@ void check_linear(Context& c, const LinearCase& lc) {
   fwd(false, out, has_act ? &pre : nullptr, lc.activation);
   const auto ref_out = b.cpu_values(out);
   const auto gpu_out = b.gpu_values(out);
-  // Plain: the product rounded to the compute type, then the activation, rounded again.
+  // Plain: the product stored in the compute type, the bias added and stored, then the
+  // activation, stored again (a GEMM without a bias epilogue, then elementwise kernels).
   auto plain_pre = b.output(out_n, c.t);
-  fwd(false, plain_pre, nullptr, Activation::none);
+  fwd(false, plain_pre, nullptr, Activation::none, /*with_bias=*/false);
   auto plain = rounded(c.t, b.cpu_values(plain_pre));
+  if (lc.bias) {
+    const auto bias_values = b.cpu_values(bias);
+    for (size_t i = 0; i < out_n; ++i)
+      plain[i] = round_to(c.t, plain[i] + bias_values[(i / (M * N)) * N + i % N]);
+  }
   const auto plain_pre_values = plain;
   for (float& v : plain) v = round_to(c.t, act(lc.activation, v));
   c.add(judge(op + " fwd", "out", c.t, gpu_out, plain, ref_out));
@@ -161,12 +167,16 @@ void check_linear(Context& c, const LinearCase& lc) {
   auto d_w = b.twin(dw0, DType::f32);
   auto d_b = b.twin(db0, DType::f32);
   auto d_x = b.output(M * K, c.t);
+  // Both backends go backward from the same saved forward tensors (the CPU's, rounded to the
+  // compute type), so the backward is judged on its own and not on the forward's last bit.
+  auto saved_pre = b.twin(rounded(c.t, b.cpu_values(pre)), c.t);
+  auto saved_out = b.twin(rounded(c.t, ref_out), c.t);
   auto bwd = [&](bool gpu, const Twin& dy, const Twin& dw, const Twin& db, const Twin& dx,
                  Activation a) {
     bert::LinearBackwardParams p;
     p.d_out = gpu ? dy.gpu.tensor() : dy.cpu.tensor();
-    p.pre_activation = gpu ? pre.gpu.tensor() : pre.cpu.tensor();
-    p.out = gpu ? out.gpu.tensor() : out.cpu.tensor();
+    p.pre_activation = gpu ? saved_pre.gpu.tensor() : saved_pre.cpu.tensor();
+    p.out = gpu ? saved_out.gpu.tensor() : saved_out.cpu.tensor();
     p.activation = a;
     p.input = gpu ? x.gpu.tensor() : x.cpu.tensor();
     p.weight = gpu ? w.gpu.tensor() : w.cpu.tensor();
@@ -191,7 +201,7 @@ void check_linear(Context& c, const LinearCase& lc) {
   // Plain: d_pre rounded to the compute type (stored by an activation-backward kernel), then the
   // products from it.
   std::vector<float> d_pre(out_n);
-  const auto pre_ref = b.cpu_values(pre), out_ref = b.cpu_values(out);
+  const auto pre_ref = b.cpu_values(saved_pre), out_ref = b.cpu_values(saved_out);
   // The activation's input as stored by the forward (compute type).
   for (size_t i = 0; i < out_n; ++i)
     d_pre[i] = round_to(
