@@ -163,6 +163,7 @@ inline ErrorStats compare(const std::vector<float>& got, const std::vector<float
 struct CheckRow {
   std::string op, tensor, dtype;
   ErrorStats gpu, plain;
+  double allowance = 0;  // judge(): the largest gpu error that passes
   bool pass = false;
   std::string note;
 };
@@ -178,8 +179,8 @@ inline CheckRow judge(std::string op, std::string tensor, DType type, const std:
   row.dtype = bert::dtype_name(type);
   row.gpu = compare(gpu, ref);
   row.plain = compare(plain, ref);
-  const double allowance = 2.0 * row.plain.max_abs + floor * std::max(row.gpu.ref_max, 1e-30);
-  row.pass = row.gpu.nan_count == 0 && row.gpu.max_abs <= allowance;
+  row.allowance = 2.0 * row.plain.max_abs + floor * std::max(row.gpu.ref_max, 1e-30);
+  row.pass = row.gpu.nan_count == 0 && row.gpu.max_abs <= row.allowance;
   if (row.gpu.nan_count) row.note = std::to_string(row.gpu.nan_count) + " NaN/inf or unwritten";
   return row;
 }

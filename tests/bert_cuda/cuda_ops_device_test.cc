@@ -61,9 +61,9 @@ int device() {
     for (const auto& row : one.run(cpu, *ops, 1234)) {
       ++rows;
       failures += !row.pass;
-      std::printf("%s %s %s: gpu err %.4g, limit %.4g %s\n", row.op.c_str(), row.tensor.c_str(),
-                  row.dtype.c_str(), row.gpu.max_abs, row.plain.max_abs,
-                  row.pass ? "PASS" : "FAIL");
+      std::printf("%s %s %s: gpu err %.4g, plain err %.4g, allowed %.4g %s\n", row.op.c_str(),
+                  row.tensor.c_str(), row.dtype.c_str(), row.gpu.max_abs, row.plain.max_abs,
+                  row.allowance, row.pass ? "PASS" : "FAIL");
     }
   }
   const std::string fusion = ops->gemm().fusion_report();
