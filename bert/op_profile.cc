@@ -41,6 +41,21 @@ std::vector<double> HostOpClock::elapsed() {
   return out;
 }
 
+namespace {
+void add_detail(std::vector<OpDetail>& details, const OpDetail& d) {
+  for (OpDetail& have : details)
+    if (have.key == d.key) {
+      have.seconds += d.seconds;
+      have.flops += d.flops;
+      have.bytes += d.bytes;
+      have.calls += d.calls;
+      return;
+    }
+  details.push_back(d);
+}
+
+}  // namespace
+
 double FamilyTotals::op_seconds() const {
   return std::accumulate(seconds.begin(), seconds.end(), 0.0);
 }
@@ -53,6 +68,7 @@ FamilyTotals& FamilyTotals::operator+=(const FamilyTotals& other) {
     calls[i] += other.calls[i];
   }
   span_seconds += other.span_seconds;
+  for (const OpDetail& d : other.details) add_detail(details, d);
   return *this;
 }
 
@@ -70,10 +86,34 @@ double segment_elements(std::span<const TensorSegment> segments) {
   return n;
 }
 
+const char* activation_note(Activation a) {
+  switch (a) {
+    case Activation::none:
+      return "";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::tanh:
+      return "tanh";
+    case Activation::gelu_erf:
+      return "gelu_erf";
+  }
+  return "";
+}
+
+std::string detail_key(const char* op, int64_t n, int64_t k, int batch, const char* note) {
+  std::string key = op;
+  if (n) key += " n=" + std::to_string(n);
+  if (k) key += " k=" + std::to_string(k);
+  if (batch > 1) key += " x" + std::to_string(batch);
+  if (*note) key += std::string(" ") + note;
+  return key;
+}
+
 }  // namespace
 
 template <typename Call>
-void ProfilingOps::timed(OpFamily family, double flops, double bytes, Call&& call) {
+void ProfilingOps::timed(OpFamily family, const char* op, Shape shape, double flops, double bytes,
+                         Call&& call) {
   if (!recording_) {
     call();
     return;
@@ -81,7 +121,7 @@ void ProfilingOps::timed(OpFamily family, double flops, double bytes, Call&& cal
   clock_.mark();
   call();
   clock_.mark();
-  records_.push_back({family, flops, bytes});
+  records_.push_back({family, op, shape, flops, bytes});
 }
 
 void ProfilingOps::start() {
@@ -104,6 +144,9 @@ FamilyTotals ProfilingOps::stop() {
     totals.flops[f] += records_[i].flops;
     totals.bytes[f] += records_[i].bytes;
     ++totals.calls[f];
+    const Record& r = records_[i];
+    add_detail(totals.details, {detail_key(r.op, r.shape.n, r.shape.k, r.shape.batch, r.shape.note),
+                                r.family, intervals[2 * i], r.flops, r.bytes, 1});
   }
   totals.span_seconds = std::accumulate(intervals.begin(), intervals.end(), 0.0);
   records_.clear();
@@ -111,21 +154,23 @@ FamilyTotals ProfilingOps::stop() {
 }
 
 void ProfilingOps::copy_from_host(Tensor dst, const void* src, size_t bytes) {
-  timed(OpFamily::other, 0, static_cast<double>(bytes),
+  timed(OpFamily::other, "copy_from_host", {}, 0, static_cast<double>(bytes),
         [&] { inner_.copy_from_host(dst, src, bytes); });
 }
 void ProfilingOps::copy_to_host(void* dst, Tensor src, size_t bytes) {
-  timed(OpFamily::other, 0, static_cast<double>(bytes),
+  timed(OpFamily::other, "copy_to_host", {}, 0, static_cast<double>(bytes),
         [&] { inner_.copy_to_host(dst, src, bytes); });
 }
 void ProfilingOps::copy(Tensor dst, Tensor src) {
-  timed(OpFamily::other, 0, bytes_of(dst) + bytes_of(src), [&] { inner_.copy(dst, src); });
+  timed(OpFamily::other, "copy", {}, 0, bytes_of(dst) + bytes_of(src),
+        [&] { inner_.copy(dst, src); });
 }
 void ProfilingOps::fill_zero(Tensor tensor) {
-  timed(OpFamily::other, 0, bytes_of(tensor), [&] { inner_.fill_zero(tensor); });
+  timed(OpFamily::other, "fill_zero", {}, 0, bytes_of(tensor), [&] { inner_.fill_zero(tensor); });
 }
 void ProfilingOps::cast(Tensor dst, Tensor src) {
-  timed(OpFamily::other, 0, bytes_of(dst) + bytes_of(src), [&] { inner_.cast(dst, src); });
+  timed(OpFamily::other, "cast", {}, 0, bytes_of(dst) + bytes_of(src),
+        [&] { inner_.cast(dst, src); });
 }
 
 void ProfilingOps::linear_forward(const LinearForwardParams& p) {
@@ -134,7 +179,8 @@ void ProfilingOps::linear_forward(const LinearForwardParams& p) {
                k = static_cast<double>(p.k), b = p.batch;
   const double outputs = p.pre_activation.defined() ? 2 : 1;
   const double bytes = es * (m * k + b * (k * n + n + outputs * m * n));
-  timed(OpFamily::gemm, 2 * m * n * k * b, bytes, [&] { inner_.linear_forward(p); });
+  timed(OpFamily::gemm, "linear_forward", {p.n, p.k, p.batch, activation_note(p.activation)},
+        2 * m * n * k * b, bytes, [&] { inner_.linear_forward(p); });
 }
 
 void ProfilingOps::linear_backward(const LinearBackwardParams& p) {
@@ -145,14 +191,21 @@ void ProfilingOps::linear_backward(const LinearBackwardParams& p) {
   double bytes = es * (b * m * n + m * k + b * k * n) + 4.0 * 2 * b * k * n;  // d_weight f32 r+w
   if (p.d_input.defined()) bytes += es * m * k;
   if (p.activation != Activation::none) bytes += es * 2 * b * m * n;  // pre-activation, d_out
-  timed(OpFamily::gemm, 2 * m * n * k * b * products, bytes, [&] { inner_.linear_backward(p); });
+  const char* note = !p.d_input.defined()                     ? "weight only"
+                     : p.input_activation != Activation::none ? "+input gelu"
+                     : p.activation != Activation::none       ? activation_note(p.activation)
+                                                              : "";
+  timed(OpFamily::gemm, "linear_backward", {p.n, p.k, p.batch, note}, 2 * m * n * k * b * products,
+        bytes, [&] { inner_.linear_backward(p); });
 }
 
 void ProfilingOps::layer_norm_forward(const LayerNormForwardParams& p) {
   const double es = static_cast<double>(dtype_size(p.x.dtype));
   const double rw = static_cast<double>(p.rows * p.width);
   const double bytes = es * rw * (p.residual.defined() ? 4 : 3) + 8.0 * p.rows;
-  timed(OpFamily::layer_norm, 0, bytes, [&] { inner_.layer_norm_forward(p); });
+  timed(OpFamily::layer_norm, "layer_norm_forward",
+        {p.width, 0, 1, p.residual.defined() ? "+residual" : ""}, 0, bytes,
+        [&] { inner_.layer_norm_forward(p); });
 }
 
 void ProfilingOps::layer_norm_backward(const LayerNormBackwardParams& p) {
@@ -160,15 +213,16 @@ void ProfilingOps::layer_norm_backward(const LayerNormBackwardParams& p) {
   const double rw = static_cast<double>(p.rows * p.width);
   double tensors = 3;  // d_out, ln_input, d_x
   if (p.d_residual.defined()) tensors += p.accumulate_d_residual ? 2 : 1;
-  timed(OpFamily::layer_norm, 0, es * rw * tensors + 8.0 * p.rows,
-        [&] { inner_.layer_norm_backward(p); });
+  timed(OpFamily::layer_norm, "layer_norm_backward",
+        {p.width, 0, 1, p.d_residual.defined() ? "+residual" : ""}, 0,
+        es * rw * tensors + 8.0 * p.rows, [&] { inner_.layer_norm_backward(p); });
 }
 
 void ProfilingOps::embedding_forward(const EmbeddingForwardParams& p) {
   const double es = static_cast<double>(dtype_size(p.out.dtype));
   const double th = static_cast<double>(p.tokens * p.hidden);
   // three table rows read, out and ln_input written, three ids per token
-  timed(OpFamily::embedding, 0, es * th * 5 + 12.0 * p.tokens,
+  timed(OpFamily::embedding, "embedding_forward", {}, 0, es * th * 5 + 12.0 * p.tokens,
         [&] { inner_.embedding_forward(p); });
 }
 
@@ -176,8 +230,8 @@ void ProfilingOps::embedding_backward(const EmbeddingBackwardParams& p) {
   const double es = static_cast<double>(dtype_size(p.d_out.dtype));
   const double th = static_cast<double>(p.tokens * p.hidden);
   // d_out and ln_input read; three f32 gradient rows read and written per token
-  timed(OpFamily::embedding, 0, es * th * 2 + 4.0 * th * 6 + 12.0 * p.tokens,
-        [&] { inner_.embedding_backward(p); });
+  timed(OpFamily::embedding, "embedding_backward", {}, 0,
+        es * th * 2 + 4.0 * th * 6 + 12.0 * p.tokens, [&] { inner_.embedding_backward(p); });
 }
 
 void ProfilingOps::attention_forward(const AttentionForwardParams& p) {
@@ -185,8 +239,8 @@ void ProfilingOps::attention_forward(const AttentionForwardParams& p) {
   const double hidden = static_cast<double>(p.heads * p.head_dim);
   const double th = static_cast<double>(p.tokens) * hidden;
   // S = QK^T and O = PV: 2 len^2 head_dim each per head
-  timed(OpFamily::attention_forward, 4 * hidden * squares_, es * th * 4 + 4.0 * p.heads * p.tokens,
-        [&] { inner_.attention_forward(p); });
+  timed(OpFamily::attention_forward, "attention_forward", {}, 4 * hidden * squares_,
+        es * th * 4 + 4.0 * p.heads * p.tokens, [&] { inner_.attention_forward(p); });
 }
 
 void ProfilingOps::attention_backward(const AttentionBackwardParams& p) {
@@ -194,13 +248,14 @@ void ProfilingOps::attention_backward(const AttentionBackwardParams& p) {
   const double hidden = static_cast<double>(p.heads * p.head_dim);
   const double th = static_cast<double>(p.tokens) * hidden;
   // S recomputed, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q: five products
-  timed(OpFamily::attention_backward, 10 * hidden * squares_,
+  timed(OpFamily::attention_backward, "attention_backward", {}, 10 * hidden * squares_,
         es * th * 8 + 4.0 * p.heads * p.tokens, [&] { inner_.attention_backward(p); });
 }
 
 void ProfilingOps::gather_rows(const GatherRowsParams& p) {
   const double es = static_cast<double>(dtype_size(p.out.dtype));
-  timed(OpFamily::other, 0, es * 2.0 * static_cast<double>(p.count * p.width) + 4.0 * p.count,
+  timed(OpFamily::other, "gather_rows", {p.width}, 0,
+        es * 2.0 * static_cast<double>(p.count * p.width) + 4.0 * p.count,
         [&] { inner_.gather_rows(p); });
 }
 
@@ -208,39 +263,45 @@ void ProfilingOps::scatter_add_rows(const ScatterAddRowsParams& p) {
   const double rw = static_cast<double>(p.count * p.width);
   const double bytes = static_cast<double>(dtype_size(p.d_out.dtype)) * rw +
                        2.0 * static_cast<double>(dtype_size(p.d_src.dtype)) * rw + 4.0 * p.count;
-  timed(OpFamily::other, 0, bytes, [&] { inner_.scatter_add_rows(p); });
+  timed(OpFamily::other, "scatter_add_rows", {p.width}, 0, bytes,
+        [&] { inner_.scatter_add_rows(p); });
 }
 
 void ProfilingOps::cross_entropy(const CrossEntropyParams& p) {
   const double es = static_cast<double>(dtype_size(p.logits.dtype));
   const double cells = static_cast<double>(p.rows * p.row_stride);
-  timed(OpFamily::loss, 0, es * cells * 2 + 4.0 * p.rows, [&] { inner_.cross_entropy(p); });
+  timed(OpFamily::loss, "cross_entropy", {p.classes}, 0, es * cells * 2 + 4.0 * p.rows,
+        [&] { inner_.cross_entropy(p); });
 }
 
 void ProfilingOps::l2_norm(const L2NormParams& p) {
-  timed(OpFamily::optimizer, 0, 4.0 * segment_elements(p.segments), [&] { inner_.l2_norm(p); });
+  timed(OpFamily::optimizer, "l2_norm", {}, 0, 4.0 * segment_elements(p.segments),
+        [&] { inner_.l2_norm(p); });
 }
 
 void ProfilingOps::scale(Tensor x, float factor) {
-  timed(OpFamily::optimizer, 0, 2 * bytes_of(x), [&] { inner_.scale(x, factor); });
+  timed(OpFamily::optimizer, "scale", {}, 0, 2 * bytes_of(x), [&] { inner_.scale(x, factor); });
 }
 
 void ProfilingOps::bucket_clip(const BucketClipParams& p) {
-  timed(OpFamily::optimizer, 0, 2 * bytes_of(p.x), [&] { inner_.bucket_clip(p); });
+  timed(OpFamily::optimizer, "bucket_clip", {}, 0, 2 * bytes_of(p.x),
+        [&] { inner_.bucket_clip(p); });
 }
 
 void ProfilingOps::adam_update(const AdamParams& p) {
   const double n = segment_elements(p.segments);
   // master, exp_avg, exp_avg_sq read and written, grad read, compute copy written
   const double compute = p.compute.defined() ? static_cast<double>(dtype_size(p.compute.dtype)) : 0;
-  timed(OpFamily::optimizer, 0, n * (4.0 * 7 + compute), [&] { inner_.adam_update(p); });
+  timed(OpFamily::optimizer, "adam_update", {}, 0, n * (4.0 * 7 + compute),
+        [&] { inner_.adam_update(p); });
 }
 
 void ProfilingOps::lamb_update(const LambParams& p) {
   const double n = segment_elements(p.segments);
   // as Adam, plus the update written into grad and read back for the trust ratio and the step
   const double compute = p.compute.defined() ? static_cast<double>(dtype_size(p.compute.dtype)) : 0;
-  timed(OpFamily::optimizer, 0, n * (4.0 * 9 + compute), [&] { inner_.lamb_update(p); });
+  timed(OpFamily::optimizer, "lamb_update", {}, 0, n * (4.0 * 9 + compute),
+        [&] { inner_.lamb_update(p); });
 }
 
 // ---- The table
@@ -253,32 +314,80 @@ bool tensor_rate(OpFamily f) {
 }
 }  // namespace
 
+namespace {
+
+// One row from `calls` ops over `steps` steps.
+FamilyRow make_row(OpFamily family, std::string name, double seconds, double flops, double bytes,
+                   size_t calls, double span_seconds, double gemm_tflops, double copy_gbs,
+                   int steps) {
+  FamilyRow r;
+  r.family = family;
+  r.name = std::move(name);
+  r.calls = calls / static_cast<size_t>(steps);
+  r.ms = 1e3 * seconds / steps;
+  r.share = span_seconds > 0 ? seconds / span_seconds : 0;
+  double ideal = 0;
+  if (tensor_rate(family)) {
+    r.rate = seconds > 0 ? flops / seconds / 1e12 : 0;
+    r.of_ceiling = gemm_tflops > 0 ? r.rate / gemm_tflops : 0;
+    ideal = gemm_tflops > 0 ? flops / (gemm_tflops * 1e12) : 0;
+  } else {
+    r.rate = seconds > 0 ? bytes / seconds / 1e9 : 0;
+    r.of_ceiling = copy_gbs > 0 ? r.rate / copy_gbs : 0;
+    ideal = copy_gbs > 0 ? bytes / (copy_gbs * 1e9) : 0;
+  }
+  r.gap_ms = 1e3 * std::max(0.0, seconds - ideal) / steps;
+  return r;
+}
+
+std::string rate_text(const FamilyRow& r) {
+  char rate[32];
+  std::snprintf(rate, sizeof rate, tensor_rate(r.family) ? "%.1f TFLOP/s" : "%.0f GB/s", r.rate);
+  return rate;
+}
+
+}  // namespace
+
 std::vector<FamilyRow> family_rows(const FamilyTotals& totals, double gemm_tflops, double copy_gbs,
                                    int steps) {
   if (steps < 1) throw std::invalid_argument("family_rows: steps must be at least 1");
   std::vector<FamilyRow> rows;
   for (size_t i = 0; i < kOpFamilies; ++i) {
     if (totals.calls[i] == 0) continue;
-    FamilyRow r;
-    r.family = static_cast<OpFamily>(i);
-    r.calls = totals.calls[i] / static_cast<size_t>(steps);
-    const double s = totals.seconds[i];
-    r.ms = 1e3 * s / steps;
-    r.share = totals.span_seconds > 0 ? s / totals.span_seconds : 0;
-    double ideal = 0;
-    if (tensor_rate(r.family)) {
-      r.rate = s > 0 ? totals.flops[i] / s / 1e12 : 0;
-      r.of_ceiling = gemm_tflops > 0 ? r.rate / gemm_tflops : 0;
-      ideal = gemm_tflops > 0 ? totals.flops[i] / (gemm_tflops * 1e12) : 0;
-    } else {
-      r.rate = s > 0 ? totals.bytes[i] / s / 1e9 : 0;
-      r.of_ceiling = copy_gbs > 0 ? r.rate / copy_gbs : 0;
-      ideal = copy_gbs > 0 ? totals.bytes[i] / (copy_gbs * 1e9) : 0;
-    }
-    r.gap_ms = 1e3 * std::max(0.0, s - ideal) / steps;
-    rows.push_back(r);
+    const auto family = static_cast<OpFamily>(i);
+    rows.push_back(make_row(family, op_family_name(family), totals.seconds[i], totals.flops[i],
+                            totals.bytes[i], totals.calls[i], totals.span_seconds, gemm_tflops,
+                            copy_gbs, steps));
   }
   return rows;
+}
+
+std::vector<FamilyRow> detail_rows(const FamilyTotals& totals, double gemm_tflops, double copy_gbs,
+                                   int steps) {
+  if (steps < 1) throw std::invalid_argument("detail_rows: steps must be at least 1");
+  std::vector<FamilyRow> rows;
+  for (const OpDetail& d : totals.details)
+    rows.push_back(make_row(d.family, d.key, d.seconds, d.flops, d.bytes, d.calls,
+                            totals.span_seconds, gemm_tflops, copy_gbs, steps));
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const FamilyRow& a, const FamilyRow& b) { return a.gap_ms > b.gap_ms; });
+  return rows;
+}
+
+std::string format_detail_table(const std::vector<FamilyRow>& rows, size_t limit) {
+  std::string out;
+  char line[320];
+  std::snprintf(line, sizeof line, "  %-46s %6s %9s %7s %14s %10s %9s\n", "op and shape", "calls",
+                "ms/step", "share", "rate", "of ceiling", "gap ms");
+  out += line;
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+    const FamilyRow& r = rows[i];
+    std::snprintf(line, sizeof line, "  %-46s %6zu %9.3f %6.1f%% %14s %9.1f%% %9.3f\n",
+                  r.name.c_str(), r.calls, r.ms, 100 * r.share, rate_text(r).c_str(),
+                  100 * r.of_ceiling, r.gap_ms);
+    out += line;
+  }
+  return out;
 }
 
 std::string format_family_table(const std::vector<FamilyRow>& rows, const FamilyTotals& totals,
@@ -289,12 +398,9 @@ std::string format_family_table(const std::vector<FamilyRow>& rows, const Family
                 "ms/step", "share", "rate", "of ceiling", "gap ms");
   out += line;
   for (const FamilyRow& r : rows) {
-    const bool tensor = tensor_rate(r.family);
-    char rate[32];
-    std::snprintf(rate, sizeof rate, tensor ? "%.1f TFLOP/s" : "%.0f GB/s", r.rate);
     std::snprintf(line, sizeof line, "  %-19s %6zu %9.3f %6.1f%% %14s %9.1f%% %9.3f\n",
-                  op_family_name(r.family), r.calls, r.ms, 100 * r.share, rate, 100 * r.of_ceiling,
-                  r.gap_ms);
+                  r.name.c_str(), r.calls, r.ms, 100 * r.share, rate_text(r).c_str(),
+                  100 * r.of_ceiling, r.gap_ms);
     out += line;
   }
   const double ops_ms = 1e3 * totals.op_seconds() / steps,
@@ -309,8 +415,8 @@ std::string format_family_table(const std::vector<FamilyRow>& rows, const Family
             [](const FamilyRow& a, const FamilyRow& b) { return a.gap_ms > b.gap_ms; });
   out += "  largest gaps to the ceiling:";
   for (size_t i = 0; i < by_gap.size() && i < 3; ++i) {
-    std::snprintf(line, sizeof line, "%s %s %.3f ms", i ? "," : "",
-                  op_family_name(by_gap[i].family), by_gap[i].gap_ms);
+    std::snprintf(line, sizeof line, "%s %s %.3f ms", i ? "," : "", by_gap[i].name.c_str(),
+                  by_gap[i].gap_ms);
     out += line;
   }
   out += "\n";

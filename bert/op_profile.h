@@ -53,10 +53,19 @@ class HostOpClock final : public OpClock {
   std::vector<double> marks_;
 };
 
+// One op and shape (e.g. "linear_backward n=1024 k=4096"): the finer rows under the families.
+struct OpDetail {
+  std::string key;
+  OpFamily family = OpFamily::other;
+  double seconds = 0, flops = 0, bytes = 0;
+  size_t calls = 0;
+};
+
 struct FamilyTotals {
   std::array<double, kOpFamilies> seconds{}, flops{}, bytes{};
   std::array<size_t, kOpFamilies> calls{};
   double span_seconds = 0;  // first op's start to last op's end (ops and the gaps between them)
+  std::vector<OpDetail> details;  // in order of first appearance
   double op_seconds() const;
   FamilyTotals& operator+=(const FamilyTotals& other);  // several recordings (steps) together
 };
@@ -100,11 +109,19 @@ class ProfilingOps final : public Ops {
   void lamb_update(const LambParams& p) override;
 
  private:
+  // The op's shape, turned into a detail key only for recorded ops.
+  struct Shape {
+    int64_t n = 0, k = 0;
+    int batch = 1;
+    const char* note = "";
+  };
   template <typename Call>
-  void timed(OpFamily family, double flops, double bytes, Call&& call);
+  void timed(OpFamily family, const char* op, Shape shape, double flops, double bytes, Call&& call);
 
   struct Record {
     OpFamily family;
+    const char* op;
+    Shape shape;
     double flops, bytes;
   };
   Ops& inner_;
@@ -119,6 +136,7 @@ class ProfilingOps final : public Ops {
 // minus the time it would take at its ceiling.
 struct FamilyRow {
   OpFamily family;
+  std::string name;          // the family's, or the detail's key
   double ms = 0, share = 0;  // per step; share of the span
   double rate = 0;           // TFLOP/s (gemm, attention) or GB/s (the rest)
   double of_ceiling = 0;     // rate / ceiling
@@ -127,8 +145,13 @@ struct FamilyRow {
 };
 std::vector<FamilyRow> family_rows(const FamilyTotals& totals, double gemm_tflops, double copy_gbs,
                                    int steps);
+// The same for each op and shape, largest gap first.
+std::vector<FamilyRow> detail_rows(const FamilyTotals& totals, double gemm_tflops, double copy_gbs,
+                                   int steps);
 // A table of the rows, the GPU's idle time (span minus ops) and the three largest gaps.
 std::string format_family_table(const std::vector<FamilyRow>& rows, const FamilyTotals& totals,
                                 int steps);
+// The first `limit` detail rows as a table.
+std::string format_detail_table(const std::vector<FamilyRow>& rows, size_t limit);
 
 }  // namespace mlbert::bert

@@ -19,7 +19,8 @@
 // op (bert/op_profile.h): the time per op family (GEMMs, attention forward and backward,
 // LayerNorm, embedding, loss, optimizer, the rest), each against its ceiling (the GEMM baseline
 // for GEMMs and attention, the copy baseline for the memory-bound families), the GPU's idle time
-// between ops, and the three largest gaps. Those steps are not in the timed figures.
+// between ops, the three largest gaps, and the same by op and shape. Those steps are not in the
+// timed figures.
 //
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
 //                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
@@ -484,7 +485,18 @@ int main(int argc, char** argv) {
               "  %s %s, op by op over %d steps (event per op; not in the figures above):\n%s",
               bert::dtype_name(dtype), mix.c_str(), o.breakdown,
               bert::format_family_table(rows, t.breakdown, o.breakdown).c_str());
-          nlohmann::json families = nlohmann::json::array();
+          const auto details = bert::detail_rows(t.breakdown, gemm, copy, o.breakdown);
+          std::printf("  by op and shape, largest gap first (12 of %zu):\n%s", details.size(),
+                      bert::format_detail_table(details, 12).c_str());
+          nlohmann::json families = nlohmann::json::array(), ops_json = nlohmann::json::array();
+          for (const auto& r : details)
+            ops_json.push_back({{"op", r.name},
+                                {"family", bert::op_family_name(r.family)},
+                                {"calls", r.calls},
+                                {"ms", r.ms},
+                                {"rate", r.rate},
+                                {"of_ceiling", r.of_ceiling},
+                                {"gap_ms", r.gap_ms}});
           for (const auto& r : rows)
             families.push_back({{"family", bert::op_family_name(r.family)},
                                 {"calls", r.calls},
@@ -496,7 +508,8 @@ int main(int argc, char** argv) {
           breakdowns.push_back({{"dtype", bert::dtype_name(dtype)},
                                 {"mix", mix},
                                 {"span_ms", 1e3 * t.breakdown.span_seconds / o.breakdown},
-                                {"families", families}});
+                                {"families", families},
+                                {"ops", ops_json}});
         }
         std::printf(
             "RESULT mlbert %s %s seq_per_s=%.2f mfu=%.4f step_ms=%.3f tflops=%.2f "

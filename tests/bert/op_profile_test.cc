@@ -123,6 +123,41 @@ TEST_CASE("op profile: the wrapper changes nothing and counts every op of a step
   CHECK(totals.op_seconds() > 0);
   CHECK(totals.span_seconds >= totals.op_seconds());
 
+  // The detail rows split the same ops by op and shape, and add up to the families.
+  auto detail = [&](const std::string& key) -> const OpDetail* {
+    for (const OpDetail& d : totals.details)
+      if (d.key == key) return &d;
+    return nullptr;
+  };
+  const OpDetail* qkv = detail("linear_forward n=16 k=16 x3");
+  REQUIRE(qkv);
+  CHECK(qkv->calls == 3);
+  CHECK(qkv->flops == Approx(3 * T * 2 * H * 3 * H));
+  const OpDetail* ffn1 = detail("linear_forward n=24 k=16 gelu");
+  REQUIRE(ffn1);
+  CHECK(ffn1->calls == 3);
+  const OpDetail* decoder = detail("linear_backward n=48 k=16");
+  REQUIRE(decoder);
+  CHECK(decoder->calls == 1);
+  CHECK(decoder->flops == Approx(4 * P * H * V));
+  REQUIRE(detail("layer_norm_forward n=16 +residual"));
+  REQUIRE(detail("cross_entropy n=2"));
+  double detail_seconds = 0, detail_gemm_flops = 0;
+  size_t detail_calls = 0;
+  for (const OpDetail& d : totals.details) {
+    detail_seconds += d.seconds;
+    detail_calls += d.calls;
+    if (d.family == OpFamily::gemm) detail_gemm_flops += d.flops;
+  }
+  size_t family_calls = 0;
+  for (size_t n : totals.calls) family_calls += n;
+  CHECK(detail_calls == family_calls);
+  CHECK(detail_seconds == Approx(totals.op_seconds()));
+  CHECK(detail_gemm_flops == Approx(totals.flops[at(OpFamily::gemm)]));
+  const auto rows = detail_rows(totals, 1e-3, 1.0, 1);
+  REQUIRE(rows.size() == totals.details.size());
+  for (size_t i = 1; i < rows.size(); ++i) CHECK(rows[i - 1].gap_ms >= rows[i].gap_ms);
+
   // Not recording: the wrapper only forwards.
   const StepOutput again = run_step(ops, c, batch);
   CHECK(again.master == expected.master);
@@ -161,6 +196,26 @@ TEST_CASE("op profile: rates, ceilings and gaps of the family table") {
   CHECK(table.find("largest gaps to the ceiling: GEMM 500.000 ms, LayerNorm 250.000 ms, loss") !=
         std::string::npos);
   CHECK_THROWS_AS(family_rows(t, 600, 3000, 0), std::invalid_argument);
+
+  // Details: the same arithmetic per op and shape, largest gap first; two steps summed by key.
+  FamilyTotals a, b;
+  a.details = {{"linear_forward n=1024 k=1024", OpFamily::gemm, 1, 150e12, 0, 2},
+               {"layer_norm_forward n=1024", OpFamily::layer_norm, 0.5, 0, 0.75e12, 4}};
+  b.details = {{"layer_norm_forward n=1024", OpFamily::layer_norm, 0.5, 0, 0.75e12, 4},
+               {"linear_forward n=1024 k=1024", OpFamily::gemm, 1, 150e12, 0, 2}};
+  a += b;
+  REQUIRE(a.details.size() == 2);
+  const auto details = detail_rows(a, 600, 3000, 2);
+  CHECK(details[0].name == "linear_forward n=1024 k=1024");
+  CHECK(details[0].calls == 2);
+  CHECK(details[0].rate == Approx(150));
+  CHECK(details[0].gap_ms == Approx(750));
+  CHECK(details[1].name == "layer_norm_forward n=1024");
+  CHECK(details[1].gap_ms == Approx(250));
+  const std::string detail_table = format_detail_table(details, 1);
+  INFO(detail_table);
+  CHECK(detail_table.find("linear_forward n=1024 k=1024") != std::string::npos);
+  CHECK(detail_table.find("layer_norm_forward") == std::string::npos);  // beyond the limit
 }
 
 TEST_CASE("op profile: a clock that lost a timestamp is an error, not a wrong table") {
