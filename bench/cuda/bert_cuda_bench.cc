@@ -24,7 +24,10 @@
 //
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
 //                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
-//                   [--breakdown N]
+//                   [--breakdown N] [--epilogues all|no-gelu|no-bias-grad|none]
+//
+// --epilogues switches cuBLASLt's fused GELU and bias-gradient epilogues off (CudaOpsOptions), so
+// the fused and unfused paths of the same step can be set side by side (default: all).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,6 +71,7 @@ struct Options {
   bool check = false;
   std::string json;   // --json FILE: the measurements for `mlbert simulate calibrate --bench`
   int breakdown = 0;  // --breakdown N: steps timed op by op after the timed steps
+  std::string epilogues = "all";  // --epilogues: which fused cuBLASLt epilogues may run
 };
 
 // A timestamp is an event recorded on the backend's stream; events are created as needed and
@@ -276,7 +280,10 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   limits.max_sequences = batch.num_sequences();
   limits.max_masked = batch.num_masked();
   limits.max_seqlen = 512;
-  cuda::CudaOps cuda_ops(cuda::cuda_ops_options_for(config, limits, dtype));
+  cuda::CudaOpsOptions options = cuda::cuda_ops_options_for(config, limits, dtype);
+  options.gelu_epilogue = o.epilogues == "all" || o.epilogues == "no-bias-grad";
+  options.bias_grad_epilogue = o.epilogues == "all" || o.epilogues == "no-gelu";
+  cuda::CudaOps cuda_ops(options);
   // Every op goes through the profiling wrapper, which only forwards until --breakdown's steps.
   CudaEventClock clock(cuda_ops.stream());
   bert::ProfilingOps ops(cuda_ops, clock);
@@ -416,11 +423,20 @@ int main(int argc, char** argv) {
       o.json = next();
     else if (arg == "--breakdown")
       o.breakdown = std::atoi(next().c_str());
-    else {
+    else if (arg == "--epilogues") {
+      o.epilogues = next();
+      if (o.epilogues != "all" && o.epilogues != "no-gelu" && o.epilogues != "no-bias-grad" &&
+          o.epilogues != "none") {
+        std::fprintf(stderr, "--epilogues: '%s' is not all, no-gelu, no-bias-grad or none\n",
+                     o.epilogues.c_str());
+        return 2;
+      }
+    } else {
       std::fprintf(
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
-          "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE] [--breakdown N]\n",
+          "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE] [--breakdown N] "
+          "[--epilogues all|no-gelu|no-bias-grad|none]\n",
           argv[0]);
       return 2;
     }
@@ -445,8 +461,8 @@ int main(int argc, char** argv) {
         "baseline: bf16 GEMM 8192^3 through cuBLASLt %.1f TFLOP/s; device copy %.0f GB/s (read + "
         "write)\n",
         gemm, copy);
-    std::printf("peak used for MFU: %.1f TFLOP/s (%s)\n", peak,
-                o.peak_tflops > 0 ? "--peak-tflops" : "datasheet, dense");
+    std::printf("peak used for MFU: %.1f TFLOP/s (%s); cuBLASLt epilogues allowed: %s\n", peak,
+                o.peak_tflops > 0 ? "--peak-tflops" : "datasheet, dense", o.epilogues.c_str());
     const bert::BertConfig config = bert::BertConfig::preset("bert-large");
     std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s %8s %9s\n", "dtype", "mix", "tokens",
                 "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs",
@@ -459,6 +475,7 @@ int main(int argc, char** argv) {
          {{"name", dev.name}, {"multiprocessors", dev.sm_count}, {"describe", dev.describe()}}},
         {"gemm_tflops", gemm},
         {"copy_gbs", copy},
+        {"epilogues", o.epilogues},
         {"steps", nlohmann::json::array()}};
     nlohmann::json breakdowns = nlohmann::json::array();
     for (const std::string& mix : o.mixes) {
