@@ -30,7 +30,8 @@
 #   model     bert_cuda_check --model-only: BERT-large forward + backward vs the CPU, bf16 and fp16
 #   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix, and
 #             the time per op family of 2 more steps against the GEMM and copy ceilings; its
-#             measurements fitted into a measured accelerator profile (printed into bench.log)
+#             measurements fitted into a measured accelerator profile (printed into bench.log);
+#             then the bf16 padded step with the fused cuBLASLt epilogues off, op by op
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
@@ -366,6 +367,14 @@ bench_stage() {
   else
     echo "bench: the measured profile could not be fitted (the bench's verdict stands)"
   fi
+  # The same bf16 step with cuBLASLt's fused epilogues off, op by op: which products the fused
+  # GELU and bias-gradient epilogues speed up or slow down (not part of the verdict).
+  local epilogues
+  for epilogues in no-bias-grad none; do
+    echo "=== bf16 padded with --epilogues $epilogues"
+    with_bundle "$BIN/bert_cuda_bench" --dtype bf16 --mix padded --steps 5 --warmup 2 --breakdown 1 \
+      --epilogues "$epilogues" | grep -vE '^(device|baseline|peak used):'
+  done
   return $status
 }
 train_stage() {  # systems...
