@@ -16,15 +16,7 @@ using mlbert::test::random_vector;
 namespace {
 
 BertConfig small_config() {
-  BertConfig c = BertConfig::preset("tiny");
-  c.vocab_size = 45;  // padded to 48
-  c.hidden_size = 16;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 24;
-  c.max_position_embeddings = 12;
-  c.num_hidden_layers = 2;
-  c.initializer_range = 0.3;
-  return c;
+  return mlbert::test::small_bert_config();
 }
 
 // Three sequences of lengths 5, 9 and 3 with 1-3 masked positions each.

@@ -8,18 +8,14 @@
 #include "bert/cpu/cpu_ops.h"
 #include "bert/model.h"
 #include "bert/op_profile.h"
+#include "tests/bert/test_util.h"
 
 using namespace mlbert::bert;
 
 namespace {
 
 BertConfig profile_config() {
-  BertConfig c = BertConfig::preset("tiny");
-  c.vocab_size = 45;  // padded to 48
-  c.hidden_size = 16;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 24;
-  c.max_position_embeddings = 12;
+  BertConfig c = mlbert::test::small_bert_config();  // 48 padded tokens
   c.num_hidden_layers = 3;
   return c;
 }

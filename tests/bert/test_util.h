@@ -7,9 +7,24 @@
 #include <random>
 #include <vector>
 
+#include "bert/config.h"
 #include "bert/ops.h"
 
 namespace mlbert::test {
+
+// A two-layer BERT small enough for finite differences: hidden 16, 2 heads, FFN 24, 45 tokens
+// (padded to 48), 12 positions.
+inline bert::BertConfig small_bert_config() {
+  bert::BertConfig c = bert::BertConfig::preset("tiny");
+  c.vocab_size = 45;
+  c.hidden_size = 16;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 24;
+  c.max_position_embeddings = 12;
+  c.num_hidden_layers = 2;
+  c.initializer_range = 0.3;
+  return c;
+}
 
 inline std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
