@@ -84,6 +84,9 @@ bundle_env() {
   export OPAL_SYSCONFDIR=$b/sysroot/etc/openmpi
   export PMIX_INSTALL_PREFIX=$b/sysroot/usr/lib/$MULTIARCH/pmix2
   export PMIX_MCA_mca_base_component_path=$PMIX_INSTALL_PREFIX/lib/pmix
+  # The H200 image has a PMIx of its own: the bundled one also tried the image's zlib compression
+  # plugin (undefined symbol) and then warned that it has no compression; one rank needs none.
+  export PMIX_MCA_mca_base_component_show_load_errors=0 PMIX_MCA_pcompress_base_silence_warning=1
   # One rank: no shared-memory or network transport; the singleton's orted starts locally (the
   # default launcher wants ssh or rsh, which a bare image lacks).
   export OMPI_MCA_btl=self OMPI_MCA_pml=ob1 OMPI_MCA_plm=isolated
