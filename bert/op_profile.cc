@@ -42,6 +42,8 @@ std::vector<double> HostOpClock::elapsed() {
 }
 
 namespace {
+
+// Adds d into the detail of its key, or appends it.
 void add_detail(std::vector<OpDetail>& details, const OpDetail& d) {
   for (OpDetail& have : details)
     if (have.key == d.key) {
@@ -54,19 +56,36 @@ void add_detail(std::vector<OpDetail>& details, const OpDetail& d) {
   details.push_back(d);
 }
 
+// A field of the details of one family, summed.
+template <typename Field>
+double family_sum(const std::vector<OpDetail>& details, OpFamily family, Field field) {
+  double sum = 0;
+  for (const OpDetail& d : details)
+    if (d.family == family) sum += static_cast<double>(d.*field);
+  return sum;
+}
 }  // namespace
 
+double FamilyTotals::seconds(OpFamily f) const {
+  return family_sum(details, f, &OpDetail::seconds);
+}
+double FamilyTotals::flops(OpFamily f) const {
+  return family_sum(details, f, &OpDetail::flops);
+}
+double FamilyTotals::bytes(OpFamily f) const {
+  return family_sum(details, f, &OpDetail::bytes);
+}
+size_t FamilyTotals::calls(OpFamily f) const {
+  return static_cast<size_t>(family_sum(details, f, &OpDetail::calls));
+}
+
 double FamilyTotals::op_seconds() const {
-  return std::accumulate(seconds.begin(), seconds.end(), 0.0);
+  double sum = 0;
+  for (const OpDetail& d : details) sum += d.seconds;
+  return sum;
 }
 
 FamilyTotals& FamilyTotals::operator+=(const FamilyTotals& other) {
-  for (size_t i = 0; i < kOpFamilies; ++i) {
-    seconds[i] += other.seconds[i];
-    flops[i] += other.flops[i];
-    bytes[i] += other.bytes[i];
-    calls[i] += other.calls[i];
-  }
   span_seconds += other.span_seconds;
   for (const OpDetail& d : other.details) add_detail(details, d);
   return *this;
@@ -139,11 +158,6 @@ FamilyTotals ProfilingOps::stop() {
     throw std::logic_error("ProfilingOps: " + std::to_string(intervals.size()) +
                            " clock intervals for " + std::to_string(records_.size()) + " ops");
   for (size_t i = 0; i < records_.size(); ++i) {
-    const auto f = static_cast<size_t>(records_[i].family);
-    totals.seconds[f] += intervals[2 * i];
-    totals.flops[f] += records_[i].flops;
-    totals.bytes[f] += records_[i].bytes;
-    ++totals.calls[f];
     const Record& r = records_[i];
     add_detail(totals.details, {detail_key(r.op, r.shape.n, r.shape.k, r.shape.batch, r.shape.note),
                                 r.family, intervals[2 * i], r.flops, r.bytes, 1});
@@ -353,11 +367,11 @@ std::vector<FamilyRow> family_rows(const FamilyTotals& totals, double gemm_tflop
   if (steps < 1) throw std::invalid_argument("family_rows: steps must be at least 1");
   std::vector<FamilyRow> rows;
   for (size_t i = 0; i < kOpFamilies; ++i) {
-    if (totals.calls[i] == 0) continue;
     const auto family = static_cast<OpFamily>(i);
-    rows.push_back(make_row(family, op_family_name(family), totals.seconds[i], totals.flops[i],
-                            totals.bytes[i], totals.calls[i], totals.span_seconds, gemm_tflops,
-                            copy_gbs, steps));
+    if (totals.calls(family) == 0) continue;
+    rows.push_back(make_row(family, op_family_name(family), totals.seconds(family),
+                            totals.flops(family), totals.bytes(family), totals.calls(family),
+                            totals.span_seconds, gemm_tflops, copy_gbs, steps));
   }
   return rows;
 }

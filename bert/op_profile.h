@@ -10,7 +10,6 @@
 // host clock, which is how the accounting is unit-tested without a GPU.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -61,11 +60,15 @@ struct OpDetail {
   size_t calls = 0;
 };
 
+// What a recording holds: the ops by op and shape, and its span.
 struct FamilyTotals {
-  std::array<double, kOpFamilies> seconds{}, flops{}, bytes{};
-  std::array<size_t, kOpFamilies> calls{};
-  double span_seconds = 0;  // first op's start to last op's end (ops and the gaps between them)
   std::vector<OpDetail> details;  // in order of first appearance
+  double span_seconds = 0;  // first op's start to last op's end (ops and the gaps between them)
+  // A family's sums over its details.
+  double seconds(OpFamily family) const;
+  double flops(OpFamily family) const;
+  double bytes(OpFamily family) const;
+  size_t calls(OpFamily family) const;
   double op_seconds() const;
   FamilyTotals& operator+=(const FamilyTotals& other);  // several recordings (steps) together
 };
