@@ -64,9 +64,18 @@ ctest --output-on-failure -j "$jobs" -E "$excluded|$multirank" || status=$?
 ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
   ctest --output-on-failure -R "$multirank" -E "$excluded" || status=$?
 echo "ci_sanitize: tests took $((SECONDS - start)) s"
+# LeakSanitizer's "Unable to get registers from thread N" is a note, not a report: it could not
+# suspend a thread that was exiting while the leak check stopped the process (seen once on a loaded
+# 2-core VM, 2026-12-04); the check goes on, and a leak it then finds is reported as an error line.
+lsan_note='^==[0-9]+==Unable to get registers from thread [0-9]+\.$'
 if [[ -s $MLBERT_SHARD_READER_LOG ]]; then
-  echo "ci_sanitize: the shard reader processes reported:"
-  cat "$MLBERT_SHARD_READER_LOG"
-  status=1
+  notes=$(grep -cE "$lsan_note" "$MLBERT_SHARD_READER_LOG" || true)
+  ((notes)) && echo "ci_sanitize: $notes LeakSanitizer note(s) from the shard reader processes that" \
+    "a thread could not be suspended (not errors)"
+  if grep -qvE "$lsan_note" "$MLBERT_SHARD_READER_LOG"; then
+    echo "ci_sanitize: the shard reader processes reported:"
+    grep -vE "$lsan_note" "$MLBERT_SHARD_READER_LOG"
+    status=1
+  fi
 fi
 exit $status
