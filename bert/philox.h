@@ -6,10 +6,14 @@
 //
 // The exact mapping (part of the Ops contract; changing it changes every mask):
 //   key     = (k0, k1) = (low 32 bits of seed, high 32 bits of seed)
-//   counter = (c0, c1, c2, c3) = (low 32 bits of element/4, high 32 bits of element/4, site, step)
-//   word    = output[element % 4] of philox4x32_10(counter, key)
-//   keep    = word < keep_threshold,  keep_threshold = floor((1 - p) * 2^32) clamped to 2^32 - 1
+//   counter = (c0, c1, c2, c3) = (low 32 bits of element/8, high 32 bits of element/8, site, step)
+//   word    = 16-bit half (element % 2) of output[(element % 8) / 2] of philox4x32_10(counter, key)
+//             (half 0 the low 16 bits)
+//   keep    = word < keep_threshold,  keep_threshold = floor((1 - p) * 2^16) clamped to 2^16 - 1
 //   value   = keep ? x * (1 / (1 - p)) : 0        (p == 0: no mask at all, every element kept)
+// One Philox call thus covers 8 elements: a 16-bit word keeps 1 - p to within 2^-16 (p = 0.1:
+// 0.899994), and the attention kernels, whose speed the Philox rounds bound, draw half as often
+// as with a 32-bit word per element (BENCHMARKS.md, "CUDA backend").
 // `element` is the row-major index of the element in the tensor the dropout applies to (see
 // dropout_site() and attention_dropout_element() for the sites and the attention-probability
 // index).
@@ -71,7 +75,7 @@ struct DropoutMask {
   uint64_t seed = 0;
   uint32_t step = 0;
   uint32_t site = 0;
-  uint32_t keep_threshold = 0;  // keep iff philox word < keep_threshold
+  uint32_t keep_threshold = 0;  // keep iff the element's 16-bit Philox word < keep_threshold
   float scale = 1.0f;           // 1 / (1 - p) for kept elements
   bool enabled = false;
 };
@@ -83,24 +87,33 @@ inline DropoutMask make_dropout_mask(uint64_t seed, uint32_t step, uint32_t site
   mask.step = step;
   mask.site = site;
   if (!(p > 0.0)) return mask;
-  const double threshold = (1.0 - p) * 4294967296.0;
-  mask.keep_threshold = threshold >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(threshold);
+  const double threshold = (1.0 - p) * 65536.0;
+  mask.keep_threshold = threshold >= 65535.0 ? 65535u : static_cast<uint32_t>(threshold);
   mask.scale = static_cast<float>(1.0 / (1.0 - p));
   mask.enabled = true;
   return mask;
 }
 
-// The Philox block that holds elements [4*(element/4), 4*(element/4) + 4).
+// Elements per Philox call (a "block"): 4 outputs x 2 16-bit words.
+inline constexpr uint32_t kDropoutBlockElements = 8;
+
+// The Philox block that holds elements [8*(element/8), 8*(element/8) + 8).
 MLBERT_HOST_DEVICE Philox4x32 dropout_block(const DropoutMask& mask, uint64_t element) {
-  const uint64_t group = element >> 2;
+  const uint64_t group = element >> 3;
   return philox4x32_10(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), mask.site,
                        mask.step, static_cast<uint32_t>(mask.seed),
                        static_cast<uint32_t>(mask.seed >> 32));
 }
 
+// The 16-bit word of element `index` (0..7) of a block.
+MLBERT_HOST_DEVICE uint32_t dropout_word(const Philox4x32& block, uint32_t index) {
+  return (block.v[index >> 1] >> (16u * (index & 1u))) & 0xffffu;
+}
+
 MLBERT_HOST_DEVICE bool dropout_keep(const DropoutMask& mask, uint64_t element) {
   if (!mask.enabled) return true;
-  return dropout_block(mask, element).v[element & 3u] < mask.keep_threshold;
+  return dropout_word(dropout_block(mask, element), static_cast<uint32_t>(element & 7u)) <
+         mask.keep_threshold;
 }
 
 // The multiplier dropout applies to element `element`: 0, or `scale` when kept (1 when disabled).
@@ -111,9 +124,9 @@ MLBERT_HOST_DEVICE float dropout_factor(const DropoutMask& mask, uint64_t elemen
 
 // Attention probabilities of sequence-local query row i (global token index `query_token`), head
 // `head`, key column j: element = (query_token * num_heads + head) * row_stride + j, with
-// row_stride = max_seqlen rounded up to a multiple of 4 so one Philox block never spans two rows.
+// row_stride = max_seqlen rounded up to a multiple of 8 so one Philox block never spans two rows.
 MLBERT_HOST_DEVICE uint64_t attention_dropout_row_stride(int max_seqlen) {
-  return (static_cast<uint64_t>(max_seqlen) + 3u) & ~static_cast<uint64_t>(3u);
+  return (static_cast<uint64_t>(max_seqlen) + 7u) & ~static_cast<uint64_t>(7u);
 }
 MLBERT_HOST_DEVICE uint64_t attention_dropout_element(uint64_t query_token, int head, int num_heads,
                                                       uint64_t row_stride, int key_index) {

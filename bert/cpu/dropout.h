@@ -1,4 +1,4 @@
-// Dropout factors for a run of consecutive elements, one Philox block per four elements.
+// Dropout factors for a run of consecutive elements, one Philox block per eight elements.
 #pragma once
 #include <cstdint>
 
@@ -16,9 +16,9 @@ inline void dropout_factors(const DropoutMask& mask, uint64_t first, int64_t cou
   int64_t i = 0;
   while (i < count) {
     const Philox4x32 block = dropout_block(mask, element);
-    for (uint32_t lane = static_cast<uint32_t>(element & 3u); lane < 4 && i < count;
-         ++lane, ++i, ++element) {
-      out[i] = block.v[lane] < mask.keep_threshold ? mask.scale : 0.0f;
+    for (uint32_t index = static_cast<uint32_t>(element & 7u);
+         index < kDropoutBlockElements && i < count; ++index, ++i, ++element) {
+      out[i] = dropout_word(block, index) < mask.keep_threshold ? mask.scale : 0.0f;
     }
   }
 }

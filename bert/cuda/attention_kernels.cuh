@@ -38,7 +38,8 @@ constexpr int kSmemRow = kHeadDim + kSmemPad;
 constexpr int kTileElems = kBlockM * kSmemRow;
 constexpr int kChunksPerRow = kHeadDim * 2 / kVectorBytes;  // 16-byte chunks in one head row
 constexpr int kElemsPerChunk = kVectorBytes / 2;
-constexpr int kNTiles = kBlockN / 8;    // n8 accumulator tiles across 64 columns
+constexpr int kNTiles = kBlockN / 8;  // n8 accumulator tiles across 64 columns
+static_assert(kNTiles % 2 == 0, "dropout bits are drawn for pairs of n8 tiles");
 constexpr int kKSteps = kHeadDim / 16;  // k16 steps across the head dimension
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -168,19 +169,23 @@ __device__ __forceinline__ void store_warp_rows(const float (&acc)[kNTiles][4], 
 }
 
 // Keep bits of the 32 probabilities a thread holds in its warp's 16x64 tile: bit (nt * 4 + e) for
-// accumulator element [nt][e]. Each lane draws one Philox block per n8 tile and gathers the bits
-// it needs by shuffles (the mapping is in dropout_bits.h and unit-tested on the CPU).
+// accumulator element [nt][e]. Each lane draws one Philox block per pair of n8 tiles and gathers
+// the bits it needs by shuffles (the mapping is in dropout_bits.h and unit-tested on the CPU).
 __device__ __forceinline__ uint32_t attention_keep_bits(const AttentionTileCoords& c,
                                                         const DropoutMask& mask, int lane) {
-  int src_g, src_g8, shift;
-  attention_forward_sources(lane, src_g, src_g8, shift);
   uint32_t bits = 0;
 #pragma unroll 1
-  for (int nt = 0; nt < kNTiles; ++nt) {
-    const uint32_t nibble = dropout_keep_nibble(mask, attention_forward_lane_block(c, lane, nt));
-    const uint32_t row_g = __shfl_sync(kFullWarpMask, nibble, src_g);
-    const uint32_t row_g8 = __shfl_sync(kFullWarpMask, nibble, src_g8);
-    bits |= attention_forward_bits(row_g, row_g8, shift) << (nt * 4);
+  for (int pair = 0; pair < kNTiles / 2; ++pair) {
+    const uint32_t drawn =
+        dropout_keep_block_bits(mask, attention_forward_lane_block(c, lane, pair));
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      int src_g, src_g8, shift;
+      attention_forward_sources(lane, half, src_g, src_g8, shift);
+      const uint32_t row_g = __shfl_sync(kFullWarpMask, drawn, src_g);
+      const uint32_t row_g8 = __shfl_sync(kFullWarpMask, drawn, src_g8);
+      bits |= attention_forward_bits(row_g, row_g8, shift) << ((2 * pair + half) * 4);
+    }
   }
   return bits;
 }
@@ -188,17 +193,21 @@ __device__ __forceinline__ uint32_t attention_keep_bits(const AttentionTileCoord
 __device__ __forceinline__ uint32_t attention_keep_bits_transposed(const AttentionTileCoords& c,
                                                                    const DropoutMask& mask,
                                                                    int lane) {
-  int src_g, src_g8, shift;
-  attention_backward_sources(lane, src_g, src_g8, shift);
   uint32_t bits = 0;
 #pragma unroll 1
-  for (int nt = 0; nt < kNTiles; ++nt) {
-    const uint32_t nibble = dropout_keep_nibble(mask, attention_backward_lane_block(c, lane, nt));
-    const uint32_t n0 = __shfl_sync(kFullWarpMask, nibble, src_g);
-    const uint32_t n1 = __shfl_sync(kFullWarpMask, nibble, src_g + 1);
-    const uint32_t n2 = __shfl_sync(kFullWarpMask, nibble, src_g8);
-    const uint32_t n3 = __shfl_sync(kFullWarpMask, nibble, src_g8 + 1);
-    bits |= attention_backward_bits(n0, n1, n2, n3, shift) << (nt * 4);
+  for (int pair = 0; pair < kNTiles / 2; ++pair) {
+    const uint32_t drawn =
+        dropout_keep_block_bits(mask, attention_backward_lane_block(c, lane, pair));
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      int src_g, src_g8, shift;
+      attention_backward_sources(lane, half, src_g, src_g8, shift);
+      const uint32_t b0 = __shfl_sync(kFullWarpMask, drawn, src_g);
+      const uint32_t b1 = __shfl_sync(kFullWarpMask, drawn, src_g + 1);
+      const uint32_t b2 = __shfl_sync(kFullWarpMask, drawn, src_g8);
+      const uint32_t b3 = __shfl_sync(kFullWarpMask, drawn, src_g8 + 1);
+      bits |= attention_backward_bits(b0, b1, b2, b3, shift) << ((2 * pair + half) * 4);
+    }
   }
   return bits;
 }

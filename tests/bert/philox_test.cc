@@ -30,16 +30,23 @@ TEST_CASE("philox4x32_10 reproduces Random123's known-answer vectors") {
 TEST_CASE("dropout masks follow the documented (seed, step, site, element) mapping") {
   const DropoutMask mask = make_dropout_mask(0x0123456789abcdefull, 42, 7, 0.1);
   REQUIRE(mask.enabled);
-  CHECK(mask.keep_threshold == static_cast<uint32_t>(0.9 * 4294967296.0));
+  CHECK(mask.keep_threshold == 58982u);  // floor(0.9 * 2^16)
   CHECK(mask.scale == Approx(1.0 / 0.9));
-  // element 4*g + lane uses word `lane` of philox(counter = (g lo, g hi, site, step), key = seed).
-  const uint64_t element = (uint64_t{5} << 32) * 4 + 4 * 3 + 2;
-  const uint64_t group = element / 4;
+  // Element 8*g + i uses the 16-bit half (i % 2) of word i / 2 of philox(counter = (g lo, g hi,
+  // site, step), key = seed), the low half first.
+  const uint64_t group = (uint64_t{5} << 32) + 3;
   const Philox4x32 r =
       philox4x32_10(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), 7, 42,
                     0x89abcdefu, 0x01234567u);
-  CHECK(dropout_keep(mask, element) == (r.v[2] < mask.keep_threshold));
-  CHECK(dropout_factor(mask, element) == (r.v[2] < mask.keep_threshold ? mask.scale : 0.0f));
+  for (uint32_t i = 0; i < 8; ++i) {
+    const uint64_t element = 8 * group + i;
+    const uint32_t word = i % 2 == 0 ? r.v[i / 2] & 0xffffu : r.v[i / 2] >> 16;
+    INFO("element " << i << " of the block");
+    CHECK(dropout_keep(mask, element) == (word < mask.keep_threshold));
+    CHECK(dropout_factor(mask, element) == (word < mask.keep_threshold ? mask.scale : 0.0f));
+  }
+  // p close to 0 still drops: the threshold stops below 2^16.
+  CHECK(make_dropout_mask(1, 1, 1, 1e-9).keep_threshold == 65535u);
 }
 
 TEST_CASE("dropout keeps about 1-p of the elements and differs across sites and steps") {
@@ -72,6 +79,7 @@ TEST_CASE("dropout sites are distinct for every layer and kind") {
     }
   }
   CHECK(attention_dropout_row_stride(5) == 8);
+  CHECK(attention_dropout_row_stride(9) == 16);  // a Philox block (8 elements) never spans rows
   CHECK(attention_dropout_row_stride(512) == 512);
   CHECK(attention_dropout_element(10, 1, 16, 8, 3) == (10 * 16 + 1) * 8 + 3);
 }

@@ -1,7 +1,8 @@
-// The CUDA kernels' dropout drawing (one Philox block per 4 elements, shared between warp lanes by
+// The CUDA kernels' dropout drawing (one Philox block per 8 elements, shared between warp lanes by
 // shuffles) must reproduce bert::dropout_keep element for element, or the two backends disagree.
 // The lane mapping is __host__ __device__, so a 32-lane warp is simulated here exactly as the
-// kernels run it: every lane draws its block, then each lane reads the nibbles of its sources.
+// kernels run it: every lane draws its block for a pair of n8 tiles, then each lane reads the
+// bits of its sources.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -36,7 +37,9 @@ TEST_CASE("dropout_keep_byte equals bert::dropout_keep for every element of a pa
     const DropoutMask mask = random_mask(rng, p);
     int kept = 0;
     for (int trial = 0; trial < 2000; ++trial) {
-      const uint64_t element = (rng() % (uint64_t{1} << 40)) & ~uint64_t{7};
+      // Packs start at multiples of 8 in the kernels; every other start is checked too.
+      const uint64_t alignment_bits = trial % 4 == 0 ? 0 : 7;
+      const uint64_t element = (rng() % (uint64_t{1} << 40)) & ~alignment_bits;
       const uint32_t bits = cuda::dropout_keep_byte(mask, element);
       for (int i = 0; i < 8; ++i) {
         REQUIRE(((bits >> i) & 1u) == static_cast<uint32_t>(dropout_keep(mask, element + i)));
@@ -61,18 +64,19 @@ TEST_CASE("attention forward: warp lanes sharing Philox blocks reproduce the per
     const int max_seqlen = c.key0 + 64 + static_cast<int>(rng() % (512 - c.key0 - 63));
     c.row_stride = attention_dropout_row_stride(max_seqlen);
     for (int nt = 0; nt < kTiles; ++nt) {
-      std::array<uint32_t, kLanes> nibble{};
+      const int pair = nt / 2, half = nt % 2;
+      std::array<uint32_t, kLanes> drawn{};
       std::set<uint64_t> blocks;
       for (int lane = 0; lane < kLanes; ++lane) {
-        const uint64_t block = cuda::attention_forward_lane_block(c, lane, nt);
+        const uint64_t block = cuda::attention_forward_lane_block(c, lane, pair);
         blocks.insert(block);
-        nibble[lane] = cuda::dropout_keep_nibble(mask, block);
+        drawn[lane] = cuda::dropout_keep_block_bits(mask, block);
       }
       REQUIRE(blocks.size() == kLanes);  // each block drawn once per warp
       for (int lane = 0; lane < kLanes; ++lane) {
         int src_g, src_g8, shift;
-        cuda::attention_forward_sources(lane, src_g, src_g8, shift);
-        const uint32_t bits = cuda::attention_forward_bits(nibble[src_g], nibble[src_g8], shift);
+        cuda::attention_forward_sources(lane, half, src_g, src_g8, shift);
+        const uint32_t bits = cuda::attention_forward_bits(drawn[src_g], drawn[src_g8], shift);
         const int group = lane >> 2, quad = lane & 3;
         for (int e = 0; e < 4; ++e) {
           const uint64_t query_token = c.query_token0 + group + 8 * (e >> 1);
@@ -99,19 +103,20 @@ TEST_CASE("attention backward: the transposed tile's shared draws reproduce the 
     const int max_seqlen = c.key0 + 16 + static_cast<int>(rng() % (512 - c.key0 - 15));
     c.row_stride = attention_dropout_row_stride(max_seqlen);
     for (int nt = 0; nt < kTiles; ++nt) {
-      std::array<uint32_t, kLanes> nibble{};
+      const int pair = nt / 2, half = nt % 2;
+      std::array<uint32_t, kLanes> drawn{};
       std::set<uint64_t> blocks;
       for (int lane = 0; lane < kLanes; ++lane) {
-        const uint64_t block = cuda::attention_backward_lane_block(c, lane, nt);
+        const uint64_t block = cuda::attention_backward_lane_block(c, lane, pair);
         blocks.insert(block);
-        nibble[lane] = cuda::dropout_keep_nibble(mask, block);
+        drawn[lane] = cuda::dropout_keep_block_bits(mask, block);
       }
       REQUIRE(blocks.size() == kLanes);
       for (int lane = 0; lane < kLanes; ++lane) {
         int src_g, src_g8, shift;
-        cuda::attention_backward_sources(lane, src_g, src_g8, shift);
+        cuda::attention_backward_sources(lane, half, src_g, src_g8, shift);
         const uint32_t bits = cuda::attention_backward_bits(
-            nibble[src_g], nibble[src_g + 1], nibble[src_g8], nibble[src_g8 + 1], shift);
+            drawn[src_g], drawn[src_g + 1], drawn[src_g8], drawn[src_g8 + 1], shift);
         const int group = lane >> 2, quad = lane & 3;
         for (int e = 0; e < 4; ++e) {
           const int key = c.key0 + group + 8 * (e >> 1);
