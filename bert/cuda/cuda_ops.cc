@@ -346,11 +346,12 @@ void CudaOps::linear_forward(const bert::LinearForwardParams& p) {
   }
 }
 
-// d_input = (d_pre . W^T) * act'(input_pre_activation), d_input_bias += its column sums: one GEMM
-// with the DGELU_BGRAD epilogue for the tanh GELU when cuBLASLt offers one, else the plain GEMM,
-// the activation gradient and a column sum. The epilogue writes the bias gradient in d_input's
-// type (cuBLASLt's rule, see epilogue_vector_type) into scratch, summed over the tokens in f32
-// inside the GEMM and rounded once; a small kernel adds it into the f32 d_input_bias.
+// d_input = (d_pre . W^T) * act'(input_pre_activation), d_input_bias += its column sums: the plain
+// GEMM, the activation gradient and a column sum; or, when the options ask for it
+// (dgelu_bgrad_epilogue) and cuBLASLt offers one, one GEMM with the DGELU_BGRAD epilogue for the
+// tanh GELU. The epilogue writes the bias gradient in d_input's type (cuBLASLt's rule, see
+// epilogue_vector_type) into scratch, summed over the tokens in f32 inside the GEMM and rounded
+// once; a small kernel adds it into the f32 d_input_bias.
 void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
                                         char* scratch_base, size_t bias_scratch,
                                         size_t column_scratch) {
@@ -358,7 +359,7 @@ void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, Gem
   float* d_input_bias = p.d_input_bias.defined() ? p.d_input_bias.as<float>() : nullptr;
   const EpilogueChoice choice = data_gradient_epilogue(
       p.input_activation == bert::Activation::gelu,
-      d_input_bias != nullptr && options_.bias_grad_epilogue, g.shape.ldd, g.d_type);
+      d_input_bias != nullptr && options_.dgelu_bgrad_epilogue, g.shape.ldd, g.d_type);
   if (choice.epilogue != GemmEpilogue::none) {
     GemmArgs fused = g;
     fused.epilogue = choice.epilogue;
@@ -510,7 +511,7 @@ void CudaOps::layer_norm_forward(const bert::LayerNormForwardParams& p) {
   a.rows = p.rows;
   a.width = p.width;
   a.eps = p.eps;
-  cuda::layer_norm_forward(a, sm_count_, stream_);
+  cuda::layer_norm_forward(a, stream_);
 }
 
 void CudaOps::layer_norm_backward(const bert::LayerNormBackwardParams& p) {

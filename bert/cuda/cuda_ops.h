@@ -39,8 +39,13 @@ struct CudaOpsOptions {
   // first step, never after it for the same shapes).
   WorkspaceLimits workspace_limits;
   // cuBLASLt epilogues; each can be switched off (then a separate kernel does the same work).
-  bool gelu_epilogue = true;
-  bool bias_grad_epilogue = true;
+  bool gelu_epilogue = true;       // GELU_AUX_BIAS: the FFN input layer's forward
+  bool bias_grad_epilogue = true;  // BGRADA/BGRADB: weight gradients with their bias gradients
+  // DGELU_BGRAD: the FFN output layer's data gradient with the GELU gradient and the FFN input
+  // bias gradient. Off by default: on the H200 that product ran at 277 TFLOP/s fused against 476
+  // as the plain GEMM, the GELU-gradient kernel and a column sum (a 5 ms slower BERT-large step,
+  // BENCHMARKS.md "CUDA backend", 2026-12-04). On where a GPU measures it faster.
+  bool dgelu_bgrad_epilogue = false;
 };
 
 // Options for a model: the workspace sized for `limits`.

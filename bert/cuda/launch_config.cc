@@ -34,6 +34,17 @@ RowKernelConfig row_kernel_config(int64_t rows, int64_t width, int sm_count) {
   return config;
 }
 
+RowKernelConfig row_kernel_config_one_row_per_warp(int64_t rows, int64_t width) {
+  if (rows <= 0)
+    throw std::invalid_argument("row kernels need at least one row (got " + std::to_string(rows) +
+                                ")");
+  RowKernelConfig config;
+  config.packs_per_lane = packs_per_lane_for_width(width);
+  config.rows_per_warp = 1;
+  config.blocks = (rows + config.warps_per_block - 1) / config.warps_per_block;
+  return config;
+}
+
 size_t column_partials_bytes(const RowKernelConfig& config, int64_t width, int sums) {
   return static_cast<size_t>(config.blocks) * static_cast<size_t>(width) *
          static_cast<size_t>(sums) * sizeof(float);

@@ -30,6 +30,10 @@ struct RowKernelConfig {
 // Throws std::invalid_argument when width is not a positive multiple of 8 or exceeds 2048.
 int packs_per_lane_for_width(int64_t width);
 RowKernelConfig row_kernel_config(int64_t rows, int64_t width, int sm_count);
+// For a row kernel without column partials (the LayerNorm forward): one row per warp, so the
+// device has as many warps in flight as the rows allow (row_kernel_config's few waves left the
+// H200 under one wave at 16 x 512 tokens; BENCHMARKS.md).
+RowKernelConfig row_kernel_config_one_row_per_warp(int64_t rows, int64_t width);
 // Bytes of fp32 column partials a two-stage column reduction of `sums` vectors needs.
 size_t column_partials_bytes(const RowKernelConfig& config, int64_t width, int sums);
 // The most blocks row_kernel_config gives for any row count in [1, max_rows] (the block count is

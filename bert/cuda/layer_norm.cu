@@ -74,50 +74,73 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Registers: the backward keeps one of its three column partials (d_gamma) in registers across a
+// warp's rows (32 floats at width 1024) and the other two (d_beta, d_bias) in the warp's own
+// slices of shared memory, where each lane only touches its own columns. A row's normalized input
+// and dy * gamma are recomputed from global memory (an L1 hit: the warp read them a moment earlier)
+// in the second pass instead of being held through the row reductions. Together that lets four
+// blocks fit on an SM without spilling (__launch_bounds__; 216 registers and 12.5% occupancy
+// before, BENCHMARKS.md). Sums are added in the same order as before, so the results are too.
+template <typename T>
+__device__ __forceinline__ void layer_norm_bwd_pack(const LayerNormBackwardArgs& a, int64_t offset,
+                                                    int col, float mean, float rstd,
+                                                    float (&dy)[kElementsPerPack],
+                                                    float (&xhat)[kElementsPerPack],
+                                                    float (&g)[kElementsPerPack]) {
+  float gamma[kElementsPerPack];
+  rows::load_floats(static_cast<const T*>(a.d_out) + offset, dy);
+  rows::load_floats(static_cast<const T*>(a.ln_input) + offset, xhat);
+  rows::load_floats(static_cast<const T*>(a.gamma) + col, gamma);
+#pragma unroll
+  for (int i = 0; i < kElementsPerPack; ++i) {
+    xhat[i] = (xhat[i] - mean) * rstd;
+    g[i] = dy[i] * gamma[i];
+  }
+}
+
 template <typename T, int kPacks>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kRowBlocksPerSm)
     layer_norm_bwd_kernel(const LayerNormBackwardArgs a, int64_t rows_per_warp, float* partials) {
-  constexpr int kSums = 3;  // d_gamma, d_beta, d_bias
-  __shared__ float smem[kSums * rows::kMaxWidth];
+  constexpr int kSums = 3;          // d_gamma (registers), d_beta, d_bias (shared memory)
+  constexpr int kRegisterSums = 1;  // d_gamma
+  __shared__ float smem[kRegisterSums * rows::kMaxWidth];
+  __shared__ float warp_part[2][kRowWarpsPerBlock][rows::kMaxWidth];  // d_beta, d_bias
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int width = static_cast<int>(a.width);
   const float inv_width = 1.0f / static_cast<float>(width);
   const int64_t row_begin =
       (static_cast<int64_t>(blockIdx.x) * kRowWarpsPerBlock + warp) * rows_per_warp;
   const int64_t row_end = min(row_begin + rows_per_warp, a.rows);
-  const T* d_out = static_cast<const T*>(a.d_out);
-  const T* ln_input = static_cast<const T*>(a.ln_input);
   T* d_residual = static_cast<T*>(a.d_residual);
+  float* my_beta_part = warp_part[0][warp];
+  float* my_bias_part = warp_part[1][warp];
 
-  float part[kSums][kPacks][kElementsPerPack];
+  float part[kRegisterSums][kPacks][kElementsPerPack];
 #pragma unroll
-  for (int s = 0; s < kSums; ++s)
+  for (int p = 0; p < kPacks; ++p) {
 #pragma unroll
-    for (int p = 0; p < kPacks; ++p)
-#pragma unroll
-      for (int i = 0; i < kElementsPerPack; ++i) part[s][p][i] = 0.0f;
+    for (int i = 0; i < kElementsPerPack; ++i) {
+      part[0][p][i] = 0.0f;
+      my_beta_part[pack_column(p, lane) + i] = 0.0f;
+      my_bias_part[pack_column(p, lane) + i] = 0.0f;
+    }
+  }
 
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float mean = a.mean[r], rstd = a.rstd[r];
-    float xhat[kPacks][kElementsPerPack], g[kPacks][kElementsPerPack];
     float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       const int col = pack_column(p, lane);
       if (col >= width) continue;
-      const int64_t offset = r * width + col;
-      float dy[kElementsPerPack], gamma[kElementsPerPack];
-      rows::load_floats(d_out + offset, dy);
-      rows::load_floats(ln_input + offset, xhat[p]);
-      rows::load_floats(static_cast<const T*>(a.gamma) + col, gamma);
+      float dy[kElementsPerPack], xhat[kElementsPerPack], g[kElementsPerPack];
+      layer_norm_bwd_pack<T>(a, r * width + col, col, mean, rstd, dy, xhat, g);
 #pragma unroll
       for (int i = 0; i < kElementsPerPack; ++i) {
-        xhat[p][i] = (xhat[p][i] - mean) * rstd;
-        g[p][i] = dy[i] * gamma[i];
-        sum_g += g[p][i];
-        sum_gx += g[p][i] * xhat[p][i];
-        part[0][p][i] += dy[i] * xhat[p][i];
-        part[1][p][i] += dy[i];
+        sum_g += g[i];
+        sum_gx += g[i] * xhat[i];
+        part[0][p][i] += dy[i] * xhat[i];
+        my_beta_part[col + i] += dy[i];
       }
     }
     const float mean_g = warp_sum(sum_g) * inv_width;
@@ -127,10 +150,11 @@ __global__ void __launch_bounds__(kThreads)
       const int col = pack_column(p, lane);
       if (col >= width) continue;
       const int64_t offset = r * width + col;
+      float dy[kElementsPerPack], xhat[kElementsPerPack], g[kElementsPerPack];
+      layer_norm_bwd_pack<T>(a, offset, col, mean, rstd, dy, xhat, g);
       float ds[kElementsPerPack];
 #pragma unroll
-      for (int i = 0; i < kElementsPerPack; ++i)
-        ds[i] = rstd * (g[p][i] - mean_g - xhat[p][i] * mean_gx);
+      for (int i = 0; i < kElementsPerPack; ++i) ds[i] = rstd * (g[i] - mean_g - xhat[i] * mean_gx);
       if (d_residual != nullptr) {
         float res[kElementsPerPack];
         if (a.accumulate_d_residual) {
@@ -150,11 +174,22 @@ __global__ void __launch_bounds__(kThreads)
           ds[i] = (keep >> i) & 1u ? ds[i] * a.dropout.scale : 0.0f;
       }
 #pragma unroll
-      for (int i = 0; i < kElementsPerPack; ++i) part[2][p][i] += ds[i];
+      for (int i = 0; i < kElementsPerPack; ++i) my_bias_part[col + i] += ds[i];
       rows::store_floats(static_cast<T*>(a.d_x) + offset, ds);
     }
   }
-  rows::write_block_partials<kPacks, kSums>(part, smem, partials, width);
+  // d_gamma through shared memory (it ends with a barrier, so every warp's slices are complete
+  // too), then d_beta and d_bias: the warps' slices added in warp order.
+  rows::write_block_partials<kPacks, kRegisterSums>(part, smem, partials, width, kSums);
+  for (int s = 0; s < 2; ++s) {
+    float* block_part = partials + (static_cast<int64_t>(blockIdx.x) * kSums + 1 + s) * width;
+    for (int col = threadIdx.x; col < width; col += blockDim.x) {
+      float total = warp_part[s][0][col];
+#pragma unroll
+      for (int w = 1; w < kRowWarpsPerBlock; ++w) total += warp_part[s][w][col];
+      block_part[col] = total;
+    }
+  }
 }
 
 template <typename T>
@@ -203,9 +238,9 @@ void require_aligned(const void* ptr, const char* name, bool optional) {
 
 }  // namespace
 
-void layer_norm_forward(const LayerNormForwardArgs& a, int sm_count, cudaStream_t stream) {
+void layer_norm_forward(const LayerNormForwardArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return;
-  const RowKernelConfig config = row_kernel_config(a.rows, a.width, sm_count);
+  const RowKernelConfig config = row_kernel_config_one_row_per_warp(a.rows, a.width);
   require_aligned(a.x, "x", false);
   require_aligned(a.bias, "bias", true);
   require_aligned(a.residual, "residual", true);
@@ -259,24 +294,44 @@ void layer_norm_backward(const LayerNormBackwardArgs& a, float* workspace, size_
 
 namespace rows {
 
-__global__ void column_reduce_kernel(const float* __restrict__ partials, int64_t blocks, int sums,
-                                     int width, ColumnTargets targets) {
-  const int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index >= static_cast<int64_t>(sums) * width) return;
-  const int s = static_cast<int>(index / width);
+// A block of 32 columns x kReduceSlices slices: slice y sums the partials of blocks y, y + S,
+// y + 2S, ... in that order, then slice 0 adds the S slice totals in slice order. The order is
+// fixed by the launch shape alone, never by scheduling, and the work spreads over
+// sums * width / 32 blocks instead of one thread walking every block of a column.
+constexpr int kReduceColumns = 32;
+constexpr int kReduceSlices = 8;
+
+__global__ void __launch_bounds__(kReduceColumns* kReduceSlices)
+    column_reduce_kernel(const float* __restrict__ partials, int64_t blocks, int sums, int width,
+                         ColumnTargets targets) {
+  __shared__ float slice_totals[kReduceSlices][kReduceColumns];
+  const int cx = threadIdx.x % kReduceColumns, slice = threadIdx.x / kReduceColumns;
+  const int64_t index = static_cast<int64_t>(blockIdx.x) * kReduceColumns + cx;
+  const bool valid = index < static_cast<int64_t>(sums) * width;
+  const int s = valid ? static_cast<int>(index / width) : 0;
+  const int col = valid ? static_cast<int>(index % width) : 0;
+  float total = 0.0f;
+  if (valid) {
+#pragma unroll 4
+    for (int64_t b = slice; b < blocks; b += kReduceSlices)
+      total += partials[(b * sums + s) * width + col];
+  }
+  slice_totals[slice][cx] = total;
+  __syncthreads();
+  if (slice != 0 || !valid) return;
   float* target = s == 0 ? targets.target[0] : s == 1 ? targets.target[1] : targets.target[2];
   if (target == nullptr) return;
-  const int col = static_cast<int>(index % width);
-  float total = 0.0f;
-  for (int64_t b = 0; b < blocks; ++b) total += partials[(b * sums + s) * width + col];
-  target[col] += total;
+  float sum = 0.0f;
+#pragma unroll
+  for (int y = 0; y < kReduceSlices; ++y) sum += slice_totals[y][cx];
+  target[col] += sum;
 }
 
 void launch_column_reduce(const float* partials, int64_t blocks, int sums, int width,
                           ColumnTargets targets, cudaStream_t stream) {
-  constexpr int kReduceThreads = 256;
-  const unsigned grid = ceil_div(static_cast<int64_t>(sums) * width, kReduceThreads);
-  column_reduce_kernel<<<grid, kReduceThreads, 0, stream>>>(partials, blocks, sums, width, targets);
+  const unsigned grid = ceil_div(static_cast<int64_t>(sums) * width, kReduceColumns);
+  column_reduce_kernel<<<grid, kReduceColumns * kReduceSlices, 0, stream>>>(partials, blocks, sums,
+                                                                            width, targets);
   CUDA_CHECK_LAUNCH();
 }
 

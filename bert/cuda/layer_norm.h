@@ -48,7 +48,8 @@ struct LayerNormBackwardArgs {
   int64_t rows = 0, width = 0;
 };
 
-void layer_norm_forward(const LayerNormForwardArgs& args, int sm_count, cudaStream_t stream);
+// One row per warp (row_kernel_config_one_row_per_warp).
+void layer_norm_forward(const LayerNormForwardArgs& args, cudaStream_t stream);
 // Scratch the backward needs for its column partials.
 size_t layer_norm_backward_workspace_bytes(int64_t rows, int64_t width, int sm_count);
 void layer_norm_backward(const LayerNormBackwardArgs& args, float* workspace,

@@ -1,7 +1,7 @@
 // Building blocks of the warp-per-row kernels (LayerNorm, embeddings): a row's packs in registers,
 // LayerNorm statistics by warp shuffles, and the deterministic two-stage column reduction used for
 // gamma/beta/bias gradients (per-block partials in a fixed warp order, then a per-column sum over
-// blocks in block order, so results do not depend on scheduling).
+// blocks in an order fixed by the launch shape, so results do not depend on scheduling).
 #pragma once
 
 #include <cstdint>
@@ -71,10 +71,12 @@ __device__ __forceinline__ void row_statistics(const float (&x)[kPacks][kElement
 }
 
 // Adds each warp's register partials (kSums vectors over the row width) into this block's slice
-// of `partials` ([blocks][kSums][width]), warp by warp in a fixed order.
+// of `partials` ([blocks][sums_per_block][width], the first kSums of them), warp by warp in a
+// fixed order.
 template <int kPacks, int kSums>
 __device__ __forceinline__ void write_block_partials(
-    const float (&part)[kSums][kPacks][kElementsPerPack], float* smem, float* partials, int width) {
+    const float (&part)[kSums][kPacks][kElementsPerPack], float* smem, float* partials, int width,
+    int sums_per_block = kSums) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   for (int w = 0; w < kRowWarpsPerBlock; ++w) {
     if (warp == w) {
@@ -95,18 +97,16 @@ __device__ __forceinline__ void write_block_partials(
     }
     __syncthreads();
   }
-  float* block_partials = partials + static_cast<int64_t>(blockIdx.x) * kSums * width;
+  float* block_partials = partials + static_cast<int64_t>(blockIdx.x) * sums_per_block * width;
   for (int i = threadIdx.x; i < kSums * width; i += blockDim.x) block_partials[i] = smem[i];
 }
 
-// Second stage: targets[s][col] += sum over blocks of partials[block][s][col], in block order.
+// Second stage: targets[s][col] += sum over blocks of partials[block][s][col], in an order fixed by
+// the launch shape (8 interleaved slices of the blocks, then the slices in order; layer_norm.cu).
 // Targets with a null pointer are skipped.
 struct ColumnTargets {
   float* target[3] = {nullptr, nullptr, nullptr};
 };
-__global__ void column_reduce_kernel(const float* __restrict__ partials, int64_t blocks, int sums,
-                                     int width, ColumnTargets targets);
-
 void launch_column_reduce(const float* partials, int64_t blocks, int sums, int width,
                           ColumnTargets targets, cudaStream_t stream);
 

@@ -43,6 +43,22 @@ TEST_CASE("row kernels: the grid covers every row exactly once and fills a few w
   CHECK(cuda::column_partials_bytes(large, 1024, 3) == size_t{512} * 1024 * 3 * 4);
 }
 
+TEST_CASE("row kernels without partials: one row per warp, every row covered once") {
+  for (int64_t rows : {1, 3, 4, 5, 8191, 8192, 8193}) {
+    const cuda::RowKernelConfig c = cuda::row_kernel_config_one_row_per_warp(rows, 1024);
+    INFO("rows " << rows);
+    CHECK(c.rows_per_warp == 1);
+    CHECK(c.packs_per_lane == 4);
+    REQUIRE(c.blocks * c.rows_per_block() >= rows);
+    REQUIRE((c.blocks - 1) * c.rows_per_block() < rows);
+  }
+  CHECK(cuda::row_kernel_config_one_row_per_warp(8192, 1024).blocks == 2048);
+  CHECK_THROWS_WITH(cuda::row_kernel_config_one_row_per_warp(0, 1024),
+                    Catch::Contains("at least one row"));
+  CHECK_THROWS_WITH(cuda::row_kernel_config_one_row_per_warp(8, 1020),
+                    Catch::Contains("multiple of 8"));
+}
+
 TEST_CASE("row kernels: max_row_blocks bounds the blocks of every row count up to the limit") {
   for (int sm_count : {1, 8, 108, 132}) {
     for (int64_t limit : {1, 3, 100, 2111, 2112, 2113, 5000, 9000}) {
