@@ -31,7 +31,8 @@
 #   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix, and
 #             the time per op family of 2 more steps against the GEMM and copy ceilings; its
 #             measurements fitted into a measured accelerator profile (printed into bench.log);
-#             then the bf16 padded step with the fused cuBLASLt epilogues off, op by op
+#             then the bf16 padded step op by op with every fused cuBLASLt epilogue, with none, and
+#             without attention dropout
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
@@ -370,13 +371,15 @@ bench_stage() {
   else
     echo "bench: the measured profile could not be fitted (the bench's verdict stands)"
   fi
-  # The same bf16 step with cuBLASLt's fused epilogues off, op by op: which products the fused
-  # GELU and bias-gradient epilogues speed up or slow down (not part of the verdict).
-  local epilogues
-  for epilogues in no-bias-grad none; do
-    echo "=== bf16 padded with --epilogues $epilogues"
+  # The same bf16 step op by op with every cuBLASLt epilogue allowed (DGELU_BGRAD too) and with
+  # none: which products the fused GELU and bias-gradient epilogues speed up or slow down; then
+  # without the attention-probability dropout: what its Philox draws cost (not part of the verdict).
+  local variant
+  for variant in "--epilogues all" "--epilogues none" "--dropout no-attention"; do
+    echo "=== bf16 padded with $variant"
+    # shellcheck disable=SC2086 # the variant is an option and its value
     with_bundle "$BIN/bert_cuda_bench" --dtype bf16 --mix padded --steps 5 --warmup 2 --breakdown 1 \
-      --epilogues "$epilogues" | grep -vE '^(device|baseline|peak used):'
+      $variant | grep -vE '^(device|baseline|peak used):'
   done
   return $status
 }
@@ -464,7 +467,8 @@ for s in "${SELECTED[@]}"; do
     train | train_large)
       systems="h200_1x1_check_bf16 h200_1x1_check_fp16"
       [[ $s == train_large ]] && systems=h200_1x1_check_large_bf16 log=$LOGS/train.log
-      lines_before=$(wc -l <"$log" 2>/dev/null || echo 0)
+      lines_before=0
+      [[ -f $log ]] && lines_before=$(wc -l <"$log")
       stage "$s" "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '' \
         "$(rerun_of "$s")" -- bash -c "train_stage $systems"
       stage_amend_detail "$(tail -n +$((lines_before + 1)) "$log" 2>/dev/null | grep -E '^train: (PASS|FAIL) ' |

@@ -24,10 +24,16 @@
 //
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
 //                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
-//                   [--breakdown N] [--epilogues all|no-gelu|no-bias-grad|none]
+//                   [--breakdown N] [--epilogues default|all|no-gelu|no-bias-grad|none]
+//                   [--dropout all|no-attention|none]
 //
-// --epilogues switches cuBLASLt's fused GELU and bias-gradient epilogues off (CudaOpsOptions), so
-// the fused and unfused paths of the same step can be set side by side (default: all).
+// --epilogues sets which of cuBLASLt's fused GELU and bias-gradient epilogues may run
+// (CudaOpsOptions), so the fused and unfused paths of the same step can be set side by side:
+// default (the backend's choice: every epilogue but DGELU_BGRAD), all (DGELU_BGRAD too), no-gelu
+// (no GELU_AUX_BIAS), no-bias-grad (no BGRADA/BGRADB), none; DGELU_BGRAD runs only under all.
+// --dropout sets the attention-probability dropout (no-attention) or every dropout (none) of the
+// model to 0, which skips drawing those masks: what the Philox draws cost in each kernel family.
+// Not a training configuration (MLPerf BERT trains with 0.1 everywhere); the step's FLOPs stay.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -71,7 +77,8 @@ struct Options {
   bool check = false;
   std::string json;   // --json FILE: the measurements for `mlbert simulate calibrate --bench`
   int breakdown = 0;  // --breakdown N: steps timed op by op after the timed steps
-  std::string epilogues = "all";  // --epilogues: which fused cuBLASLt epilogues may run
+  std::string epilogues = "default";  // --epilogues: which fused cuBLASLt epilogues may run
+  std::string dropout = "all";        // --dropout: which dropout sites draw masks
 };
 
 // A timestamp is an event recorded on the backend's stream; events are created as needed and
@@ -286,8 +293,12 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   limits.max_masked = batch.num_masked();
   limits.max_seqlen = 512;
   cuda::CudaOpsOptions options = cuda::cuda_ops_options_for(config, limits, dtype);
-  options.gelu_epilogue = o.epilogues == "all" || o.epilogues == "no-bias-grad";
-  options.bias_grad_epilogue = o.epilogues == "all" || o.epilogues == "no-gelu";
+  // "default" keeps the backend's own choice (CudaOpsOptions); the others set all three.
+  if (o.epilogues != "default") {
+    options.gelu_epilogue = o.epilogues == "all" || o.epilogues == "no-bias-grad";
+    options.bias_grad_epilogue = o.epilogues == "all" || o.epilogues == "no-gelu";
+    options.dgelu_bgrad_epilogue = o.epilogues == "all";
+  }
   cuda::CudaOps cuda_ops(options);
   // Every op goes through the profiling wrapper, which only forwards until --breakdown's steps.
   CudaEventClock clock(cuda_ops.stream());
@@ -422,10 +433,18 @@ int main(int argc, char** argv) {
       o.breakdown = std::atoi(next().c_str());
     else if (arg == "--epilogues") {
       o.epilogues = next();
-      if (o.epilogues != "all" && o.epilogues != "no-gelu" && o.epilogues != "no-bias-grad" &&
-          o.epilogues != "none") {
-        std::fprintf(stderr, "--epilogues: '%s' is not all, no-gelu, no-bias-grad or none\n",
+      if (o.epilogues != "default" && o.epilogues != "all" && o.epilogues != "no-gelu" &&
+          o.epilogues != "no-bias-grad" && o.epilogues != "none") {
+        std::fprintf(stderr,
+                     "--epilogues: '%s' is not default, all, no-gelu, no-bias-grad or none\n",
                      o.epilogues.c_str());
+        return 2;
+      }
+    } else if (arg == "--dropout") {
+      o.dropout = next();
+      if (o.dropout != "all" && o.dropout != "no-attention" && o.dropout != "none") {
+        std::fprintf(stderr, "--dropout: '%s' is not all, no-attention or none\n",
+                     o.dropout.c_str());
         return 2;
       }
     } else {
@@ -433,7 +452,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
           "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE] [--breakdown N] "
-          "[--epilogues all|no-gelu|no-bias-grad|none]\n",
+          "[--epilogues default|all|no-gelu|no-bias-grad|none] [--dropout all|no-attention|none]\n",
           argv[0]);
       return 2;
     }
@@ -460,7 +479,11 @@ int main(int argc, char** argv) {
         gemm, copy);
     std::printf("peak used for MFU: %.1f TFLOP/s (%s); cuBLASLt epilogues allowed: %s\n", peak,
                 o.peak_tflops > 0 ? "--peak-tflops" : "datasheet, dense", o.epilogues.c_str());
-    const bert::BertConfig config = bert::BertConfig::preset("bert-large");
+    bert::BertConfig config = bert::BertConfig::preset("bert-large");
+    if (o.dropout != "all") config.attention_probs_dropout_prob = 0;
+    if (o.dropout == "none") config.hidden_dropout_prob = 0;
+    if (o.dropout != "all")
+      std::printf("dropout: %s (not a training configuration)\n", o.dropout.c_str());
     std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s %8s %9s\n", "dtype", "mix", "tokens",
                 "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs",
                 "skipped", "scale");
@@ -473,6 +496,7 @@ int main(int argc, char** argv) {
         {"gemm_tflops", gemm},
         {"copy_gbs", copy},
         {"epilogues", o.epilogues},
+        {"dropout", o.dropout},
         {"steps", nlohmann::json::array()}};
     nlohmann::json breakdowns = nlohmann::json::array();
     for (const std::string& mix : o.mixes) {

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <sstream>
+#include <string>
 
 #include "bert/cpu/cpu_ops.h"
 #include "bert/cuda/gemm_plan.h"
@@ -700,18 +702,34 @@ void check_embedding(Context& c, const std::string& name, const std::vector<int3
     plain_out[i] = round_to(c.t, round_to(c.t, plain_out[i]) * bert::dropout_factor(mask, i));
   const CheckRow out_row = judge(fwd_op, "out", c.t, gpu_out, plain_out, ref_out);
   {
-    // The output's zeros are the mask: the reference's exact zeros are the dropped elements. A
-    // kept element the GPU stores as 0 counts against the mask only when the reference is further
-    // from 0 than the output's allowance: a kept value that small rounds to 0 in fp16 (under half
-    // the smallest subnormal) on one side and not the other, and 0 is then within tolerance.
+    // The output's zeros are the mask: the reference's exact zeros are the dropped elements. An
+    // element counts against the mask only when one side is exactly 0 and the other is further
+    // from 0 than the output's allowance. A kept value within the allowance of 0 may be exactly 0
+    // on one side and not the other (under half fp16's smallest subnormal on the GPU, or an exact
+    // cancellation against beta in the fp32 reference): one such element of 5,123,072 in fp16 on
+    // the H200 (seed 305702); the row's note names each. A wrong mask keeps or drops values of
+    // the output's own size, ~10% of them at p = 0.1.
     const double allowance = out_row.allowance;
     std::vector<float> gz(gpu_out.size()), rz(ref_out.size());
+    std::string tolerated;
     for (size_t i = 0; i < gz.size(); ++i) {
-      rz[i] = ref_out[i] == 0.0f;
-      gz[i] = gpu_out[i] == 0.0f && std::abs(ref_out[i]) > allowance ? 1.0f : rz[i];
-      if (gpu_out[i] != 0.0f) gz[i] = 0.0f;
+      const bool gpu_zero = gpu_out[i] == 0.0f, ref_zero = ref_out[i] == 0.0f;
+      rz[i] = ref_zero;
+      gz[i] = rz[i];
+      if (gpu_zero == ref_zero) continue;
+      const float other = gpu_zero ? ref_out[i] : gpu_out[i];
+      if (std::abs(other) > allowance) {
+        gz[i] = 1.0f - rz[i];
+      } else if (tolerated.size() < 200) {
+        std::ostringstream one;
+        one << (tolerated.empty() ? "zero on one side only, within the allowance: " : "; ")
+            << "element " << i << " gpu " << gpu_out[i] << " reference " << ref_out[i];
+        tolerated += one.str();
+      }
     }
-    c.add(judge_exact(fwd_op, "dropout mask", c.t, gz, rz));
+    CheckRow mask_row = judge_exact(fwd_op, "dropout mask", c.t, gz, rz);
+    if (!tolerated.empty()) mask_row.note += (mask_row.note.empty() ? "" : "; ") + tolerated;
+    c.add(std::move(mask_row));
   }
   c.add(out_row);
   c.add(judge(fwd_op, "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
@@ -1419,33 +1437,41 @@ CheckCase make_case(std::string name, std::function<void(Context&)> body) {
   return one;
 }
 
-// A case on a second CudaOps of the same compute type with the cuBLASLt GELU and bias-gradient
-// epilogues switched off: the paths every cuBLASLt refusal of those epilogues takes (BIAS GEMM +
-// GELU kernel; plain GEMM + activation-gradient kernel + f32 column sum), which a cuBLASLt that
-// takes every plan never runs. A last row asserts that none of those epilogues ran fused there.
-CheckCase make_unfused_case(std::string name, std::function<void(Context&)> body) {
+// A case on a second CudaOps of the same compute type with other epilogue options. Unfused
+// (`fused` false): the cuBLASLt GELU and bias-gradient epilogues switched off, the paths every
+// cuBLASLt refusal of those epilogues takes (BIAS GEMM + GELU kernel; plain GEMM +
+// activation-gradient kernel + f32 column sum), which a cuBLASLt that takes every plan never runs;
+// a last row asserts that none of those epilogues ran fused there. Fused (`fused` true): every
+// epilogue allowed, DGELU_BGRAD included (off by default, CudaOpsOptions), so its path stays
+// checked; whether cuBLASLt took it is in the last row's note.
+CheckCase make_epilogue_case(std::string name, bool fused, std::function<void(Context&)> body) {
   CheckCase one;
   one.name = name;
-  one.run = [name, body](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
+  one.run = [name, fused, body](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
     CudaOpsOptions options;
     options.compute_dtype = gpu.compute_dtype();
-    options.gelu_epilogue = false;
-    options.bias_grad_epilogue = false;
-    CudaOps unfused(options);
+    options.gelu_epilogue = fused;
+    options.bias_grad_epilogue = fused;
+    options.dgelu_bgrad_epilogue = fused;
+    CudaOps other(options);
     std::vector<CheckRow> rows;
     {
-      Backends backends(cpu, unfused);
+      Backends backends(cpu, other);
       std::mt19937_64 rng(case_seed(seed, name));
-      Context c{backends, unfused.compute_dtype(), rng, rows};
+      Context c{backends, other.compute_dtype(), rng, rows};
       body(c);
+    }
+    if (fused) {
+      if (!rows.empty()) rows.back().note = other.gemm().fusion_report();
+      return rows;
     }
     int64_t runs = 0;
     for (GemmEpilogue e : {GemmEpilogue::gelu_aux_bias, GemmEpilogue::dgelu_bgrad,
                            GemmEpilogue::bgrad_a, GemmEpilogue::bgrad_b})
-      runs += fused_runs(unfused, e);
-    CheckRow row = judge_exact(name, "fused GELU/BGRAD epilogue runs", unfused.compute_dtype(),
+      runs += fused_runs(other, e);
+    CheckRow row = judge_exact(name, "fused GELU/BGRAD epilogue runs", other.compute_dtype(),
                                {static_cast<float>(runs)}, {0.0f});
-    row.note = unfused.gemm().fusion_report();
+    row.note = other.gemm().fusion_report();
     rows.push_back(std::move(row));
     return rows;
   };
@@ -1460,8 +1486,8 @@ std::vector<CheckCase> op_cases() {
     return make_case(std::string("linear ") + lc.name, [lc](Context& c) { check_linear(c, lc); });
   };
   auto linear_unfused = [](LinearCase lc) {
-    return make_unfused_case(std::string("linear ") + lc.name,
-                             [lc](Context& c) { check_linear(c, lc); });
+    return make_epilogue_case(std::string("linear ") + lc.name, false,
+                              [lc](Context& c) { check_linear(c, lc); });
   };
   return {
       linear({"ffn1 gelu", tokens, kFfn, kHidden, 1, false, true, Activation::gelu}),
@@ -1473,6 +1499,11 @@ std::vector<CheckCase> op_cases() {
                 [tokens](Context& c) {
                   check_linear_input_activation(c, "gelu", tokens, Activation::gelu);
                 }),
+      make_epilogue_case("linear ffn2 + gelu' (fused, DGELU_BGRAD allowed)", true,
+                         [tokens](Context& c) {
+                           check_linear_input_activation(c, "gelu", tokens, Activation::gelu,
+                                                         "dgelu_bgrad");
+                         }),
       make_case("linear ffn2 + gelu_erf' (fused)",
                 [](Context& c) {
                   check_linear_input_activation(c, "gelu_erf", 100, Activation::gelu_erf);
@@ -1485,11 +1516,11 @@ std::vector<CheckCase> op_cases() {
       linear_unfused(
           {"qkv batch 3 (unfused)", tokens, kHidden, kHidden, 3, false, true, Activation::none}),
       linear_unfused({"nsp [2,H]^T (unfused)", 7, 2, kHidden, 1, true, true, Activation::none}),
-      make_unfused_case("linear ffn2 + gelu' (unfused)",
-                        [tokens](Context& c) {
-                          check_linear_input_activation(c, "gelu", tokens, Activation::gelu,
-                                                        "unfused");
-                        }),
+      make_epilogue_case("linear ffn2 + gelu' (unfused)", false,
+                         [tokens](Context& c) {
+                           check_linear_input_activation(c, "gelu", tokens, Activation::gelu,
+                                                         "unfused");
+                         }),
       make_case("fallback_gemm (tiled, direct)", check_fallback_gemm),
       make_case("gemm plan cache (bounded)", check_gemm_plan_cache),
       make_case("layer_norm", [tokens](Context& c) { check_layer_norm(c, "layer_norm", tokens); }),
