@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kThreads)
 // and dy * gamma are recomputed from global memory (an L1 hit: the warp read them a moment earlier)
 // in the second pass instead of being held through the row reductions. Together that lets four
 // blocks fit on an SM without spilling (__launch_bounds__; 216 registers and 12.5% occupancy
-// before, BENCHMARKS.md). Sums are added in the same order as before, so the results are too.
+// before, BENCHMARKS.md). Each block's partials are added in the same order as before.
 template <typename T>
 __device__ __forceinline__ void layer_norm_bwd_pack(const LayerNormBackwardArgs& a, int64_t offset,
                                                     int col, float mean, float rstd,
