@@ -217,3 +217,20 @@ TEST_CASE("readers check segment ids, labels and masked positions row by row") {
   CHECK_THAT(error_of([&] { read_shard(path, {}); }),
              Catch::Contains("'next_sentence_labels' row 2") && Catch::Contains("7"));
 }
+
+TEST_CASE("a fixed shard's rows are held to max_predictions_per_seq, not to the file's width") {
+  TempDir dir;
+  const auto path = dir / "f.hdf5";
+  auto samples = make_samples(3);
+  write_shard(path, Layout::kFixed, samples);  // masked columns of the default width, 76
+  size_t most = 0;
+  for (const auto& s : samples) most = std::max(most, s.masked_lm_positions.size());
+  REQUIRE(most >= 2);
+  ReadOptions o;
+  o.format.max_predictions_per_seq = static_cast<int32_t>(most);
+  CHECK(read_shard(path, o) == samples);
+  o.format.max_predictions_per_seq = static_cast<int32_t>(most) - 1;
+  CHECK_THAT(error_of([&] { read_shard(path, o); }),
+             Catch::Contains(path.string()) && Catch::Contains("'masked_lm_positions' row") &&
+                 Catch::Contains("predictions > " + std::to_string(most - 1)));
+}
