@@ -21,6 +21,7 @@
 #include "data_prep/vocab.h"
 #include "mlperf_logging/checker.h"
 #include "mlperf_logging/example_log.h"
+#include "tests/data_prep/shard_spec.h"
 
 namespace fs = std::filesystem;
 
@@ -93,6 +94,19 @@ void shard_and_vocab_seeds(const fs::path& out) {
   }
   packed.add(row);
   packed.commit();
+
+  // The same three shards described for fuzz_data_shard_built (tests/data_prep/shard_spec.h).
+  fs::create_directories(out / "fuzz_data_shard_built");
+  ReadOptions read_options;
+  read_options.vocab_size = 30522;
+  read_options.format = format;
+  for (const char* name : {"fixed", "varlen", "packed"}) {
+    const auto spec = mlbert::fuzz::encode_spec(
+        mlbert::fuzz::describe_shard(dir / (std::string(name) + ".hdf5"), read_options));
+    std::ofstream(out / "fuzz_data_shard_built" / (std::string(name) + ".spec"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(spec.data()),
+               static_cast<std::streamsize>(spec.size()));
+  }
 
   // The length index of those three shards, as `data index` writes it.
   fs::create_directories(out / "fuzz_data_length_index");
@@ -206,9 +220,9 @@ void config_seeds(const fs::path& out) {
     if (entry.path().extension() == ".json")
       write_text(simulate / ("profile_" + entry.path().filename().string()),
                  std::string(1, '\0') + read_text(entry.path()));
-  write_text(simulate / "bench_synthetic.json",
-             std::string(1, '\1') +
-                 read_text(kSource / "tests/harness/data/device_bench_synthetic.json"));
+  write_text(
+      simulate / "bench_synthetic.json",
+      std::string(1, '\1') + read_text(kSource / "tests/harness/data/device_bench_synthetic.json"));
   // fuzz_simulate_published: byte 0 the ruleset, then system.json, "@@ result", result_0.txt.
   const fs::path published = out / "fuzz_simulate_published";
   fs::create_directories(published);
