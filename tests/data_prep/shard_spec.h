@@ -64,6 +64,11 @@ struct DatasetSpec {
   std::vector<std::pair<int16_t, uint8_t>> runs;  // (value - bias, repeat - 1), cycled
 };
 
+// The read options a spec chooses from (its last four bytes).
+inline constexpr std::array<int32_t, 4> kSpecSeqLengths = {512, 128, 64, 1};
+inline constexpr std::array<int32_t, 4> kSpecPredictions = {76, 20, 10, 0};
+inline constexpr std::array<int32_t, 4> kSpecRowSequences = {3, 1, 2, 4};
+
 struct ShardSpec {
   std::vector<DatasetSpec> datasets;
   uint8_t vocab = 1, seq_choice = 0, pred_choice = 0, rows_choice = 0;
@@ -71,12 +76,9 @@ struct ShardSpec {
   data::ReadOptions read_options() const {
     data::ReadOptions o;
     o.vocab_size = (vocab & 1) ? 30522 : 0;
-    const int32_t seq[] = {512, 128, 64, 1};
-    const int32_t pred[] = {76, 20, 10, 0};
-    const int32_t rows[] = {3, 1, 2, 4};
-    o.format.max_seq_length = seq[seq_choice % 4];
-    o.format.max_predictions_per_seq = pred[pred_choice % 4];
-    o.format.max_sequences_per_row = rows[rows_choice % 4];
+    o.format.max_seq_length = kSpecSeqLengths[seq_choice % 4];
+    o.format.max_predictions_per_seq = kSpecPredictions[pred_choice % 4];
+    o.format.max_sequences_per_row = kSpecRowSequences[rows_choice % 4];
     return o;
   }
 };
@@ -464,9 +466,9 @@ inline ShardSpec describe_shard(const std::filesystem::path& path,
     spec.datasets.push_back(std::move(d));
   }
   spec.vocab = options.vocab_size > 0 ? 1 : 0;
-  const int32_t seq[] = {512, 128, 64, 1};
-  const int32_t pred[] = {76, 20, 10, 0};
-  const int32_t rows[] = {3, 1, 2, 4};
+  const auto* seq = kSpecSeqLengths.data();
+  const auto* pred = kSpecPredictions.data();
+  const auto* rows = kSpecRowSequences.data();
   spec.seq_choice =
       static_cast<uint8_t>(std::find(seq, seq + 4, options.format.max_seq_length) - seq);
   spec.pred_choice = static_cast<uint8_t>(
