@@ -162,7 +162,8 @@ const CounterCopy& counter_copy() {
   return copy;
 }
 
-constexpr int kForkMatched = 0, kForkDiffered = 3, kForkHdf5Crashed = 4, kForkPromise = 5;
+// How a read's fork exits when it answered, and when HDF5 crashed in it; how long it may take.
+constexpr int kForkAnswered = 0, kForkHdf5Crashed = 4;
 constexpr int kForkSeconds = 20;
 
 // Is `pc` inside the HDF5 library's code?
@@ -390,7 +391,7 @@ void serve_one(int socket, const Request& request, const CounterCopy& counters) 
       done += static_cast<std::size_t>(n);
     }
     std::memcpy(counters.shared, counters.own.begin, counters.own.size);
-    _exit(kForkMatched);  // no atexit handlers, no leak check of HDF5's state
+    _exit(kForkAnswered);  // no atexit handlers, no leak check of HDF5's state
   }
   close(out[1]);
   std::vector<std::byte> answer_bytes;
@@ -419,7 +420,7 @@ void serve_one(int socket, const Request& request, const CounterCopy& counters) 
   data::ByteWriter reply;
   if (hung) {
     reply.put(Outcome::hung);
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == kForkMatched) {
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == kForkAnswered) {
     reply.put(Outcome::answered);
     reply.put_array(answer_bytes);
   } else if (WIFEXITED(status) && WEXITSTATUS(status) == kForkHdf5Crashed) {
