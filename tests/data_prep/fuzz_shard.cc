@@ -500,9 +500,7 @@ void start_server() {
 
 // A contained end of a second-pass read (HDF5's memory error, or HDF5 looping): the input is done.
 // Not a std::exception, so read_all's error checks let it through.
-struct SecondPassContained {
-  const char* why;
-};
+struct SecondPassContained {};
 
 // One read of the second pass, run by the server.
 template <typename Result>
@@ -526,9 +524,9 @@ Result served(Op op, const std::filesystem::path& path, const ReadOptions& o,
     case Outcome::answered:
       break;
     case Outcome::hdf5_crashed:
-      throw SecondPassContained{"HDF5's memory error"};
+      throw SecondPassContained{};  // HDF5's memory error
     case Outcome::hung:
-      throw SecondPassContained{"HDF5 looping"};
+      throw SecondPassContained{};  // HDF5 looping
     case Outcome::failed: {
       const int status = in.get<std::int32_t>();
       std::fprintf(stderr,
