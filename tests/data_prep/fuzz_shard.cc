@@ -373,7 +373,7 @@ void run_read(data::ByteWriter& out, const Request& r) {
 // exit status).
 void serve_one(int socket, const Request& request, const CounterCopy& counters) {
   int out[2];
-  if (pipe(out) != 0) _exit(1);
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0) _exit(1);
   const pid_t server = getpid();
   const pid_t child = fork();
   if (child < 0) _exit(1);
@@ -385,12 +385,7 @@ void serve_one(int socket, const Request& request, const CounterCopy& counters) 
     std::memset(counters.own.begin, 0, counters.own.size);  // only this read's coverage
     data::ByteWriter w;
     run_read(w, request);
-    const auto& bytes = w.bytes();
-    for (std::size_t done = 0; done < bytes.size();) {
-      const ssize_t n = write(out[1], bytes.data() + done, bytes.size() - done);
-      if (n <= 0) _exit(1);
-      done += static_cast<std::size_t>(n);
-    }
+    if (!write_all(out[1], w.bytes().data(), w.bytes().size())) _exit(1);
     std::memcpy(counters.shared, counters.own.begin, counters.own.size);
     _exit(kForkAnswered);  // no atexit handlers, no leak check of HDF5's state
   }
