@@ -39,10 +39,24 @@ std::filesystem::path systems_dir() {
   return mlbert::test::source_dir() / "systems";
 }
 
-// An empty directory under the system's temp dir for one test of this process.
+// This process's directory under the system's temp dir, removed when the process exits, so a
+// test that fails before its own clean-up, or does not clean up, leaves nothing behind.
+const std::filesystem::path& process_temp_dir() {
+  struct Owned {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("mlbert_simulate_test_" + std::to_string(::getpid()));
+    ~Owned() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Owned owned;
+  return owned.path;
+}
+
+// An empty directory for one test of this process.
 std::filesystem::path fresh_temp_dir(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  const auto dir = process_temp_dir() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -1245,15 +1259,15 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
   CHECK_FALSE(other.distributed_lamb);
 }
 
-TEST_CASE("a log's loss-scale overflow announcements count skipped steps once each",
-          "[simulate]") {
+TEST_CASE("a log's loss-scale overflow announcements count skipped steps once each", "[simulate]") {
   namespace fs = std::filesystem;
   const fs::path dir = fresh_temp_dir("mlbert_simulate_overflows");
   const auto count = [&](const std::string& text) {
     std::ofstream(dir / "log.txt", std::ios::binary) << text;
     return skipped_steps(dir / "log.txt");
   };
-  const std::string apex = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to ";
+  const std::string apex =
+      "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to ";
   CHECK(count("") == 0);
   CHECK(count("nothing about scales\n") == 0);
   // Every rank prints each announcement, the copies run together on one line or not.
@@ -1313,10 +1327,10 @@ TEST_CASE("the launch line's --eval_iter_samples is the run's evaluation cadence
   const std::string nics = "Compute: 8x HDR 200Gb/s";
   // v0.7's NVIDIA launch: every 500,000 samples from 3,000,000, where the 1.0.0 rule would give
   // 200,000 from 200,000 at GBS 5,120.
-  const fs::path dir = published_folder(
-      "mlbert_published_eval_cadence", nics, records,
-      "python run_pretraining.py --unpad --eval_iter_start_samples=3000000 "
-      "--eval_iter_samples=500000 --eval_batch_size=16");
+  const fs::path dir =
+      published_folder("mlbert_published_eval_cadence", nics, records,
+                       "python run_pretraining.py --unpad --eval_iter_start_samples=3000000 "
+                       "--eval_iter_samples=500000 --eval_batch_size=16");
   const PublishedResult r = read_published_result(dir, "0.7.0");
   REQUIRE(r.eval_every_samples);
   CHECK(*r.eval_every_samples == 500000);
@@ -1466,18 +1480,18 @@ TEST_CASE("the phases a published log times: steps between evaluations, evaluati
   // eval_accuracy records without samples (epoch_num 1, as before v3.0): the intervals are
   // counted at the cadence given, and said so; without one there is no figure.
   {
-    const PublishedResult r = read_published_result(
-        write("mlbert_published_phases_cadence", false, false), "2.0.0");
+    const PublishedResult r =
+        read_published_result(write("mlbert_published_phases_cadence", false, false), "2.0.0");
     const PublishedPhases cadence = published_phases(r, 5000);
     REQUIRE(cadence.interval_step_seconds);
     CHECK(*cadence.interval_step_seconds == Approx(0.44));
     CHECK(cadence.intervals_from_cadence);
     const PublishedPhases unknown = published_phases(r);
     CHECK_FALSE(unknown.interval_step_seconds);
-    CHECK_FALSE(published_phases(read_published_result(
-                                     write("mlbert_published_phases_stated", false), "2.0.0"),
-                                 5000)
-                    .intervals_from_cadence);
+    CHECK_FALSE(
+        published_phases(
+            read_published_result(write("mlbert_published_phases_stated", false), "2.0.0"), 5000)
+            .intervals_from_cadence);
   }
   // A 0.x ruleset's first evaluation is not one cadence from sample 0: no run start.
   const PublishedResult early =
