@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -52,6 +54,30 @@ inline std::pair<int, std::string> run_command(const std::string& command) {
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
 }
+
+// Open MPI's session directory (under $TMPDIR) and its shared-memory segments (in /dev/shm) are
+// removed by the processes that made them, so each job these tests kill left ~8 MB in /tmp and a
+// segment per rank in /dev/shm (a `make test` left ~60 of each). Every mpirun these tests start,
+// directly or through `mlbert demo`, inherits this process's environment: both go to one folder of
+// this process, removed when it exits. A caller's own setting of either is kept.
+struct MpiScratch {
+  fs::path path = fs::temp_directory_path() / ("mlbert_mpi_" + std::to_string(::getpid()));
+  bool owned = false;
+  MpiScratch() {
+    for (const char* name : {"OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_btl_vader_backing_directory"})
+      if (!std::getenv(name)) {
+        owned = true;
+        ::setenv(name, path.c_str(), 1);
+      }
+    std::error_code ec;
+    if (owned) fs::create_directories(path, ec);
+  }
+  ~MpiScratch() {
+    std::error_code ec;
+    if (owned) fs::remove_all(path, ec);
+  }
+};
+inline const MpiScratch mpi_scratch;
 
 inline std::string mpirun(int ranks) {
   return "mpirun --allow-run-as-root --oversubscribe --bind-to none -np " + std::to_string(ranks) +
