@@ -39,9 +39,13 @@ std::string fixed(double value, int decimals) {
 // 2932736 -> "2,932,736"
 std::string grouped(double value) {
   if (!std::isfinite(value)) return "n/a";
-  std::string digits = fixed(std::fabs(value), 0);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return (value < 0 ? "-" : "") + digits;
+  const std::string digits = fixed(std::fabs(value), 0);
+  std::string out = value < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string run_name(const RunTrace& run) {
@@ -327,8 +331,7 @@ std::string rcp_card(const SystemReport& system, const std::string& id, double w
   const RcpResult& rcp = use_train_samples ? *system.rcp_train_samples : *system.rcp;
   std::vector<double> xs;
   for (const RcpRun& run : rcp.runs)
-    if (run.converged)
-      xs.push_back(run.samples_to_converge);
+    if (run.converged) xs.push_back(run.samples_to_converge);
   std::string out;
   if (xs.empty()) {
     out +=

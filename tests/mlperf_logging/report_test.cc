@@ -211,6 +211,8 @@ TEST_CASE("a report of ten compliant runs has every section and the scorer's sco
   // The synthetic logs carry no tracked_stats: the throughput section says so.
   CHECK(html.find("<p class=\"missing\" data-plot=\"throughput\">") != std::string::npos);
   CHECK(html.find("Score 10.4500 min") != std::string::npos);
+  // Counts are grouped in thousands.
+  CHECK(html.find("global batch size 4,608") != std::string::npos);
   CHECK(html.find("default-src 'none'") != std::string::npos);
   CHECK(lower(html).find("<script") == std::string::npos);
   CHECK_FALSE(has_non_finite_number(html));
