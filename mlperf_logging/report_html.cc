@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 
+#include "common/thousands.h"
 #include "mlperf_logging/package_layout.h"
 #include "mlperf_logging/report.h"
 #include "mlperf_logging/report_svg.h"
@@ -39,13 +40,7 @@ std::string fixed(double value, int decimals) {
 // 2932736 -> "2,932,736"
 std::string grouped(double value) {
   if (!std::isfinite(value)) return "n/a";
-  const std::string digits = fixed(std::fabs(value), 0);
-  std::string out = value < 0 ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+  return group_thousands(fixed(value, 0));
 }
 
 std::string run_name(const RunTrace& run) {

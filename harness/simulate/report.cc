@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "common/thousands.h"
 #include "mlperf_logging/score.h"
 
 namespace mlbert::harness::simulate {
@@ -21,9 +22,7 @@ std::string fmt(const char* format, double x) {
 }
 
 std::string with_commas(std::int64_t x) {
-  std::string digits = std::to_string(x);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return digits;
+  return group_thousands(std::to_string(x));
 }
 
 std::string escape_xml(const std::string& text) {
@@ -174,11 +173,10 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
   std::ostringstream o;
   o << "mlbert simulate: sweep of " << field << "\n";
   char line[512];
-  std::snprintf(line, sizeof(line),
-                "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %6s %6s %8s\n",
-                field.c_str(), "ranks", "GBS", "batch", "steps", "evals", "time s", "step ms",
-                "compute", "imbal", "exposed", "exchange", "passes", "optim", "host", "fixed",
-                "eval s");
+  std::snprintf(
+      line, sizeof(line), "%-12s %6s %7s %5s %6s %6s %9s %9s %8s %8s %8s %8s %7s %8s %6s %6s %8s\n",
+      field.c_str(), "ranks", "GBS", "batch", "steps", "evals", "time s", "step ms", "compute",
+      "imbal", "exposed", "exchange", "passes", "optim", "host", "fixed", "eval s");
   o << line;
   for (const SweepPoint& s : points) {
     const Prediction& p = s.prediction;
@@ -193,8 +191,7 @@ std::string format_sweep(const std::string& field, const std::vector<SweepPoint>
                   static_cast<long long>(p.convergence.evals), p.total_seconds, b.total() * 1e3,
                   b.compute * 1e3, b.imbalance * 1e3, b.exposed_comm * 1e3, b.exchange * 1e3,
                   b.clip * 1e3, b.optimizer * 1e3, b.host * 1e3, b.fixed * 1e3,
-                  p.eval_total_seconds,
-                  p.convergence.reached ? "" : "  (not converged)");
+                  p.eval_total_seconds, p.convergence.reached ? "" : "  (not converged)");
     o << line;
   }
   o << "(per-step columns in ms; batch = sequences per rank and step)\n";
@@ -331,8 +328,7 @@ std::string format_phases(const PublishedPhases& ph, const Prediction& p) {
   if (ph.interval_step_seconds)
     o << " " << fmt("%.2f ms", *ph.interval_step_seconds * 1e3)
       << " a step over whole evaluation intervals (" << ph.intervals << ", evaluation included"
-      << (ph.intervals_from_cadence ? ", the samples between them from the cadence" : "")
-      << "),";
+      << (ph.intervals_from_cadence ? ", the samples between them from the cadence" : "") << "),";
   if (ph.run_start_seconds)
     o << " run start " << fmt("%.2f s", *ph.run_start_seconds)
       << " (first evaluation interval minus the second)";
@@ -341,9 +337,8 @@ std::string format_phases(const PublishedPhases& ph, const Prediction& p) {
   o << "; predicted step " << fmt("%.2f ms", p.mean_step.total() * 1e3);
   if (ph.interval_step_seconds && p.convergence.eval_interval > 0)
     o << " (" << fmt("%.2f ms", interval_step(p) * 1e3) << " with the evaluation's share)";
-  o << ", evaluation "
-    << fmt("%.1f ms", p.eval_seconds * 1e3) << ", run start " << fmt("%.2f s", p.run_start_seconds)
-    << "\n";
+  o << ", evaluation " << fmt("%.1f ms", p.eval_seconds * 1e3) << ", run start "
+    << fmt("%.2f s", p.run_start_seconds) << "\n";
   return o.str();
 }
 

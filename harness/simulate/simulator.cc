@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "bert/parameters.h"
+#include "common/thousands.h"
 #include "harness/grad_sync.h"
 #include "harness/model_spec.h"
 #include "mlperf_logging/rcp.h"
@@ -23,9 +24,7 @@ namespace {
 constexpr double kEvalCountBytes = 16;
 
 std::string format_count(double x) {
-  std::string digits = std::to_string(static_cast<long long>(std::llround(x)));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return digits;
+  return group_thousands(std::to_string(std::llround(x)));
 }
 
 std::string format_number(double x, int precision) {
@@ -151,8 +150,8 @@ double evaluation_seconds(const LengthSource& lengths, const RunSpec& run, int w
       for (std::int64_t i = first; i < std::min(end, first + run.eval.batch_size); ++i) {
         const double s = lengths.eval_lengths[static_cast<std::size_t>(i)];
         shape.tokens += options.padded ? max_length : s;
-        shape.squares += options.padded && options.padded_attention ? max_length * max_length
-                                                                     : s * s;
+        shape.squares +=
+            options.padded && options.padded_attention ? max_length * max_length : s * s;
         shape.sequences += 1;
         shape.predictions += masked_predictions(static_cast<int>(s), run.max_predictions_per_seq);
       }
@@ -455,10 +454,9 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
   const auto shape = [&](double tokens, double sequences, double predictions, double squares) {
     const double rows = std::ceil(sequences / std::max(1, options.packing));
     const double length = static_cast<double>(run.max_seq_length);
-    return MicroBatchShape{options.padded ? rows * length : tokens, sequences, predictions,
-                           options.padded && options.padded_attention
-                               ? sequences * length * length
-                               : squares};
+    return MicroBatchShape{
+        options.padded ? rows * length : tokens, sequences, predictions,
+        options.padded && options.padded_attention ? sequences * length * length : squares};
   };
 
   double straggler_sum = 0;
@@ -565,11 +563,12 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
               format_number(profile.memory_bytes_per_second / 1e12, 4) + " TB/s");
   if (profile.fixed_step_seconds > 0) {
     const nlohmann::json& fit = profile.provenance.is_object() && profile.provenance.contains("fit")
-                          ? profile.provenance["fit"]
-                          : nlohmann::json::object();
-    const std::string fitted_on = fit.contains("implementation") && fit["implementation"].is_string()
-                                      ? fit["implementation"].get<std::string>()
-                                      : "";
+                                    ? profile.provenance["fit"]
+                                    : nlohmann::json::object();
+    const std::string fitted_on =
+        fit.contains("implementation") && fit["implementation"].is_string()
+            ? fit["implementation"].get<std::string>()
+            : "";
     const std::string here = describe_implementation(options);
     a.push_back("fixed cost per step: " + format_number(profile.fixed_step_seconds * 1e3, 4) +
                 " ms on every training step, fitted with the tensor rate to two results of one "
