@@ -351,20 +351,33 @@ struct ShardDatasets {
   hsize_t width = 0, predictions = 0;  // fixed layout: S of [N,S], P of [N,P]
 };
 
+// The fixed layout's input_ids: [N, S] with S >= 1. Rows of no tokens store no bytes, so no check
+// of the stored size would bound their count.
+void check_fixed_ids(const Dataset& ids, const std::filesystem::path& path) {
+  if (ids.dims[1] == 0) {
+    throw std::runtime_error(dataset_where(path, "input_ids") +
+                             ": fixed layout needs [N, max_seq_length >= 1], found [N, 0]");
+  }
+}
+
+// input_mask and segment_ids: 2-D integers as wide as input_ids.
+void check_like_ids(const Dataset& d, const Dataset& ids, const std::filesystem::path& path) {
+  if (d.vlen || d.rank != 2 || d.dims[1] != ids.dims[1]) {
+    throw std::runtime_error(path.string() + ": input_mask/segment_ids must be [N, " +
+                             std::to_string(ids.dims[1]) + "] like input_ids");
+  }
+}
+
 ShardDatasets open_fixed(const File& f, const std::filesystem::path& path) {
   ShardDatasets s;
   s.layout = Layout::kFixed;
   for (const char* name : kFixedNames) s.d.push_back(open_dataset(f.get(), path, name));
   Dataset &ids = s.d[0], &mask = s.d[1], &seg = s.d[2], &pos = s.d[3], &mids = s.d[4],
           &nsp = s.d[5];
+  check_fixed_ids(ids, path);
   s.rows = ids.dims[0];
   s.width = ids.dims[1];
-  for (Dataset* d : {&mask, &seg}) {
-    if (d->vlen || d->rank != 2 || d->dims[1] != s.width) {
-      throw std::runtime_error(path.string() + ": input_mask/segment_ids must be [N, " +
-                               std::to_string(s.width) + "] like input_ids");
-    }
-  }
+  for (const Dataset* d : {&mask, &seg}) check_like_ids(*d, ids, path);
   if (pos.vlen || mids.vlen || pos.rank != 2 || mids.rank != 2 || pos.dims[1] != mids.dims[1]) {
     throw std::runtime_error(path.string() +
                              ": masked_lm_positions/masked_lm_ids must both be [N, P]");
@@ -622,12 +635,14 @@ std::vector<int32_t> read_lengths(const std::filesystem::path& path) {
   File f(path);
   const Layout layout = detect(f, path);
   if (layout == Layout::kFixed) {
+    // The mask's shape as the full reader checks it: a mask of width 0 claims any row count.
+    const Dataset ids = open_dataset(f.get(), path, "input_ids");
     Dataset mask = open_dataset(f.get(), path, "input_mask");
-    if (mask.vlen || mask.rank != 2) {
-      throw std::runtime_error(dataset_where(path, "input_mask") + ": must be [N, max_seq_length]");
-    }
-    return mask_lengths(read_fixed(mask, path, "input_mask", 0, mask.dims[0]), mask.dims[0],
-                        mask.dims[1]);
+    check_fixed_ids(ids, path);
+    check_like_ids(mask, ids, path);
+    expect_rows(mask, path, "input_mask", ids.dims[0]);
+    return mask_lengths(read_fixed(mask, path, "input_mask", 0, ids.dims[0]), ids.dims[0],
+                        ids.dims[1]);
   }
   const char* name = layout == Layout::kVarlen ? "input_ids" : "packed_input_len";
   Dataset d = open_dataset(f.get(), path, name);

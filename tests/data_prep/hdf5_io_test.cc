@@ -201,6 +201,51 @@ TEST_CASE("a dataset claiming more rows than the file stores is refused before t
   }
 }
 
+TEST_CASE("rows of no tokens are refused with the file named, whatever row count they claim") {
+  // Rows of width 0 store no bytes, so the stored size bounds no count of them: found by
+  // fuzz_data_shard, a fixed shard's input_mask of [2^62 + 3, 0] made read_lengths ask for a
+  // vector of 2^62 lengths ("cannot create std::vector larger than max_size()", no file named).
+  TempDir dir;
+  const auto path = dir / "empty_rows.hdf5";
+  const hsize_t huge = (hsize_t{1} << 62) + 3;
+  const auto zero_width = [&](hid_t f, const char* name) {
+    const hsize_t dims[2] = {huge, 0};
+    hid_t space = H5Screate_simple(2, dims, nullptr);
+    H5Dclose(H5Dcreate2(f, name, H5T_STD_I8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Sclose(space);
+  };
+  // The fuzzer's file: a good shard of 1 row but for input_mask.
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  raw_dataset(f, "input_ids", H5T_STD_I16LE, {101, 5, 102, 0}, {1, 4});
+  zero_width(f, "input_mask");
+  raw_dataset(f, "segment_ids", H5T_STD_I8LE, {0, 0, 1, 0}, {1, 4});
+  raw_dataset(f, "masked_lm_positions", H5T_STD_I16LE, {1, 0}, {1, 2});
+  raw_dataset(f, "masked_lm_ids", H5T_STD_I16LE, {7, 0}, {1, 2});
+  raw_dataset(f, "next_sentence_labels", H5T_STD_I8LE, {1}, {1});
+  H5Fclose(f);
+  for (const auto& error :
+       {error_of([&] { read_lengths(path); }), error_of([&] { read_shard(path, {}); })}) {
+    CHECK_THAT(error, Catch::Contains("empty_rows.hdf5") &&
+                          Catch::Contains("input_mask/segment_ids must be [N, 4]"));
+  }
+  // Every 2-D dataset of width 0, all claiming the same rows.
+  f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  for (const char* name :
+       {"input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids"})
+    zero_width(f, name);
+  hid_t space = H5Screate_simple(1, &huge, nullptr);
+  H5Dclose(H5Dcreate2(f, "next_sentence_labels", H5T_STD_I8LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                      H5P_DEFAULT));
+  H5Sclose(space);
+  H5Fclose(f);
+  for (const auto& error :
+       {error_of([&] { read_lengths(path); }), error_of([&] { read_shard(path, {}); }),
+        error_of([&] { read_rows(path, std::vector<int64_t>{0}, {}); })}) {
+    CHECK_THAT(error, Catch::Contains("empty_rows.hdf5: dataset 'input_ids'") &&
+                          Catch::Contains("found [N, 0]"));
+  }
+}
+
 TEST_CASE("readers check segment ids, labels and masked positions row by row") {
   TempDir dir;
   const auto path = dir / "v.hdf5";
