@@ -86,11 +86,24 @@ run_target() {
   echo "fuzz: $t ended (exit status $status, ${elapsed}s); the last lines of ${logs[0]}:"
   tail -n 12 "${logs[0]}"
   if [[ $status -ne 0 ]]; then
-    # The report itself (sanitizer or libFuzzer), which the last lines above do not reach.
-    for log in "${logs[@]}"; do
-      grep -q '==[0-9]*==ERROR\|ERROR: libFuzzer\|runtime error:' "$log" || continue
+    # The report itself (sanitizer or libFuzzer), which the last lines above do not reach, of each
+    # worker that wrote a reproducer. A log may also hold reports of contained children (the
+    # reads of fuzz_data_shard), which did not end the run: the report starts at the first one
+    # after libFuzzer's last status line ("#N ..."), or, for an input of the starting corpus, at
+    # the first that the worker's own process wrote ("==PID==").
+    local i first
+    for ((i = 0; i < ${#logs[@]}; i++)); do
+      log=${logs[i]}
+      grep -q 'Test unit written to' "$log" || continue
+      first=$(awk -v own="==${pids[i]}==" '
+        /^#[0-9]+/ { status = 1; start = 0 }
+        /==[0-9]*== ?ERROR|ERROR: libFuzzer|runtime error:/ {
+          if (!start) start = NR
+          if (!mine && index($0, own) == 1) mine = NR
+        }
+        END { print status && start ? start : mine ? mine : start ? start : 1 }' "$log")
       echo "fuzz: the report in $log:"
-      sed -n '/==[0-9]*==ERROR\|ERROR: libFuzzer\|runtime error:/,$p' "$log" | head -n 80
+      tail -n +"$first" "$log" | head -n 80
     done
     echo "fuzz: $t FAILED (exit status $status); reproducer and logs: $artifacts/, ${logs[*]}"
     return 1
