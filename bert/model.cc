@@ -46,6 +46,7 @@ Activation hidden_activation(const BertConfig& c) {
 struct Model::Arena {
   struct Layer {
     Tensor qkv, context, softmax_lse;
+    Tensor attention_saved;  // what the backend keeps for the attention backward (may be empty)
     Tensor attention_ln_input, attention_mean, attention_rstd, attention_out;
     Tensor intermediate_pre, intermediate;
     Tensor output_ln_input, output_mean, output_rstd;
@@ -68,7 +69,8 @@ struct Model::Arena {
 
   Arena(DType dtype) : compute(dtype), f32(DType::f32), i32(DType::i32) {}
 
-  void carve(const BertConfig& c, const ModelLimits& lim) {
+  // `attention_saved_bytes`: Ops::attention_saved_bytes at the limits.
+  void carve(const BertConfig& c, const ModelLimits& lim, size_t attention_saved_bytes) {
     const size_t t = lim.max_tokens, s = lim.max_sequences, p = lim.max_masked;
     const size_t h = static_cast<size_t>(c.hidden_size),
                  f = static_cast<size_t>(c.intermediate_size);
@@ -92,6 +94,8 @@ struct Model::Arena {
       layer.qkv = compute.take(3 * t * h);
       layer.context = compute.take(t * h);
       layer.softmax_lse = f32.take(heads * t);
+      if (attention_saved_bytes > 0)
+        layer.attention_saved = i32.take((attention_saved_bytes + 3) / 4);
       layer.attention_ln_input = compute.take(t * h);
       layer.attention_mean = f32.take(t);
       layer.attention_rstd = f32.take(t);
@@ -138,11 +142,14 @@ Model::Model(ParameterStore& params, ModelLimits limits) : params_(&params), lim
     throw std::invalid_argument("ModelLimits: max_seqlen must be in [1, max_position_embeddings]");
   }
   arena_ = std::make_unique<Arena>(params.ops().compute_dtype());
-  arena_->carve(params.config(), limits_);  // sizing pass
+  const size_t saved = params.ops().attention_saved_bytes(
+      static_cast<int64_t>(limits_.max_tokens), static_cast<int64_t>(limits_.max_sequences),
+      params.config().num_attention_heads, limits_.max_seqlen);
+  arena_->carve(params.config(), limits_, saved);  // sizing pass
   arena_->compute.allocate(params.ops());
   arena_->f32.allocate(params.ops());
   arena_->i32.allocate(params.ops());
-  arena_->carve(params.config(), limits_);  // the real slices
+  arena_->carve(params.config(), limits_, saved);  // the real slices
 }
 
 Model::~Model() = default;
@@ -246,6 +253,7 @@ void Model::forward(const Batch& batch, const DropoutKey* key) {
     attn.cu_seqlens = a.cu_seqlens;
     attn.out = act.context;
     attn.softmax_lse = act.softmax_lse;
+    attn.saved = act.attention_saved;
     attn.dropout =
         mask(dropout_site(layer, DropoutSiteKind::attention_probs), c.attention_probs_dropout_prob);
     attn.tokens = t;
@@ -658,6 +666,7 @@ void Model::layer_backward(BackwardPass& pass, int64_t l) {
   attn.out = act.context;
   attn.d_out = a.d_context;
   attn.softmax_lse = act.softmax_lse;
+  attn.saved = act.attention_saved;
   attn.cu_seqlens = a.cu_seqlens;
   attn.d_q = a.d_qkv.slice(0, t * h);
   attn.d_k = a.d_qkv.slice(t_stride, t * h);

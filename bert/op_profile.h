@@ -100,6 +100,10 @@ class ProfilingOps final : public Ops {
   void layer_norm_backward(const LayerNormBackwardParams& p) override;
   void embedding_forward(const EmbeddingForwardParams& p) override;
   void embedding_backward(const EmbeddingBackwardParams& p) override;
+  size_t attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
+                               int max_seqlen) const override {
+    return inner_.attention_saved_bytes(tokens, num_sequences, heads, max_seqlen);
+  }
   void attention_forward(const AttentionForwardParams& p) override;
   void attention_backward(const AttentionBackwardParams& p) override;
   void gather_rows(const GatherRowsParams& p) override;

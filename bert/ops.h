@@ -196,15 +196,21 @@ struct AttentionForwardParams {
   Tensor cu_seqlens;   // i32 [num_sequences + 1]
   Tensor out;          // [tokens, hidden], written
   Tensor softmax_lse;  // f32 [heads, tokens], written
+  // Optional (empty, or i32 of at least attention_saved_bytes / 4 elements): what this backend
+  // keeps from the forward for the backward beyond softmax_lse, written here and read by the
+  // backward given the same tensor (the CUDA backend: the dropout keep bits it drew).
+  Tensor saved;
   DropoutMask dropout;
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
   int max_seqlen = 0;
   float scale = 0.0f;  // 1/sqrt(head_dim)
 };
 
-// Backward with recomputation of P from q, k and softmax_lse. d_q, d_k, d_v written (=).
+// Backward with recomputation of P from q, k and softmax_lse. d_q, d_k, d_v written (=). `saved`:
+// the forward's, after that forward with the same inputs and mask, or empty (then the backward
+// recomputes what it would hold); the gradients are the same either way.
 struct AttentionBackwardParams {
-  Tensor q, k, v, out, d_out, softmax_lse, cu_seqlens;
+  Tensor q, k, v, out, d_out, softmax_lse, cu_seqlens, saved;
   Tensor d_q, d_k, d_v;
   DropoutMask dropout;
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
@@ -327,6 +333,12 @@ class Ops {
   virtual void layer_norm_backward(const LayerNormBackwardParams& p) = 0;
   virtual void embedding_forward(const EmbeddingForwardParams& p) = 0;
   virtual void embedding_backward(const EmbeddingBackwardParams& p) = 0;
+  // Bytes of AttentionForwardParams::saved this backend uses at these sizes (0: it keeps nothing).
+  virtual size_t attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
+                                       int max_seqlen) const {
+    (void)tokens, (void)num_sequences, (void)heads, (void)max_seqlen;
+    return 0;
+  }
   virtual void attention_forward(const AttentionForwardParams& p) = 0;
   virtual void attention_backward(const AttentionBackwardParams& p) = 0;
   virtual void gather_rows(const GatherRowsParams& p) = 0;

@@ -1,7 +1,8 @@
 // Philox 4x32-10 (Salmon et al., SC'11) and the dropout-mask mapping shared by every backend.
 //
-// Design choice: a dropout mask is a pure function of (seed, step, site, element), never a stored
-// bitmap, so the CPU and CUDA backends draw the same mask bit for bit and backward recomputes it.
+// Design choice: a dropout mask is a pure function of (seed, step, site, element), so the CPU and
+// CUDA backends draw the same mask bit for bit and a backward can recompute it. (The CUDA attention
+// forward may keep the bits it drew for its backward, bert/cuda/dropout_bits.h: the same bits.)
 // This header compiles as plain C++ and under nvcc (functions become __host__ __device__).
 //
 // The exact mapping (part of the Ops contract; changing it changes every mask):

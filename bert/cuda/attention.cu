@@ -122,6 +122,7 @@ void attention_forward(ComputeType type, const AttentionParams& params, cudaStre
   validate_attention_params(params);
   AttentionParams p = params;
   p.dropout_row_stride = bert::attention_dropout_row_stride(p.max_seqlen);
+  p.keep_layout = attention_keep_layout(p.total_tokens, p.num_seqs, p.max_seqlen);
   if (type == ComputeType::f16) {
     attention_detail::run_attention_fwd<__half>(p, stream);
   } else {
@@ -133,6 +134,7 @@ void attention_backward(ComputeType type, const AttentionBwdParams& params, cuda
   validate_attention_params(params);
   AttentionBwdParams p = params;
   p.dropout_row_stride = bert::attention_dropout_row_stride(p.max_seqlen);
+  p.keep_layout = attention_keep_layout(p.total_tokens, p.num_seqs, p.max_seqlen);
   require_aligned(p.dout, "dout");
   require_aligned(p.dq, "dq");
   require_aligned(p.dk, "dk");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "bert/cuda/dropout_bits.h"
 #include "bert/cuda/types.h"
 #include "bert/philox.h"
 
@@ -38,6 +39,13 @@ struct AttentionParams {
   // dropout_row_stride = bert::attention_dropout_row_stride(max_seqlen) (set by the launcher).
   bert::DropoutMask dropout;
   uint64_t dropout_row_stride = 0;
+  // Optional, with dropout: attention_keep_bytes(total_tokens, num_seqs, num_heads, max_seqlen)
+  // bytes holding the keep bits of every Philox block the forward draws (dropout_bits.h). The
+  // forward stores them; the backward, given the same buffer after that forward, reads them
+  // instead of drawing again (the same bits). Null: the forward stores nothing and the backward
+  // draws. keep_layout is set by the launchers.
+  uint8_t* keep_bits = nullptr;
+  AttentionKeepLayout keep_layout;
   // Raised with kAttentionBadCuSeqlens when a sequence is empty, longer than max_seqlen or ends
   // past total_tokens (its CTAs then do nothing rather than read out of bounds). Optional.
   uint32_t* error_flags = nullptr;

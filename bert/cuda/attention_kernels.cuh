@@ -171,13 +171,20 @@ __device__ __forceinline__ void store_warp_rows(const float (&acc)[kNTiles][4], 
 // Keep bits of the 32 probabilities a thread holds in its warp's 16x64 tile: bit (nt * 4 + e) for
 // accumulator element [nt][e]. Each lane draws one Philox block per pair of n8 tiles and gathers
 // the bits it needs by shuffles (the mapping is in dropout_bits.h and unit-tested on the CPU).
+// With `save`, also stores the drawn blocks of the first `save_pairs` pairs for the backward: pair
+// j's chunk at save + j * save_pair_stride (attention_keep_chunk).
 __device__ __forceinline__ uint32_t attention_keep_bits(const AttentionTileCoords& c,
-                                                        const DropoutMask& mask, int lane) {
+                                                        const DropoutMask& mask, int lane,
+                                                        uint8_t* save, uint64_t save_pair_stride,
+                                                        int save_pairs) {
   uint32_t bits = 0;
 #pragma unroll 1
   for (int pair = 0; pair < kNTiles / 2; ++pair) {
     const uint32_t drawn =
         dropout_keep_block_bits(mask, attention_forward_lane_block(c, lane, pair));
+    if (pair < save_pairs)
+      save[pair * save_pair_stride + attention_keep_forward_byte(lane)] =
+          static_cast<uint8_t>(drawn);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       int src_g, src_g8, shift;
@@ -190,14 +197,18 @@ __device__ __forceinline__ uint32_t attention_keep_bits(const AttentionTileCoord
   return bits;
 }
 
+// The backward's bits, drawn, or with `use_saved` taken from `saved` (byte j: this lane's block of
+// pair j, as the forward stored it).
 __device__ __forceinline__ uint32_t attention_keep_bits_transposed(const AttentionTileCoords& c,
                                                                    const DropoutMask& mask,
-                                                                   int lane) {
+                                                                   int lane, bool use_saved,
+                                                                   uint32_t saved) {
   uint32_t bits = 0;
 #pragma unroll 1
   for (int pair = 0; pair < kNTiles / 2; ++pair) {
     const uint32_t drawn =
-        dropout_keep_block_bits(mask, attention_backward_lane_block(c, lane, pair));
+        use_saved ? (saved >> (8 * pair)) & 0xffu
+                  : dropout_keep_block_bits(mask, attention_backward_lane_block(c, lane, pair));
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       int src_g, src_g8, shift;
@@ -227,7 +238,7 @@ __device__ __forceinline__ bool sequence_range(const AttentionParams& p, int seq
 // Forward
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) attention_fwd_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(kThreads, 4) attention_fwd_kernel(const AttentionParams p) {
   const int m_block = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
   int start, len;
   if (!sequence_range(p, seq, start, len)) return;
@@ -326,10 +337,18 @@ __global__ void __launch_bounds__(kThreads) attention_fwd_kernel(const Attention
       }
     }
     if (use_dropout) {
+      // The warp's 16 queries and each pair's 16 keys that start inside the sequence are saved.
+      uint8_t* save = nullptr;
+      int save_pairs = 0;
+      if (p.keep_bits != nullptr && row0 + warp_row0 < len) {
+        save = p.keep_bits + attention_keep_chunk(p.keep_layout, head, seq, start, key0 / 16,
+                                                  (row0 + warp_row0) / 16);
+        save_pairs = min(kNTiles / 2, (len - key0 + 15) / 16);
+      }
       const uint32_t keep =
           attention_keep_bits(AttentionTileCoords{static_cast<uint64_t>(start + row0 + warp_row0),
                                                   key0, head, p.num_heads, p.dropout_row_stride},
-                              p.dropout, lane);
+                              p.dropout, lane, save, p.keep_layout.query_tiles * 32u, save_pairs);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
@@ -415,6 +434,14 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
   const bool use_dropout = p.dropout.enabled;
   const float keep_scale = p.dropout.scale;
   const int num_m_blocks = (len + kBlockM - 1) / kBlockM;
+  // The forward's saved keep bits of this warp's 16 keys: one chunk per 16 queries, adjacent.
+  const bool use_saved = use_dropout && p.keep_bits != nullptr;
+  const uint8_t* saved_keys = use_saved && key_block0 + warp_key0 < len
+                                  ? p.keep_bits +
+                                        attention_keep_chunk(p.keep_layout, head, seq, start,
+                                                             (key_block0 + warp_key0) / 16, 0) +
+                                        lane
+                                  : nullptr;
   float* dq_accum =
       p.dq_accum + static_cast<int64_t>(start) * p.num_heads * kHeadDim + head * kHeadDim;
   const int64_t dq_row_stride = static_cast<int64_t>(p.num_heads) * kHeadDim;
@@ -436,6 +463,15 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
     const T* sdo = smem_do + buf * kTileElems;
     const float* slse = smem_lse + buf * kBlockM;
     const float* sdsum = smem_dsum + buf * kBlockM;
+    // Loaded before the products so that their latency hides behind them.
+    uint32_t saved = 0;
+    if (saved_keys != nullptr) {
+      const int pairs = min(kNTiles / 2, (len - query0 + 15) / 16);
+      const uint8_t* src = saved_keys + static_cast<int64_t>(query0 / 16) * 32;
+#pragma unroll
+      for (int pair = 0; pair < kNTiles / 2; ++pair)
+        if (pair < pairs) saved |= static_cast<uint32_t>(__ldg(src + pair * 32)) << (8 * pair);
+    }
 
     // S^T = K_w Q^T and dP^T = V_w dO^T for this warp's 16 keys against 64 queries.
     float st[kNTiles][4], dpt[kNTiles][4];
@@ -452,7 +488,7 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
             ? attention_keep_bits_transposed(
                   AttentionTileCoords{static_cast<uint64_t>(start + query0), key_block0 + warp_key0,
                                       head, p.num_heads, p.dropout_row_stride},
-                  p.dropout, lane)
+                  p.dropout, lane, use_saved, saved)
             : 0u;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {

@@ -683,6 +683,26 @@ AttentionParams attention_common(const char* op, DType ct, const Tensor& q, cons
 }
 }  // namespace
 
+size_t CudaOps::attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
+                                      int max_seqlen) const {
+  if (!options_.attention_keep_bits || tokens <= 0 || num_sequences <= 0 || max_seqlen <= 0)
+    return 0;
+  return attention_keep_bytes(tokens, num_sequences, heads, max_seqlen);
+}
+
+namespace {
+// The keep-bit buffer of an attention call: `saved` when this backend keeps bits and the call has
+// dropout, else null (the backward then draws them).
+uint8_t* attention_keep_buffer(const CudaOps& ops, const char* op, const Tensor& saved,
+                               const bert::DropoutMask& dropout, int64_t tokens,
+                               int64_t num_sequences, int64_t heads, int max_seqlen) {
+  const size_t bytes = ops.attention_saved_bytes(tokens, num_sequences, heads, max_seqlen);
+  if (!saved.defined() || !dropout.enabled || bytes == 0) return nullptr;
+  require_tensor(saved, DType::i32, (bytes + sizeof(int32_t) - 1) / sizeof(int32_t), op, "saved");
+  return static_cast<uint8_t*>(saved.data);
+}
+}  // namespace
+
 void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   const char* op = "attention_forward";
   const DType ct = options_.compute_dtype;
@@ -692,6 +712,8 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
                                        p.dropout, error_flags_);
   require_tensor(p.out, ct, static_cast<size_t>(p.tokens * p.heads * p.head_dim), op, "out");
   a.out = p.out.data;
+  a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
+                                      p.heads, p.max_seqlen);
   cuda::attention_forward(type_, a, stream_);
 }
 
@@ -716,6 +738,8 @@ void CudaOps::attention_backward(const bert::AttentionBackwardParams& p) {
   a.dk = p.d_k.data;
   a.dv = p.d_v.data;
   a.dq_row_stride = a.dk_row_stride = a.dv_row_stride = a.q_row_stride;
+  a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
+                                      p.heads, p.max_seqlen);
   char* base = static_cast<char*>(scratch(attention_backward_scratch_bytes(p.tokens, p.heads)));
   a.dq_accum = reinterpret_cast<float*>(base);
   a.softmax_d = reinterpret_cast<float*>(base + align_up(elems * sizeof(float)));
@@ -902,8 +926,8 @@ void CudaOps::enable_device_loss_scaling(const LossScaleConfig& config) {
   const LossScaleState initial = initial_loss_scale_state(config);
   // On stream_, after the kernels already queued that may read the state and before the next
   // update_loss_scale (see chunk_table for why not a plain cudaMemcpy).
-  CUDA_CHECK(cudaMemcpyAsync(loss_scale_, &initial, sizeof(initial), cudaMemcpyHostToDevice,
-                             stream_));
+  CUDA_CHECK(
+      cudaMemcpyAsync(loss_scale_, &initial, sizeof(initial), cudaMemcpyHostToDevice, stream_));
 }
 
 void CudaOps::disable_device_loss_scaling() {

@@ -46,6 +46,10 @@ struct CudaOpsOptions {
   // as the plain GEMM, the GELU-gradient kernel and a column sum (a 5 ms slower BERT-large step,
   // BENCHMARKS.md "CUDA backend", 2026-12-04). On where a GPU measures it faster.
   bool dgelu_bgrad_epilogue = false;
+  // The attention forward stores the dropout keep bits it draws (bert::Ops::attention_saved_bytes,
+  // ~8.6 MB a layer for 16 x 512 tokens) and the backward reads them instead of drawing them
+  // again; off: the backward draws them (the same bits).
+  bool attention_keep_bits = true;
 };
 
 // Options for a model: the workspace sized for `limits`.
@@ -90,6 +94,8 @@ class CudaOps final : public bert::Ops {
   void layer_norm_backward(const bert::LayerNormBackwardParams& p) override;
   void embedding_forward(const bert::EmbeddingForwardParams& p) override;
   void embedding_backward(const bert::EmbeddingBackwardParams& p) override;
+  size_t attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
+                               int max_seqlen) const override;
   void attention_forward(const bert::AttentionForwardParams& p) override;
   void attention_backward(const bert::AttentionBackwardParams& p) override;
   void gather_rows(const bert::GatherRowsParams& p) override;

@@ -102,4 +102,50 @@ MLBERT_HOST_DEVICE uint32_t attention_backward_bits(uint32_t b0, uint32_t b1, ui
          ((b3 >> shift) & 1u) << 3;
 }
 
+// ---- attention: keep bits the forward saves for the backward ------------------------------------
+// The backward's Philox draws were a fifth of its time on the H200 (BENCHMARKS.md, "CUDA
+// backend"), so the forward, which draws every block anyway, can store each block's 8 keep bits
+// (one byte) and the backward reads them instead of drawing again: the same bits, so the same
+// gradients. The bytes are laid out for both kernels' warps: a 32-byte chunk per (head, tile of 16
+// keys, tile of 16 queries) of a sequence, tiles counted from the sequence's first token. A
+// forward warp's pair of n8 tiles (16 queries x 16 keys) is one chunk, as is a backward warp's
+// (16 keys x 16 queries), so each pair's 32 lanes store or load one whole chunk.
+//
+// Chunk (head, sequence s starting at token `start`, key tile kt, query tile qt) is number
+//   (head * key_slots + start / 16 + s + kt) * query_tiles + qt,
+// key_slots = tokens / 16 + sequences and query_tiles = ceil(max_seqlen / 16): a sequence of len
+// tokens uses key slots start / 16 + s .. start / 16 + s + ceil(len / 16) - 1, which end before
+// the next sequence's first (its start / 16 is at least this one's + floor(len / 16)).
+struct AttentionKeepLayout {
+  uint64_t key_slots = 0;
+  uint64_t query_tiles = 0;
+};
+MLBERT_HOST_DEVICE AttentionKeepLayout attention_keep_layout(int64_t tokens, int64_t sequences,
+                                                             int max_seqlen) {
+  return AttentionKeepLayout{static_cast<uint64_t>(tokens / 16 + sequences),
+                             (static_cast<uint64_t>(max_seqlen) + 15u) / 16u};
+}
+MLBERT_HOST_DEVICE uint64_t attention_keep_bytes(int64_t tokens, int64_t sequences, int64_t heads,
+                                                 int max_seqlen) {
+  const AttentionKeepLayout l = attention_keep_layout(tokens, sequences, max_seqlen);
+  return static_cast<uint64_t>(heads) * l.key_slots * l.query_tiles * 32u;
+}
+// Byte offset of chunk (head, sequence, key tile, query tile); key_tile < ceil(len / 16) and
+// query_tile < ceil(len / 16) of the sequence.
+MLBERT_HOST_DEVICE uint64_t attention_keep_chunk(const AttentionKeepLayout& l, int head,
+                                                 int sequence, int sequence_start, int key_tile,
+                                                 int query_tile) {
+  const uint64_t slot = static_cast<uint64_t>(sequence_start / 16) +
+                        static_cast<uint64_t>(sequence) + static_cast<uint64_t>(key_tile);
+  return ((static_cast<uint64_t>(head) * l.key_slots + slot) * l.query_tiles +
+          static_cast<uint64_t>(query_tile)) *
+         32u;
+}
+// Inside a chunk, the block of query q (mod 16) and keys 8h .. 8h + 7 (h = 0, 1) is byte
+// (q >> 3) * 16 + h * 8 + (q & 7). The backward's lane L draws exactly byte L of its pair's chunk
+// (attention_backward_lane_block); the forward's lane L draws query L & 15, keys half L >> 4.
+MLBERT_HOST_DEVICE int attention_keep_forward_byte(int lane) {
+  return ((lane & 15) >> 3) * 16 + (lane >> 4) * 8 + (lane & 7);
+}
+
 }  // namespace mlbert::cuda

@@ -234,11 +234,16 @@ TEST_CASE("dropout is keyed by (seed, step), and evaluate equals dropout-free tr
 
 namespace {
 
-// Forwards every op to the CPU backend and counts allocations.
+// Forwards every op to the CPU backend and counts allocations. With `claims_saved`, it names a
+// size for AttentionForwardParams::saved, as a device backend does, and records the `saved` tensor
+// of every attention call with dropout.
 class CountingOps final : public Ops {
  public:
   CpuOps cpu;
   int allocations = 0;
+  bool claims_saved = false;
+  std::vector<Tensor> forward_saved, backward_saved;
+  std::vector<size_t> bytes_needed;  // attention_saved_bytes at each forward's sizes
   std::string name() const override { return "counting"; }
   DType compute_dtype() const override { return DType::f32; }
   Tensor allocate(DType d, size_t n) override {
@@ -260,8 +265,22 @@ class CountingOps final : public Ops {
   }
   void embedding_forward(const EmbeddingForwardParams& p) override { cpu.embedding_forward(p); }
   void embedding_backward(const EmbeddingBackwardParams& p) override { cpu.embedding_backward(p); }
-  void attention_forward(const AttentionForwardParams& p) override { cpu.attention_forward(p); }
-  void attention_backward(const AttentionBackwardParams& p) override { cpu.attention_backward(p); }
+  size_t attention_saved_bytes(int64_t tokens, int64_t sequences, int64_t heads,
+                               int max_seqlen) const override {
+    return claims_saved ? static_cast<size_t>(tokens * heads * 3 + sequences * 5 + max_seqlen) : 0;
+  }
+  void attention_forward(const AttentionForwardParams& p) override {
+    if (p.dropout.enabled) {
+      forward_saved.push_back(p.saved);
+      bytes_needed.push_back(
+          attention_saved_bytes(p.tokens, p.num_sequences, p.heads, p.max_seqlen));
+    }
+    cpu.attention_forward(p);
+  }
+  void attention_backward(const AttentionBackwardParams& p) override {
+    if (p.dropout.enabled) backward_saved.push_back(p.saved);
+    cpu.attention_backward(p);
+  }
   void gather_rows(const GatherRowsParams& p) override { cpu.gather_rows(p); }
   void scatter_add_rows(const ScatterAddRowsParams& p) override { cpu.scatter_add_rows(p); }
   void cross_entropy(const CrossEntropyParams& p) override { cpu.cross_entropy(p); }
@@ -286,6 +305,43 @@ TEST_CASE("the model allocates backend memory only at construction, never inside
     model.evaluate(small_batch(60 + step, c));
   }
   CHECK(ops.allocations == after_construction);
+}
+
+TEST_CASE("each layer's attention backward gets the tensor its forward saved into") {
+  for (const bool claims : {true, false}) {
+    CountingOps ops;
+    ops.claims_saved = claims;
+    const BertConfig c = small_config();
+    ParameterStore params(c, ops);
+    params.init_truncated_normal(7);
+    Model model(params, small_limits());
+    const Batch batch = small_batch(71, c);
+    model.forward_backward(batch, DropoutKey{2, 1});
+    model.evaluate(batch);  // no dropout: records nothing
+    const size_t layers = static_cast<size_t>(c.num_hidden_layers);
+    REQUIRE(ops.forward_saved.size() == layers);
+    REQUIRE(ops.backward_saved.size() == layers);
+    for (size_t l = 0; l < layers; ++l) {
+      INFO("layer " << l << (claims ? " (backend keeps bytes)" : " (backend keeps nothing)"));
+      const Tensor& fwd = ops.forward_saved[l];
+      const Tensor& bwd =
+          ops.backward_saved[layers - 1 - l];  // backward runs the layers in reverse
+      CHECK(bwd.data == fwd.data);
+      CHECK(bwd.numel == fwd.numel);
+      if (!claims) {
+        CHECK(fwd.numel == 0);
+        continue;
+      }
+      CHECK(fwd.dtype == DType::i32);
+      CHECK(fwd.numel * 4 >= ops.bytes_needed[l]);
+      CHECK(ops.bytes_needed[l] > 0);
+      for (size_t other = 0; other < l; ++other) {  // no two layers share bytes
+        const auto* a = static_cast<const char*>(fwd.data);
+        const auto* b = static_cast<const char*>(ops.forward_saved[other].data);
+        CHECK((a + fwd.numel * 4 <= b || b + ops.forward_saved[other].numel * 4 <= a));
+      }
+    }
+  }
 }
 
 TEST_CASE("batches over the model's limits are rejected with the limit named") {

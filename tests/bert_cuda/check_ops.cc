@@ -903,11 +903,13 @@ void plain_attention_backward(DType t, const AttentionData& a, const std::vector
   }
 }
 
+// `saved`: the GPU forward's AttentionForwardParams::saved (empty: none).
 void run_attention(Backends& b, bool gpu, const AttentionData& a, const Twin& cu, const Twin& q,
                    const Twin& k, const Twin& v, const Twin& out, const Twin& lse,
-                   const DropoutMask& mask, float scale) {
+                   const DropoutMask& mask, float scale, Tensor saved = {}) {
   auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
   bert::AttentionForwardParams p;
+  if (gpu) p.saved = saved;
   p.q = pick(q);
   p.k = pick(k);
   p.v = pick(v);
@@ -962,7 +964,12 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
   auto k = b.twin(normal(c.rng, a.tokens * H), c.t);
   auto v = b.twin(normal(c.rng, a.tokens * H), c.t);
   auto out = b.output(a.tokens * H, c.t), lse = b.output(kHeads * a.tokens, DType::f32);
-  run_attention(b, true, a, cu, q, k, v, out, lse, mask, scale);
+  // The keep bits the GPU forward stores for its backward (CudaOpsOptions::attention_keep_bits).
+  const size_t saved_bytes = b.gpu().attention_saved_bytes(
+      static_cast<int64_t>(a.tokens), static_cast<int64_t>(a.cu.size() - 1), kHeads, a.max_seqlen);
+  bert::Buffer saved;
+  if (saved_bytes > 0) saved = bert::Buffer(b.gpu(), DType::i32, (saved_bytes + 3) / 4);
+  run_attention(b, true, a, cu, q, k, v, out, lse, mask, scale, saved.tensor());
   run_attention(b, false, a, cu, q, k, v, out, lse, mask, scale);
   const auto qv = b.cpu_values(q), kv = b.cpu_values(k), vv = b.cpu_values(v);
   std::vector<float> plain_out, plain_lse;
@@ -976,9 +983,10 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
   auto d_out = b.twin(normal(c.rng, a.tokens * H), c.t);
   auto d_q = b.output(a.tokens * H, c.t), d_k = b.output(a.tokens * H, c.t),
        d_v = b.output(a.tokens * H, c.t);
-  auto bwd = [&](bool gpu) {
+  auto bwd = [&](bool gpu, Tensor saved_bits = {}) {
     auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
     bert::AttentionBackwardParams p;
+    p.saved = saved_bits;
     p.q = pick(q);
     p.k = pick(k);
     p.v = pick(v);
@@ -1001,13 +1009,30 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
     else
       b.cpu().attention_backward(p);
   };
-  bwd(true);
+  bwd(true, saved.tensor());
   bwd(false);
   std::vector<float> pdq, pdk, pdv;
   plain_attention_backward(c.t, a, qv, kv, vv, b.cpu_values(d_out), mask, scale, pdq, pdk, pdv);
   c.add(judge(bwd_op, "d_q", c.t, b.gpu_values(d_q), pdq, b.cpu_values(d_q)));
   c.add(judge(bwd_op, "d_k", c.t, b.gpu_values(d_k), pdk, b.cpu_values(d_k)));
   c.add(judge(bwd_op, "d_v", c.t, b.gpu_values(d_v), pdv, b.cpu_values(d_v)));
+  if (saved_bytes == 0 || !mask.enabled) return;
+
+  // The forward's stored bits against drawing them again: the same gradients, bit for bit.
+  const auto with_saved_q = b.gpu_values(d_q), with_saved_k = b.gpu_values(d_k),
+             with_saved_v = b.gpu_values(d_v);
+  for (const Twin* t : {&d_q, &d_k, &d_v}) b.poison(*t);
+  bwd(true);
+  c.add(judge_exact(bwd_op, "d_q (stored bits = drawn)", c.t, with_saved_q, b.gpu_values(d_q)));
+  c.add(judge_exact(bwd_op, "d_k (stored bits = drawn)", c.t, with_saved_k, b.gpu_values(d_k)));
+  c.add(judge_exact(bwd_op, "d_v (stored bits = drawn)", c.t, with_saved_v, b.gpu_values(d_v)));
+  // And the backward does read them: with every stored bit cleared (every probability dropped),
+  // d_v = P_dropped^T dO is zero.
+  b.gpu().fill_zero(saved.tensor());
+  b.poison(d_v);
+  bwd(true, saved.tensor());
+  c.add(judge_exact(bwd_op, "d_v, stored bits cleared", c.t, b.gpu_values(d_v),
+                    std::vector<float>(a.tokens * H, 0.0f)));
 }
 
 // ---- rows, losses

@@ -5,9 +5,11 @@
 // bits of its sources.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <random>
 #include <set>
+#include <vector>
 
 #include "bert/cuda/dropout_bits.h"
 #include "bert/philox.h"
@@ -128,5 +130,82 @@ TEST_CASE("attention backward: the transposed tile's shared draws reproduce the 
         }
       }
     }
+  }
+}
+
+TEST_CASE("attention keep bits: the bytes the forward saves are the blocks the backward draws") {
+  // Walks the kernels' loops (forward: 64-query CTAs of four 16-row warps over 64-key blocks;
+  // backward: 64-key CTAs of four 16-key warps over 64-query blocks; each warp a pair of n8 tiles
+  // at a time, skipping tiles that start past the sequence) over random batches, and checks that
+  // every byte the forward stores lies inside the buffer, is stored once, and holds the block the
+  // backward's lane reading it would have drawn, and that the backward reads only stored bytes.
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int sequences = 1 + static_cast<int>(rng() % 9);
+    std::vector<int> starts, lengths;
+    int tokens = 0, longest = 0;
+    for (int s = 0; s < sequences; ++s) {
+      const int len =
+          trial % 3 == 0 ? 1 + static_cast<int>(rng() % 40) : 1 + static_cast<int>(rng() % 512);
+      starts.push_back(tokens);
+      lengths.push_back(len);
+      tokens += len;
+      longest = std::max(longest, len);
+    }
+    const int max_seqlen = longest + (trial % 2 == 0 ? 0 : static_cast<int>(rng() % 100));
+    const int heads = 1 + static_cast<int>(rng() % 4);
+    const cuda::AttentionKeepLayout layout =
+        cuda::attention_keep_layout(tokens, sequences, max_seqlen);
+    const uint64_t bytes = cuda::attention_keep_bytes(tokens, sequences, heads, max_seqlen);
+    std::vector<int64_t> stored(bytes, -1);  // the block each byte holds
+    cuda::AttentionTileCoords c;
+    c.num_heads = heads;
+    c.row_stride = attention_dropout_row_stride(max_seqlen);
+    uint64_t writes = 0, reads = 0;
+    for (int s = 0; s < sequences; ++s) {
+      const int start = starts[s], len = lengths[s];
+      for (int head = 0; head < heads; ++head) {
+        c.head = head;
+        for (int warp_q0 = 0; warp_q0 < len; warp_q0 += 16) {  // forward warps
+          c.query_token0 = static_cast<uint64_t>(start + warp_q0);
+          for (int key0 = 0; key0 < len; key0 += 64) {
+            c.key0 = key0;
+            for (int pair = 0; pair < 4 && key0 + 16 * pair < len; ++pair) {
+              const uint64_t chunk = cuda::attention_keep_chunk(layout, head, s, start,
+                                                                key0 / 16 + pair, warp_q0 / 16);
+              for (int lane = 0; lane < kLanes; ++lane) {
+                const uint64_t at = chunk + cuda::attention_keep_forward_byte(lane);
+                REQUIRE(at < bytes);
+                REQUIRE(stored[at] == -1);
+                stored[at] =
+                    static_cast<int64_t>(cuda::attention_forward_lane_block(c, lane, pair));
+                ++writes;
+              }
+            }
+          }
+        }
+        for (int warp_k0 = 0; warp_k0 < len; warp_k0 += 16) {  // backward warps
+          c.key0 = warp_k0;
+          for (int query0 = 0; query0 < len; query0 += 64) {
+            c.query_token0 = static_cast<uint64_t>(start + query0);
+            for (int pair = 0; pair < 4 && query0 + 16 * pair < len; ++pair) {
+              const uint64_t chunk = cuda::attention_keep_chunk(layout, head, s, start,
+                                                                warp_k0 / 16, query0 / 16 + pair);
+              for (int lane = 0; lane < kLanes; ++lane) {
+                const uint64_t at = chunk + static_cast<uint64_t>(lane);
+                INFO("sequence " << s << " head " << head << " keys " << warp_k0 << " queries "
+                                 << query0 << " pair " << pair << " lane " << lane);
+                REQUIRE(at < bytes);
+                REQUIRE(stored[at] ==
+                        static_cast<int64_t>(cuda::attention_backward_lane_block(c, lane, pair)));
+                ++reads;
+              }
+            }
+          }
+        }
+      }
+    }
+    REQUIRE(reads == writes);
+    REQUIRE(writes > 0);
   }
 }
