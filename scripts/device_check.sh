@@ -32,8 +32,8 @@
 #             the time per op family of 2 more steps against the GEMM and copy ceilings; its
 #             measurements fitted into a measured accelerator profile (printed into bench.log);
 #             then the bf16 padded step op by op with every fused cuBLASLt epilogue, with none,
-#             with the attention backward drawing its dropout bits again, and without attention
-#             dropout
+#             with the attention dropout bits kept by the forward and drawn twice (the default: a
+#             kernel of their own), and without attention dropout
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
@@ -374,11 +374,12 @@ bench_stage() {
   fi
   # The same bf16 step op by op with every cuBLASLt epilogue allowed (DGELU_BGRAD too) and with
   # none: which products the fused GELU and bias-gradient epilogues speed up or slow down; then
-  # the attention backward drawing its dropout bits instead of reading the forward's, and no
-  # attention-probability dropout at all: what the Philox draws cost (not part of the verdict).
+  # the attention's dropout bits from the other two sources (the forward keeping what it draws,
+  # the forward and the backward each drawing them) and no attention-probability dropout at all:
+  # what the Philox draws cost where (not part of the verdict).
   local variant
-  for variant in "--epilogues all" "--epilogues none" "--attention-keep-bits off" \
-      "--dropout no-attention"; do
+  for variant in "--epilogues all" "--epilogues none" "--attention-dropout-bits forward-keeps" \
+      "--attention-dropout-bits drawn-twice" "--dropout no-attention"; do
     echo "=== bf16 padded with $variant"
     # shellcheck disable=SC2086 # the variant is an option and its value
     with_bundle "$BIN/bert_cuda_bench" --dtype bf16 --mix padded --steps 5 --warmup 2 --breakdown 1 \

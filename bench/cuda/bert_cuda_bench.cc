@@ -25,7 +25,8 @@
 //   bert_cuda_bench [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N]
 //                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
 //                   [--breakdown N] [--epilogues default|all|no-gelu|no-bias-grad|none]
-//                   [--dropout all|no-attention|none] [--attention-keep-bits on|off]
+//                   [--dropout all|no-attention|none] [--attention-dropout-bits
+//                   drawn-twice|forward-keeps|kernel-keeps]
 //
 // --epilogues sets which of cuBLASLt's fused GELU and bias-gradient epilogues may run
 // (CudaOpsOptions), so the fused and unfused paths of the same step can be set side by side:
@@ -34,8 +35,8 @@
 // --dropout sets the attention-probability dropout (no-attention) or every dropout (none) of the
 // model to 0, which skips drawing those masks: what the Philox draws cost in each kernel family.
 // Not a training configuration (MLPerf BERT trains with 0.1 everywhere); the step's FLOPs stay.
-// --attention-keep-bits off makes the attention backward draw its dropout bits again instead of
-// reading those the forward stored (CudaOpsOptions::attention_keep_bits, on by default).
+// --attention-dropout-bits sets where the attention's dropout bits come from
+// (CudaOpsOptions::attention_dropout_bits; kernel-keeps by default).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -81,7 +82,7 @@ struct Options {
   int breakdown = 0;  // --breakdown N: steps timed op by op after the timed steps
   std::string epilogues = "default";  // --epilogues: which fused cuBLASLt epilogues may run
   std::string dropout = "all";        // --dropout: which dropout sites draw masks
-  bool attention_keep_bits = true;    // --attention-keep-bits on|off
+  cuda::AttentionDropoutBits attention_dropout_bits = cuda::CudaOpsOptions{}.attention_dropout_bits;
 };
 
 // A timestamp is an event recorded on the backend's stream; events are created as needed and
@@ -296,7 +297,7 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   limits.max_masked = batch.num_masked();
   limits.max_seqlen = 512;
   cuda::CudaOpsOptions options = cuda::cuda_ops_options_for(config, limits, dtype);
-  options.attention_keep_bits = o.attention_keep_bits;
+  options.attention_dropout_bits = o.attention_dropout_bits;
   // "default" keeps the backend's own choice (CudaOpsOptions); the others set all three.
   if (o.epilogues != "default") {
     options.gelu_epilogue = o.epilogues == "all" || o.epilogues == "no-bias-grad";
@@ -451,20 +452,20 @@ int main(int argc, char** argv) {
                      o.dropout.c_str());
         return 2;
       }
-    } else if (arg == "--attention-keep-bits") {
-      const std::string v = next();
-      if (v != "on" && v != "off") {
-        std::fprintf(stderr, "--attention-keep-bits: '%s' is not on or off\n", v.c_str());
+    } else if (arg == "--attention-dropout-bits") {
+      try {
+        o.attention_dropout_bits = cuda::parse_attention_dropout_bits(next());
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "--attention-dropout-bits: %s\n", e.what());
         return 2;
       }
-      o.attention_keep_bits = v == "on";
     } else {
       std::fprintf(
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
           "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE] [--breakdown N] "
           "[--epilogues default|all|no-gelu|no-bias-grad|none] [--dropout all|no-attention|none] "
-          "[--attention-keep-bits on|off]\n",
+          "[--attention-dropout-bits drawn-twice|forward-keeps|kernel-keeps]\n",
           argv[0]);
       return 2;
     }
@@ -497,8 +498,7 @@ int main(int argc, char** argv) {
     if (o.dropout != "all")
       std::printf("dropout: %s (not a training configuration)\n", o.dropout.c_str());
     std::printf("attention dropout bits: %s\n",
-                o.attention_keep_bits ? "stored by the forward, read by the backward"
-                                      : "drawn by the forward and again by the backward");
+                cuda::attention_dropout_bits_name(o.attention_dropout_bits));
     std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s %8s %9s\n", "dtype", "mix", "tokens",
                 "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs",
                 "skipped", "scale");
@@ -512,7 +512,7 @@ int main(int argc, char** argv) {
         {"copy_gbs", copy},
         {"epilogues", o.epilogues},
         {"dropout", o.dropout},
-        {"attention_keep_bits", o.attention_keep_bits},
+        {"attention_dropout_bits", cuda::attention_dropout_bits_name(o.attention_dropout_bits)},
         {"steps", nlohmann::json::array()}};
     nlohmann::json breakdowns = nlohmann::json::array();
     for (const std::string& mix : o.mixes) {

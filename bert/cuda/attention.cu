@@ -71,6 +71,27 @@ __global__ void attention_dq_convert_kernel(const float* __restrict__ dq_accum, 
   store_pack(dq + token * dq_row_stride + head * kHeadDim + pack * 8, out);
 }
 
+// Fills the keep-bit chunks of the forward's dropout (dropout_bits.h) before the forward: one warp
+// a chunk, lane L the block of byte L (attention_keep_chunk_block). Block (query tile, head,
+// sequence); sequences the forward refuses (kAttentionBadCuSeqlens) are skipped.
+constexpr int kKeepBitsWarps = 8;
+__global__ void __launch_bounds__(kKeepBitsWarps* kWarpSize)
+    attention_keep_bits_kernel(const AttentionParams p) {
+  const int query_tile = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
+  const int start = p.cu_seqlens[seq], len = p.cu_seqlens[seq + 1] - start;
+  if (start < 0 || len <= 0 || len > p.max_seqlen || start + len > p.total_tokens) return;
+  if (query_tile * 16 >= len) return;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int key_tiles = (len + 15) / 16;
+  for (int key_tile = warp; key_tile < key_tiles; key_tile += kKeepBitsWarps) {
+    const uint64_t block =
+        attention_keep_chunk_block(static_cast<uint64_t>(start), head, p.num_heads,
+                                   p.dropout_row_stride, key_tile, query_tile, lane);
+    p.keep_bits[attention_keep_chunk(p.keep_layout, head, seq, start, key_tile, query_tile) +
+                lane] = static_cast<uint8_t>(dropout_keep_block_bits(p.dropout, block));
+  }
+}
+
 void require_aligned(const void* ptr, const char* name) {
   if (ptr == nullptr) throw std::invalid_argument(std::string("attention: ") + name + " is null");
   if (reinterpret_cast<uintptr_t>(ptr) % kVectorBytes != 0)
@@ -123,6 +144,18 @@ void attention_forward(ComputeType type, const AttentionParams& params, cudaStre
   AttentionParams p = params;
   p.dropout_row_stride = bert::attention_dropout_row_stride(p.max_seqlen);
   p.keep_layout = attention_keep_layout(p.total_tokens, p.num_seqs, p.max_seqlen);
+  if (p.keep_bits == nullptr || !p.dropout.enabled) p.keep_bits_kernel = false;
+  if (p.keep_bits != nullptr &&
+      attention_keep_bytes(p.total_tokens, p.num_seqs, p.num_heads, p.max_seqlen) > UINT32_MAX)
+    throw std::invalid_argument(
+        "attention: the dropout keep bits of " + std::to_string(p.total_tokens) + " tokens in " +
+        std::to_string(p.num_seqs) + " sequences exceed the kernels' 4 GiB of byte offsets");
+  if (p.keep_bits_kernel) {
+    const dim3 grid(static_cast<unsigned>(p.keep_layout.query_tiles),
+                    static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
+    attention_keep_bits_kernel<<<grid, kKeepBitsWarps * kWarpSize, 0, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+  }
   if (type == ComputeType::f16) {
     attention_detail::run_attention_fwd<__half>(p, stream);
   } else {

@@ -40,11 +40,13 @@ struct AttentionParams {
   bert::DropoutMask dropout;
   uint64_t dropout_row_stride = 0;
   // Optional, with dropout: attention_keep_bytes(total_tokens, num_seqs, num_heads, max_seqlen)
-  // bytes holding the keep bits of every Philox block the forward draws (dropout_bits.h). The
-  // forward stores them; the backward, given the same buffer after that forward, reads them
-  // instead of drawing again (the same bits). Null: the forward stores nothing and the backward
-  // draws. keep_layout is set by the launchers.
+  // bytes holding the keep bits of every Philox block of the probabilities (dropout_bits.h). The
+  // forward fills them, drawing the blocks itself, or with keep_bits_kernel a kernel of their own
+  // fills them first and the forward reads them; the backward, given the same buffer after that
+  // forward, reads them instead of drawing again (the same bits either way). Null: nothing is
+  // stored and the backward draws. keep_layout is set by the launchers.
   uint8_t* keep_bits = nullptr;
+  bool keep_bits_kernel = false;
   AttentionKeepLayout keep_layout;
   // Raised with kAttentionBadCuSeqlens when a sequence is empty, longer than max_seqlen or ends
   // past total_tokens (its CTAs then do nothing rather than read out of bounds). Optional.

@@ -171,17 +171,21 @@ __device__ __forceinline__ void store_warp_rows(const float (&acc)[kNTiles][4], 
 // Keep bits of the 32 probabilities a thread holds in its warp's 16x64 tile: bit (nt * 4 + e) for
 // accumulator element [nt][e]. Each lane draws one Philox block per pair of n8 tiles and gathers
 // the bits it needs by shuffles (the mapping is in dropout_bits.h and unit-tested on the CPU).
-// With `save`, also stores the drawn blocks of the first `save_pairs` pairs for the backward: pair
-// j's chunk at save + j * save_pair_stride (attention_keep_chunk).
+// With `use_loaded`, the blocks come from `loaded` (byte j: this lane's block of pair j, filled by
+// attention_keep_bits_kernel) instead of being drawn. With `save`, the drawn blocks of the first
+// `save_pairs` pairs are stored for the backward: pair j's chunk at save + j * save_pair_stride
+// (attention_keep_chunk).
 __device__ __forceinline__ uint32_t attention_keep_bits(const AttentionTileCoords& c,
                                                         const DropoutMask& mask, int lane,
-                                                        uint8_t* save, uint64_t save_pair_stride,
+                                                        bool use_loaded, uint32_t loaded,
+                                                        uint8_t* save, uint32_t save_pair_stride,
                                                         int save_pairs) {
   uint32_t bits = 0;
 #pragma unroll 1
   for (int pair = 0; pair < kNTiles / 2; ++pair) {
     const uint32_t drawn =
-        dropout_keep_block_bits(mask, attention_forward_lane_block(c, lane, pair));
+        use_loaded ? (loaded >> (8 * pair)) & 0xffu
+                   : dropout_keep_block_bits(mask, attention_forward_lane_block(c, lane, pair));
     if (pair < save_pairs)
       save[pair * save_pair_stride + attention_keep_forward_byte(lane)] =
           static_cast<uint8_t>(drawn);
@@ -237,8 +241,17 @@ __device__ __forceinline__ bool sequence_range(const AttentionParams& p, int seq
 // ---------------------------------------------------------------------------------------------
 // Forward
 
+// CTAs per SM the forward is compiled for: four on sm_90, where 128 registers hold it without
+// spills (ptxas_report.sh), three on sm_80, where it needs more (161 before the keep bits).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define MLBERT_ATTENTION_FWD_MIN_BLOCKS 3
+#else
+#define MLBERT_ATTENTION_FWD_MIN_BLOCKS 4
+#endif
+
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 4) attention_fwd_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(kThreads, MLBERT_ATTENTION_FWD_MIN_BLOCKS)
+    attention_fwd_kernel(const AttentionParams p) {
   const int m_block = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
   int start, len;
   if (!sequence_range(p, seq, start, len)) return;
@@ -280,14 +293,37 @@ __global__ void __launch_bounds__(kThreads, 4) attention_fwd_kernel(const Attent
   const bool use_dropout = p.dropout.enabled;
   const float keep_scale = p.dropout.scale;
   const int num_n_blocks = (len + kBlockN - 1) / kBlockN;
+  // The keep-bit chunks of this warp's 16 queries (p.keep_bits), when its rows start inside the
+  // sequence: stored as drawn, or read (keep_bits_kernel filled them). Byte offsets fit 32 bits
+  // (attention_forward checks the buffer's size), which keeps the kernel at 128 registers.
+  const bool keep_active = use_dropout && p.keep_bits != nullptr && row0 + warp_row0 < len;
+  const bool read_keep = keep_active && p.keep_bits_kernel;
+  const uint32_t keep_chunks =
+      keep_active ? static_cast<uint32_t>(attention_keep_chunk(p.keep_layout, head, seq, start, 0,
+                                                               (row0 + warp_row0) / 16))
+                  : 0u;
+  const uint32_t keep_pair_stride = static_cast<uint32_t>(p.keep_layout.query_tiles) * 32u;
 
   for (int n_block = 0; n_block < num_n_blocks; ++n_block) {
     const int buf = n_block & 1;
+    const int key0 = n_block * kBlockN;
+    const int keep_pairs = min(kNTiles / 2, (len - key0 + 15) / 16);  // key tiles in the sequence
+    const uint32_t keep_block = keep_chunks + static_cast<uint32_t>(key0 / 16) * keep_pair_stride;
     if (n_block + 1 < num_n_blocks) {
       load_tile_async(smem_k[buf ^ 1], k_gmem, p.k_row_stride, (n_block + 1) * kBlockN, len);
       load_tile_async(smem_v[buf ^ 1], v_gmem, p.v_row_stride, (n_block + 1) * kBlockN, len);
     }
     cp_async_commit();
+    // Loaded before the products so that their latency hides behind them.
+    uint32_t loaded = 0;
+    if (read_keep) {
+      const uint32_t at = keep_block + static_cast<uint32_t>(attention_keep_forward_byte(lane));
+#pragma unroll
+      for (int pair = 0; pair < kNTiles / 2; ++pair)
+        if (pair < keep_pairs)
+          loaded |= static_cast<uint32_t>(__ldg(p.keep_bits + at + pair * keep_pair_stride))
+                    << (8 * pair);
+    }
     cp_async_wait<1>();
     __syncthreads();
 
@@ -305,7 +341,6 @@ __global__ void __launch_bounds__(kThreads, 4) attention_fwd_kernel(const Attent
       }
     }
 
-    const int key0 = n_block * kBlockN;
     float block_max[2] = {row_max[0], row_max[1]};
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
@@ -337,18 +372,12 @@ __global__ void __launch_bounds__(kThreads, 4) attention_fwd_kernel(const Attent
       }
     }
     if (use_dropout) {
-      // The warp's 16 queries and each pair's 16 keys that start inside the sequence are saved.
-      uint8_t* save = nullptr;
-      int save_pairs = 0;
-      if (p.keep_bits != nullptr && row0 + warp_row0 < len) {
-        save = p.keep_bits + attention_keep_chunk(p.keep_layout, head, seq, start, key0 / 16,
-                                                  (row0 + warp_row0) / 16);
-        save_pairs = min(kNTiles / 2, (len - key0 + 15) / 16);
-      }
-      const uint32_t keep =
-          attention_keep_bits(AttentionTileCoords{static_cast<uint64_t>(start + row0 + warp_row0),
-                                                  key0, head, p.num_heads, p.dropout_row_stride},
-                              p.dropout, lane, save, p.keep_layout.query_tiles * 32u, save_pairs);
+      const bool save = keep_active && !read_keep;
+      const uint32_t keep = attention_keep_bits(
+          AttentionTileCoords{static_cast<uint64_t>(start + row0 + warp_row0), key0, head,
+                              p.num_heads, p.dropout_row_stride},
+          p.dropout, lane, read_keep, loaded, save ? p.keep_bits + keep_block : nullptr,
+          keep_pair_stride, save ? keep_pairs : 0);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll

@@ -683,9 +683,31 @@ AttentionParams attention_common(const char* op, DType ct, const Tensor& q, cons
 }
 }  // namespace
 
+const char* attention_dropout_bits_name(AttentionDropoutBits mode) {
+  switch (mode) {
+    case AttentionDropoutBits::drawn_twice:
+      return "drawn-twice";
+    case AttentionDropoutBits::forward_keeps:
+      return "forward-keeps";
+    case AttentionDropoutBits::kernel_keeps:
+      return "kernel-keeps";
+  }
+  return "?";
+}
+
+AttentionDropoutBits parse_attention_dropout_bits(const std::string& name) {
+  for (AttentionDropoutBits mode :
+       {AttentionDropoutBits::drawn_twice, AttentionDropoutBits::forward_keeps,
+        AttentionDropoutBits::kernel_keeps})
+    if (name == attention_dropout_bits_name(mode)) return mode;
+  throw std::invalid_argument("attention dropout bits '" + name +
+                              "' is not drawn-twice, forward-keeps or kernel-keeps");
+}
+
 size_t CudaOps::attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
                                       int max_seqlen) const {
-  if (!options_.attention_keep_bits || tokens <= 0 || num_sequences <= 0 || max_seqlen <= 0)
+  if (options_.attention_dropout_bits == AttentionDropoutBits::drawn_twice || tokens <= 0 ||
+      num_sequences <= 0 || max_seqlen <= 0)
     return 0;
   return attention_keep_bytes(tokens, num_sequences, heads, max_seqlen);
 }
@@ -714,6 +736,7 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   a.out = p.out.data;
   a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
                                       p.heads, p.max_seqlen);
+  a.keep_bits_kernel = options_.attention_dropout_bits == AttentionDropoutBits::kernel_keeps;
   cuda::attention_forward(type_, a, stream_);
 }
 

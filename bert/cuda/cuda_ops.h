@@ -30,6 +30,15 @@
 
 namespace mlbert::cuda {
 
+enum class AttentionDropoutBits {
+  drawn_twice,    // the forward draws the Philox blocks, the backward draws them again
+  forward_keeps,  // the forward draws and stores them, the backward reads them
+  kernel_keeps,   // a kernel of their own draws them before the forward; both read them
+};
+// "drawn-twice", "forward-keeps", "kernel-keeps"; parse throws std::invalid_argument naming them.
+const char* attention_dropout_bits_name(AttentionDropoutBits mode);
+AttentionDropoutBits parse_attention_dropout_bits(const std::string& name);
+
 struct CudaOpsOptions {
   bert::DType compute_dtype = bert::DType::bf16;  // f16 or bf16
   int device = 0;
@@ -46,10 +55,12 @@ struct CudaOpsOptions {
   // as the plain GEMM, the GELU-gradient kernel and a column sum (a 5 ms slower BERT-large step,
   // BENCHMARKS.md "CUDA backend", 2026-12-04). On where a GPU measures it faster.
   bool dgelu_bgrad_epilogue = false;
-  // The attention forward stores the dropout keep bits it draws (bert::Ops::attention_saved_bytes,
-  // ~8.6 MB a layer for 16 x 512 tokens) and the backward reads them instead of drawing them
-  // again; off: the backward draws them (the same bits).
-  bool attention_keep_bits = true;
+  // Where the attention's dropout keep bits come from; the same bits, so the same results, in
+  // every mode. The two that keep them use bert::Ops::attention_saved_bytes (~8.6 MB a layer for
+  // 16 x 512 tokens). On the H200 (2026-12-04) the Philox draws were ~1.8 ms of the forward and
+  // ~2.2 ms of the backward in a 49-ms BERT-large step; the modes that keep them were written
+  // after that and have not run on a GPU yet (BENCHMARKS.md, "CUDA backend").
+  AttentionDropoutBits attention_dropout_bits = AttentionDropoutBits::kernel_keeps;
 };
 
 // Options for a model: the workspace sized for `limits`.

@@ -949,7 +949,15 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
     auto cu = b.twin_i32(a.cu);
     auto q = b.twin(zeros, c.t), v = b.twin(onehot, c.t);
     auto out = b.output(a.tokens * H, c.t), lse = b.output(kHeads * a.tokens, DType::f32);
-    run_attention(b, true, a, cu, q, q, v, out, lse, mask, scale);
+    // With the backend's keep-bit buffer, if it keeps one: the bits the forward then stores, or
+    // reads after a kernel of their own filled them, are read out exactly here.
+    const size_t readout_bytes =
+        b.gpu().attention_saved_bytes(static_cast<int64_t>(a.tokens),
+                                      static_cast<int64_t>(a.cu.size() - 1), kHeads, a.max_seqlen);
+    bert::Buffer readout_saved;
+    if (readout_bytes > 0)
+      readout_saved = bert::Buffer(b.gpu(), DType::i32, (readout_bytes + 3) / 4);
+    run_attention(b, true, a, cu, q, q, v, out, lse, mask, scale, readout_saved.tensor());
     run_attention(b, false, a, cu, q, q, v, out, lse, mask, scale);
     auto nz = [](std::vector<float> v) {
       for (float& x : v) x = x != 0.0f ? 1.0f : 0.0f;
@@ -1462,6 +1470,25 @@ CheckCase make_case(std::string name, std::function<void(Context&)> body) {
   return one;
 }
 
+// The attention case on a second CudaOps whose attention dropout bits come from `mode`.
+CheckCase make_attention_bits_case(std::string name, AttentionDropoutBits mode) {
+  CheckCase one;
+  one.name = name;
+  one.run = [name, mode](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
+    CudaOpsOptions options;
+    options.compute_dtype = gpu.compute_dtype();
+    options.attention_dropout_bits = mode;
+    CudaOps other(options);
+    std::vector<CheckRow> rows;
+    Backends backends(cpu, other);
+    std::mt19937_64 rng(case_seed(seed, name));
+    Context c{backends, other.compute_dtype(), rng, rows};
+    check_attention(c, name, kLengths, 0.1, true);
+    return rows;
+  };
+  return one;
+}
+
 // A case on a second CudaOps of the same compute type with other epilogue options. Unfused
 // (`fused` false): the cuBLASLt GELU and bias-gradient epilogues switched off, the paths every
 // cuBLASLt refusal of those epilogues takes (BIAS GEMM + GELU kernel; plain GEMM +
@@ -1561,6 +1588,10 @@ std::vector<CheckCase> op_cases() {
           [](Context& c) { check_embedding(c, "embedding 5003 tokens", kLongLengths, 4096); }),
       make_case("attention",
                 [](Context& c) { check_attention(c, "attention", kLengths, 0.1, true); }),
+      // The other two sources of the dropout bits (the default is CudaOpsOptions').
+      make_attention_bits_case("attention, bits kept by the forward",
+                               AttentionDropoutBits::forward_keeps),
+      make_attention_bits_case("attention, bits drawn twice", AttentionDropoutBits::drawn_twice),
       // Dropout row stride 300: no multiple of 8 or 64 (kLengths' 511 gives 512).
       make_case("attention lengths 1/130/300 (dropout row stride 300)",
                 [](Context& c) {

@@ -3,6 +3,8 @@
 // cannot run as skipped.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "bert/config.h"
 #include "bert/cuda/cuda_ops.h"
 #include "bert/cuda/types.h"
@@ -20,4 +22,15 @@ TEST_CASE("make_cuda_ops: precision names are fp16/bf16 and anything else is rej
   limits.max_sequences = 2;
   limits.max_masked = 8;
   CHECK_THROWS_WITH(cuda::make_cuda_ops(config, limits, "fp8"), Catch::Contains("'fp8'"));
+}
+
+TEST_CASE("attention dropout bits: each mode's name reads back, anything else is named") {
+  for (const auto mode :
+       {cuda::AttentionDropoutBits::drawn_twice, cuda::AttentionDropoutBits::forward_keeps,
+        cuda::AttentionDropoutBits::kernel_keeps})
+    CHECK(cuda::parse_attention_dropout_bits(cuda::attention_dropout_bits_name(mode)) == mode);
+  CHECK(std::string(cuda::attention_dropout_bits_name(
+            cuda::CudaOpsOptions{}.attention_dropout_bits)) == "kernel-keeps");
+  CHECK_THROWS_WITH(cuda::parse_attention_dropout_bits("both"),
+                    Catch::Contains("'both'") && Catch::Contains("kernel-keeps"));
 }

@@ -134,6 +134,7 @@ TEST_CASE("attention backward: the transposed tile's shared draws reproduce the 
 }
 
 TEST_CASE("attention keep bits: the bytes the forward saves are the blocks the backward draws") {
+  // (and the blocks a kernel of their own draws into the same bytes)
   // Walks the kernels' loops (forward: 64-query CTAs of four 16-row warps over 64-key blocks;
   // backward: 64-key CTAs of four 16-key warps over 64-query blocks; each warp a pair of n8 tiles
   // at a time, skipping tiles that start past the sequence) over random batches, and checks that
@@ -180,6 +181,11 @@ TEST_CASE("attention keep bits: the bytes the forward saves are the blocks the b
                 stored[at] =
                     static_cast<int64_t>(cuda::attention_forward_lane_block(c, lane, pair));
                 ++writes;
+                // A kernel filling the chunk on its own draws the same block into that byte.
+                REQUIRE(stored[at] == static_cast<int64_t>(cuda::attention_keep_chunk_block(
+                                          static_cast<uint64_t>(start), head, heads, c.row_stride,
+                                          key0 / 16 + pair, warp_q0 / 16,
+                                          cuda::attention_keep_forward_byte(lane))));
               }
             }
           }
