@@ -12,8 +12,6 @@
 #include <random>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "bert/parameters.h"
 #include "data_prep/hdf5_io.h"
 
@@ -28,6 +26,7 @@
 #include "harness/system_config.h"
 #include "mlperf_logging/rcp.h"
 #include "tests/common/file_size_limit.h"
+#include "tests/common/process_temp_dir.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace {
@@ -39,19 +38,10 @@ std::filesystem::path systems_dir() {
   return mlbert::test::source_dir() / "systems";
 }
 
-// This process's directory under the system's temp dir, removed when the process exits, so a
-// test that fails before its own clean-up, or does not clean up, leaves nothing behind.
+// This process's directory under the system's temp dir, removed when the process exits.
 const std::filesystem::path& process_temp_dir() {
-  struct Owned {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("mlbert_simulate_test_" + std::to_string(::getpid()));
-    ~Owned() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  };
-  static const Owned owned;
-  return owned.path;
+  static const mlbert::test::ProcessTempDir dir("mlbert_simulate_test_");
+  return dir.path;
 }
 
 // An empty directory for one test of this process.

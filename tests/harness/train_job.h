@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/atomic_file.h"
+#include "tests/common/process_temp_dir.h"
 #include "tests/common/shared_fixtures.h"
 
 extern char** environ;
@@ -61,20 +62,16 @@ inline std::pair<int, std::string> run_command(const std::string& command) {
 // directly or through `mlbert demo`, inherits this process's environment: both go to one folder of
 // this process, removed when it exits. A caller's own setting of either is kept.
 struct MpiScratch {
-  fs::path path = fs::temp_directory_path() / ("mlbert_mpi_" + std::to_string(::getpid()));
-  bool owned = false;
+  ProcessTempDir dir{"mlbert_mpi_"};
   MpiScratch() {
+    bool used = false;
     for (const char* name : {"OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_btl_vader_backing_directory"})
       if (!std::getenv(name)) {
-        owned = true;
-        ::setenv(name, path.c_str(), 1);
+        used = true;
+        ::setenv(name, dir.path.c_str(), 1);
       }
     std::error_code ec;
-    if (owned) fs::create_directories(path, ec);
-  }
-  ~MpiScratch() {
-    std::error_code ec;
-    if (owned) fs::remove_all(path, ec);
+    if (used) fs::create_directories(dir.path, ec);
   }
 };
 inline const MpiScratch mpi_scratch;
