@@ -1470,6 +1470,17 @@ CheckCase make_case(std::string name, std::function<void(Context&)> body) {
   return one;
 }
 
+// The rows of `body` run on `other` (a second CudaOps with other options), seeded for `name`.
+std::vector<CheckRow> rows_on(bert::CpuOps& cpu, CudaOps& other, const std::string& name,
+                              uint64_t seed, const std::function<void(Context&)>& body) {
+  std::vector<CheckRow> rows;
+  Backends backends(cpu, other);
+  std::mt19937_64 rng(case_seed(seed, name));
+  Context c{backends, other.compute_dtype(), rng, rows};
+  body(c);
+  return rows;
+}
+
 // The attention case on a second CudaOps whose attention dropout bits come from `mode`.
 CheckCase make_attention_bits_case(std::string name, AttentionDropoutBits mode) {
   CheckCase one;
@@ -1479,12 +1490,8 @@ CheckCase make_attention_bits_case(std::string name, AttentionDropoutBits mode) 
     options.compute_dtype = gpu.compute_dtype();
     options.attention_dropout_bits = mode;
     CudaOps other(options);
-    std::vector<CheckRow> rows;
-    Backends backends(cpu, other);
-    std::mt19937_64 rng(case_seed(seed, name));
-    Context c{backends, other.compute_dtype(), rng, rows};
-    check_attention(c, name, kLengths, 0.1, true);
-    return rows;
+    return rows_on(cpu, other, name, seed,
+                   [&](Context& c) { check_attention(c, name, kLengths, 0.1, true); });
   };
   return one;
 }
@@ -1506,13 +1513,7 @@ CheckCase make_epilogue_case(std::string name, bool fused, std::function<void(Co
     options.bias_grad_epilogue = fused;
     options.dgelu_bgrad_epilogue = fused;
     CudaOps other(options);
-    std::vector<CheckRow> rows;
-    {
-      Backends backends(cpu, other);
-      std::mt19937_64 rng(case_seed(seed, name));
-      Context c{backends, other.compute_dtype(), rng, rows};
-      body(c);
-    }
+    std::vector<CheckRow> rows = rows_on(cpu, other, name, seed, body);
     if (fused) {
       if (!rows.empty()) rows.back().note = other.gemm().fusion_report();
       return rows;
