@@ -82,6 +82,10 @@ run_target() {
       kill "${pids[@]}" 2> /dev/null || true
     fi
   done
+  # A worker that was stopped (SIGINT, or killed for another's failure) or failed leaves its
+  # scratch folder (tests/fuzz/fuzz_scratch.h); a failure's input is in $artifacts already.
+  local pid
+  for pid in "${pids[@]}"; do rm -rf "${TMPDIR:-/tmp}/mlbert_fuzz_$pid"; done
   local elapsed=$(( $(date +%s) - start ))
   echo "fuzz: $t ended (exit status $status, ${elapsed}s); the last lines of ${logs[0]}:"
   tail -n 12 "${logs[0]}"

@@ -1,6 +1,7 @@
 // Scratch files for fuzz targets whose parser reads from disk (HDF5 shards, vocab.txt, config
 // files, result trees): one private directory per process under the system temp dir, removed at
-// normal exit (a crashing run leaves it for the reproducer's sake).
+// normal exit; scripts/fuzz.sh removes those of workers that were stopped or crashed (libFuzzer
+// writes a crash's input to the artifacts folder).
 #pragma once
 #include <unistd.h>
 
