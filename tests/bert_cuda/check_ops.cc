@@ -929,6 +929,14 @@ void run_attention(Backends& b, bool gpu, const AttentionData& a, const Twin& cu
     b.cpu().attention_forward(p);
 }
 
+// AttentionForwardParams::saved of the GPU backend for `a` (empty where it keeps nothing).
+bert::Buffer attention_saved_buffer(Backends& b, const AttentionData& a) {
+  const size_t bytes = b.gpu().attention_saved_bytes(
+      static_cast<int64_t>(a.tokens), static_cast<int64_t>(a.cu.size() - 1), kHeads, a.max_seqlen);
+  if (bytes == 0) return {};
+  return bert::Buffer(b.gpu(), DType::i32, (bytes + 3) / 4);
+}
+
 // `name` prefixes the rows' op; sequences of `lengths`, dropout probability `p_drop` (0: no
 // dropout, as evaluation runs); `mask_readout` adds the exact dropout-mask check first.
 void check_attention(Context& c, const std::string& name, const std::vector<int32_t>& lengths,
@@ -951,12 +959,7 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
     auto out = b.output(a.tokens * H, c.t), lse = b.output(kHeads * a.tokens, DType::f32);
     // With the backend's keep-bit buffer, if it keeps one: the bits the forward then stores, or
     // reads after a kernel of their own filled them, are read out exactly here.
-    const size_t readout_bytes =
-        b.gpu().attention_saved_bytes(static_cast<int64_t>(a.tokens),
-                                      static_cast<int64_t>(a.cu.size() - 1), kHeads, a.max_seqlen);
-    bert::Buffer readout_saved;
-    if (readout_bytes > 0)
-      readout_saved = bert::Buffer(b.gpu(), DType::i32, (readout_bytes + 3) / 4);
+    const bert::Buffer readout_saved = attention_saved_buffer(b, a);
     run_attention(b, true, a, cu, q, q, v, out, lse, mask, scale, readout_saved.tensor());
     run_attention(b, false, a, cu, q, q, v, out, lse, mask, scale);
     auto nz = [](std::vector<float> v) {
@@ -972,11 +975,8 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
   auto k = b.twin(normal(c.rng, a.tokens * H), c.t);
   auto v = b.twin(normal(c.rng, a.tokens * H), c.t);
   auto out = b.output(a.tokens * H, c.t), lse = b.output(kHeads * a.tokens, DType::f32);
-  // The keep bits the GPU forward stores for its backward (CudaOpsOptions::attention_keep_bits).
-  const size_t saved_bytes = b.gpu().attention_saved_bytes(
-      static_cast<int64_t>(a.tokens), static_cast<int64_t>(a.cu.size() - 1), kHeads, a.max_seqlen);
-  bert::Buffer saved;
-  if (saved_bytes > 0) saved = bert::Buffer(b.gpu(), DType::i32, (saved_bytes + 3) / 4);
+  // The keep bits the GPU keeps for its backward (CudaOpsOptions::attention_dropout_bits).
+  const bert::Buffer saved = attention_saved_buffer(b, a);
   run_attention(b, true, a, cu, q, k, v, out, lse, mask, scale, saved.tensor());
   run_attention(b, false, a, cu, q, k, v, out, lse, mask, scale);
   const auto qv = b.cpu_values(q), kv = b.cpu_values(k), vv = b.cpu_values(v);
@@ -1024,7 +1024,7 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
   c.add(judge(bwd_op, "d_q", c.t, b.gpu_values(d_q), pdq, b.cpu_values(d_q)));
   c.add(judge(bwd_op, "d_k", c.t, b.gpu_values(d_k), pdk, b.cpu_values(d_k)));
   c.add(judge(bwd_op, "d_v", c.t, b.gpu_values(d_v), pdv, b.cpu_values(d_v)));
-  if (saved_bytes == 0 || !mask.enabled) return;
+  if (!saved.tensor().defined() || !mask.enabled) return;
 
   // The forward's stored bits against drawing them again: the same gradients, bit for bit.
   const auto with_saved_q = b.gpu_values(d_q), with_saved_k = b.gpu_values(d_k),
