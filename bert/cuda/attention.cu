@@ -5,6 +5,7 @@
 
 #include "bert/cuda/attention.h"
 #include "bert/cuda/attention_launch.h"
+#include "bert/cuda/attention_sequence.cuh"
 #include "bert/cuda/common.cuh"
 
 namespace mlbert::cuda {
@@ -73,14 +74,13 @@ __global__ void attention_dq_convert_kernel(const float* __restrict__ dq_accum, 
 
 // Fills the keep-bit chunks of the forward's dropout (dropout_bits.h) before the forward: one warp
 // a chunk, lane L the block of byte L (attention_keep_chunk_block). Block (query tile, head,
-// sequence); sequences the forward refuses (kAttentionBadCuSeqlens) are skipped.
+// sequence); sequences the kernels refuse (kAttentionBadCuSeqlens) are skipped.
 constexpr int kKeepBitsWarps = 8;
 __global__ void __launch_bounds__(kKeepBitsWarps* kWarpSize)
     attention_keep_bits_kernel(const AttentionParams p) {
   const int query_tile = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
-  const int start = p.cu_seqlens[seq], len = p.cu_seqlens[seq + 1] - start;
-  if (start < 0 || len <= 0 || len > p.max_seqlen || start + len > p.total_tokens) return;
-  if (query_tile * 16 >= len) return;
+  int start, len;
+  if (!sequence_range(p, seq, start, len) || query_tile * 16 >= len) return;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int key_tiles = (len + 15) / 16;
   for (int key_tile = warp; key_tile < key_tiles; key_tile += kKeepBitsWarps) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "bert/cuda/attention.h"
+#include "bert/cuda/attention_sequence.cuh"
 #include "bert/cuda/common.cuh"
 #include "bert/cuda/dropout_bits.h"
 #include "bert/cuda/launch_config.h"
@@ -225,17 +226,6 @@ __device__ __forceinline__ uint32_t attention_keep_bits_transposed(const Attenti
     }
   }
   return bits;
-}
-
-// The sequence's token range, or false (and an error bit) when cu_seqlens is inconsistent.
-__device__ __forceinline__ bool sequence_range(const AttentionParams& p, int seq, int& start,
-                                               int& len) {
-  start = p.cu_seqlens[seq];
-  len = p.cu_seqlens[seq + 1] - start;
-  const bool ok = start >= 0 && len > 0 && len <= p.max_seqlen && start + len <= p.total_tokens;
-  if (!ok && threadIdx.x == 0 && blockIdx.x == 0 && p.error_flags != nullptr)
-    atomicOr(p.error_flags, kAttentionBadCuSeqlens);
-  return ok;
 }
 
 // ---------------------------------------------------------------------------------------------

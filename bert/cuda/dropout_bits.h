@@ -148,14 +148,15 @@ MLBERT_HOST_DEVICE int attention_keep_forward_byte(int lane) {
   return ((lane & 15) >> 3) * 16 + (lane >> 4) * 8 + (lane & 7);
 }
 // The block byte `lane` of chunk (key tile, query tile) holds, for a sequence whose first token is
-// `sequence_start`: what a kernel that fills the chunks on its own draws (one warp a chunk).
+// `sequence_start`: what a kernel that fills the chunks on its own draws (one warp a chunk), the
+// block of the backward's lane `lane` in the first pair of a warp starting at that chunk.
 MLBERT_HOST_DEVICE uint64_t attention_keep_chunk_block(uint64_t sequence_start, int head,
                                                        int num_heads, uint64_t row_stride,
                                                        int key_tile, int query_tile, int lane) {
-  const uint64_t query_token = sequence_start + static_cast<uint64_t>(16 * query_tile) +
-                               static_cast<uint64_t>((lane >> 4) * 8 + (lane & 7));
-  const int key = 16 * key_tile + 8 * ((lane >> 3) & 1);
-  return bert::attention_dropout_element(query_token, head, num_heads, row_stride, key) >> 3;
+  return attention_backward_lane_block(
+      AttentionTileCoords{sequence_start + static_cast<uint64_t>(16 * query_tile), 16 * key_tile,
+                          head, num_heads, row_stride},
+      lane, 0);
 }
 
 }  // namespace mlbert::cuda
