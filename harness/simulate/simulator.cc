@@ -414,138 +414,133 @@ Prediction predict(const ClusterRun& cluster, const AcceleratorProfile& profile,
   return Simulation(cluster, profile, options).time(profile);
 }
 
-Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec& network) const {
-  const ClusterRun& cluster = cluster_;
-  const SimulationOptions& options = options_;
-  const LengthSource& lengths = lengths_;
-  const std::vector<MicroStepWork>& work = work_;
-  const RunSpec& run = cluster.run;
-  const int world = cluster.world();
-  if (network.ranks() != world)
-    throw std::invalid_argument("simulate: a network of " + std::to_string(network.ranks()) +
-                                " ranks for a run dealt on " + std::to_string(world));
-  Prediction p;
-  p.name = cluster.name;
-  p.accelerator = cluster.accelerator;
-  p.nodes = network.nodes;
-  p.ranks_per_node = network.gpus_per_node;
-  p.global_batch_size = run.global_batch_size;
-  p.convergence = convergence_;
-  const std::int64_t steps = p.convergence.steps;
-  const int accumulation = run.gradient_accumulation;
+namespace {
 
-  const BucketPlan plan =
-      plan_buckets(cluster.model, run, options.gradient_wire_bytes,
-                   options.bucket_norm_bytes_per_element, profile.memory_bytes_per_second);
-  const KernelRates rates = this->rates(profile);
-  const StepCosts costs = step_costs(plan, run, options, profile, network);
-  const std::vector<double>& bucket_seconds = costs.bucket_seconds;
-  const bool bucket_clip = run.clipping == ClippingMode::bucket_before_allreduce;
-  const std::vector<HostEvent> events = micro_step_events(plan_, plan, options);
-  const double broadcast = broadcast_cost(network, options.forward_broadcast_bytes).seconds;
-  // After a read-back at the end of backward, the host's loops over the parameter tensors run
-  // while the GPU does the passes and the optimizer they issue; what the GPU does not hide.
-  const double between_steps_host =
-      options.sync_after_backward
-          ? kReadBackSeconds +
-                std::max(0.0, options.host_seconds_per_tensor * static_cast<double>(plan.tensors) -
-                                  (costs.clip_seconds + costs.optimizer_seconds))
-          : 0.0;
-  const auto shape = [&](double tokens, double sequences, double predictions, double squares) {
-    const double rows = std::ceil(sequences / std::max(1, options.packing));
-    const double length = static_cast<double>(run.max_seq_length);
-    return MicroBatchShape{
-        options.padded ? rows * length : tokens, sequences, predictions,
-        options.padded && options.padded_attention ? sequences * length * length : squares};
-  };
+// What every step of one timing shares: the run, the kernels, the bucket plan and its costs under
+// one profile and network, and the implementation's host events.
+struct StepContext {
+  const RunSpec& run;
+  const SimulationOptions& options;
+  const KernelPlan& kernels;
+  const BucketPlan& buckets;
+  const StepCosts& costs;
+  const NetworkSpec& network;
+  KernelRates rates;
+  std::vector<HostEvent> events;
+  double broadcast = 0;           // the forward's buffer broadcast, before every micro-step
+  double between_steps_host = 0;  // what the GPU waits for of the host's work after backward
+  double fixed = 0;               // the profile's fixed cost per step
+};
 
-  double straggler_sum = 0;
-  p.step_seconds.reserve(static_cast<std::size_t>(steps));
-  for (std::int64_t s = 0; s < steps; ++s) {
-    StepBreakdown b;
-    double clock = 0, exposed = 0;
-    for (int a = 0; a < accumulation; ++a) {
-      const MicroStepWork& w = work[static_cast<std::size_t>(s * accumulation + a)];
-      const double exchange =
-          exchange_seconds(network, run.load_balancing, w.exchange_bytes_per_rank);
-      const KernelTime slow = KernelPlan::time(
-          plan_.train,
-          shape(w.slowest_tokens, w.slowest_sequences, w.slowest_predictions, w.slowest_squares),
-          rates, events);
-      const KernelTime mean_time = KernelPlan::time(
-          plan_.train, shape(w.mean_tokens, w.mean_sequences, w.mean_predictions, w.mean_squares),
-          rates, events);
-      // The deal ranks by a linear cost; the kernel timeline of the mean work cannot exceed the
-      // slowest rank's by more than rounding, and never counts as negative imbalance.
-      const double slowest = slow.seconds, mean = std::min(mean_time.seconds, slowest);
-      straggler_sum += slowest / mean;
-      p.host_bound += mean_time.host_bound_seconds();
-      b.exchange += exchange;
-      b.compute += mean;
-      b.imbalance += slowest - mean;
-      b.exposed_comm += broadcast;  // before the forward, every rank waits for it
-      clock += exchange + broadcast;
-      if (a + 1 < accumulation) {
-        clock += slowest;
-        continue;
-      }
-      // The last micro-step's backward releases the buckets: forward 1/3, backward 2/3.
-      const double backward_start = clock + slowest / 3;
-      const double backward = slowest * 2 / 3;
-      const double total_work = plan.total.tokens * w.slowest_tokens +
-                                plan.total.squares * w.slowest_squares +
-                                plan.total.predictions * w.slowest_predictions;
-      double norms = 0, stream_free = 0;
-      for (std::size_t i = 0; i < plan.bytes.size(); ++i) {
-        if (bucket_clip) norms += plan.norm_seconds[i];
-        const BackwardWork& d = plan.done[i];
-        const double done = d.tokens * w.slowest_tokens + d.squares * w.slowest_squares +
-                            d.predictions * w.slowest_predictions;
-        const double progress = options.overlap && total_work > 0 ? done / total_work : 1;
-        const double ready = backward_start + progress * backward + norms;
-        stream_free = std::max(ready, stream_free) + bucket_seconds[i];
-        p.comm_busy += bucket_seconds[i];
-      }
-      const double backward_end = backward_start + backward + norms;
-      b.compute += norms;
-      exposed = std::max(0.0, stream_free - backward_end);
+MicroBatchShape micro_batch_shape(const StepContext& c, double tokens, double sequences,
+                                  double predictions, double squares) {
+  const SimulationOptions& o = c.options;
+  const double rows = std::ceil(sequences / std::max(1, o.packing));
+  const double length = static_cast<double>(c.run.max_seq_length);
+  return MicroBatchShape{o.padded ? rows * length : tokens, sequences, predictions,
+                         o.padded && o.padded_attention ? sequences * length * length : squares};
+}
+
+// The last micro-step's backward releases the buckets: forward 1/3, backward 2/3 of the slowest
+// rank's micro-step starting at `start`. Each bucket's reduction starts when backward has finished
+// it (by backward FLOPs) and the one allreduce stream is free; adds the stream's busy time to
+// `comm_busy`.
+struct BucketTimeline {
+  double norms = 0;    // the buckets' norm passes inside backward (bucket clipping)
+  double exposed = 0;  // reduction left after backward
+};
+BucketTimeline bucket_timeline(const StepContext& c, const MicroStepWork& w, double start,
+                               double slowest, double& comm_busy) {
+  const BucketPlan& plan = c.buckets;
+  const bool bucket_clip = c.run.clipping == ClippingMode::bucket_before_allreduce;
+  const double backward_start = start + slowest / 3;
+  const double backward = slowest * 2 / 3;
+  const double total_work = plan.total.tokens * w.slowest_tokens +
+                            plan.total.squares * w.slowest_squares +
+                            plan.total.predictions * w.slowest_predictions;
+  BucketTimeline t;
+  double stream_free = 0;
+  for (std::size_t i = 0; i < plan.bytes.size(); ++i) {
+    if (bucket_clip) t.norms += plan.norm_seconds[i];
+    const BackwardWork& d = plan.done[i];
+    const double done = d.tokens * w.slowest_tokens + d.squares * w.slowest_squares +
+                        d.predictions * w.slowest_predictions;
+    const double progress = c.options.overlap && total_work > 0 ? done / total_work : 1;
+    const double ready = backward_start + progress * backward + t.norms;
+    stream_free = std::max(ready, stream_free) + c.costs.bucket_seconds[i];
+    comm_busy += c.costs.bucket_seconds[i];
+  }
+  t.exposed = std::max(0.0, stream_free - (backward_start + backward + t.norms));
+  return t;
+}
+
+// One step: its micro-steps `work[0 .. accumulation)`, each paced by its slowest rank, then the
+// reductions, passes and optimizer. Adds to `p`'s stream and host-bound figures and to
+// `straggler_sum` (slowest / mean per micro-step).
+StepBreakdown time_step(const StepContext& c, const MicroStepWork* work, Prediction& p,
+                        double& straggler_sum) {
+  StepBreakdown b;
+  double clock = 0, exposed = 0;
+  const int accumulation = c.run.gradient_accumulation;
+  for (int a = 0; a < accumulation; ++a) {
+    const MicroStepWork& w = work[a];
+    const double exchange =
+        exchange_seconds(c.network, c.run.load_balancing, w.exchange_bytes_per_rank);
+    const KernelTime slow =
+        KernelPlan::time(c.kernels.train,
+                         micro_batch_shape(c, w.slowest_tokens, w.slowest_sequences,
+                                           w.slowest_predictions, w.slowest_squares),
+                         c.rates, c.events);
+    const KernelTime mean_time = KernelPlan::time(
+        c.kernels.train,
+        micro_batch_shape(c, w.mean_tokens, w.mean_sequences, w.mean_predictions, w.mean_squares),
+        c.rates, c.events);
+    // The deal ranks by a linear cost; the kernel timeline of the mean work cannot exceed the
+    // slowest rank's by more than rounding, and never counts as negative imbalance.
+    const double slowest = slow.seconds, mean = std::min(mean_time.seconds, slowest);
+    straggler_sum += slowest / mean;
+    p.host_bound += mean_time.host_bound_seconds();
+    b.exchange += exchange;
+    b.compute += mean;
+    b.imbalance += slowest - mean;
+    b.exposed_comm += c.broadcast;  // before the forward, every rank waits for it
+    clock += exchange + c.broadcast;
+    if (a + 1 < accumulation) {
+      clock += slowest;
+      continue;
     }
-    p.comm_busy += costs.gather_seconds;
-    b.exposed_comm += exposed + costs.gather_seconds;
-    b.clip = costs.clip_seconds;
-    b.optimizer = costs.optimizer_seconds;
-    b.host = between_steps_host;
-    b.fixed = profile.fixed_step_seconds;
-    p.mean_step += b;
-    p.step_seconds.push_back(b.total());
-    p.train_seconds += b.total();
+    const BucketTimeline t = bucket_timeline(c, w, clock, slowest, p.comm_busy);
+    b.compute += t.norms;
+    exposed = t.exposed;
   }
-  if (steps > 0) {
-    const double n = static_cast<double>(steps);
-    p.mean_step.exchange /= n;
-    p.mean_step.compute /= n;
-    p.mean_step.imbalance /= n;
-    p.mean_step.exposed_comm /= n;
-    p.mean_step.clip /= n;
-    p.mean_step.optimizer /= n;
-    p.mean_step.host /= n;
-    p.mean_step.fixed /= n;
-    p.comm_busy /= n;
-    p.host_bound /= n;
-    p.straggler_ratio = straggler_sum / static_cast<double>(steps * accumulation);
-  }
-  p.kernels_per_micro_step = plan_.train.size();
-  p.eval_seconds = evaluation_seconds(lengths, run, world, plan_, rates, options, network);
-  p.eval_total_seconds = p.eval_seconds * static_cast<double>(p.convergence.evals);
-  p.run_start_seconds = profile.run_start_seconds;
-  p.total_seconds = p.run_start_seconds + p.train_seconds + p.eval_total_seconds;
-  p.buckets = plan.bytes.size();
-  p.gradient_bytes = std::accumulate(plan.bytes.begin(), plan.bytes.end(), 0.0);
-  for (const auto& [name, count] : costs.choices)
-    p.allreduce_choice +=
-        (p.allreduce_choice.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  p.comm_busy += c.costs.gather_seconds;
+  b.exposed_comm += exposed + c.costs.gather_seconds;
+  b.clip = c.costs.clip_seconds;
+  b.optimizer = c.costs.optimizer_seconds;
+  b.host = c.between_steps_host;
+  b.fixed = c.fixed;
+  return b;
+}
 
+void divide(StepBreakdown& b, double n) {
+  b.exchange /= n;
+  b.compute /= n;
+  b.imbalance /= n;
+  b.exposed_comm /= n;
+  b.clip /= n;
+  b.optimizer /= n;
+  b.host /= n;
+  b.fixed /= n;
+}
+
+// The assumptions behind the compute columns: convergence, lengths, the deal, the profile, the
+// kernels.
+void compute_assumptions(const StepContext& c, const LengthSource& lengths,
+                         const AcceleratorProfile& profile, Prediction& p) {
   auto& a = p.assumptions;
+  const RunSpec& run = c.run;
+  const SimulationOptions& options = c.options;
+  const KernelPlan& kernels = c.kernels;
   a.push_back("convergence: " + p.convergence.source +
               "; the run stops at the first evaluation "
               "at or past it (eval every " +
@@ -578,8 +573,8 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
                      : "; fitted where " + fitted_on + ", this run has " + here +
                            ": the cost may not carry over"));
   }
-  a.push_back("kernels: mlbert's model traced (" + std::to_string(plan_.train.size()) +
-              " kernels per training micro-step, " + std::to_string(plan_.eval.size()) +
+  a.push_back("kernels: mlbert's model traced (" + std::to_string(kernels.train.size()) +
+              " kernels per training micro-step, " + std::to_string(kernels.eval.size()) +
               " per evaluation batch), each no earlier than the host has issued it; host " +
               format_number(options.host_seconds_per_kernel * 1e6, 3) + " us per kernel (" +
               options.host_issue + ")" +
@@ -596,6 +591,16 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
   a.push_back(
       "the slowest rank of each micro-step sets the pace (exact when the micro-step "
       "synchronizes all ranks)");
+}
+
+// The assumptions behind the reduction, the passes, the optimizer, the host, the evaluation and
+// the network.
+void reduction_assumptions(const StepContext& c, const ClusterRun& cluster, Prediction& p) {
+  auto& a = p.assumptions;
+  const RunSpec& run = c.run;
+  const SimulationOptions& options = c.options;
+  const StepCosts& costs = c.costs;
+  const NetworkSpec& network = c.network;
   a.push_back("gradients: " + std::to_string(p.buckets) + " buckets of run.bucket_mb " +
               format_number(run.bucket_mb, 4) +
               " MiB of f32 (make_buckets over the parameter layout of " +
@@ -658,6 +663,78 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
   if (!p.convergence.reached)
     a.push_back("WARNING: run.max_steps " + std::to_string(run.max_steps) +
                 " ends the run before the convergence point");
+}
+
+}  // namespace
+
+Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec& network) const {
+  const RunSpec& run = cluster_.run;
+  const int world = cluster_.world();
+  if (network.ranks() != world)
+    throw std::invalid_argument("simulate: a network of " + std::to_string(network.ranks()) +
+                                " ranks for a run dealt on " + std::to_string(world));
+  Prediction p;
+  p.name = cluster_.name;
+  p.accelerator = cluster_.accelerator;
+  p.nodes = network.nodes;
+  p.ranks_per_node = network.gpus_per_node;
+  p.global_batch_size = run.global_batch_size;
+  p.convergence = convergence_;
+  const std::int64_t steps = p.convergence.steps;
+
+  const BucketPlan plan =
+      plan_buckets(cluster_.model, run, options_.gradient_wire_bytes,
+                   options_.bucket_norm_bytes_per_element, profile.memory_bytes_per_second);
+  const StepCosts costs = step_costs(plan, run, options_, profile, network);
+  const StepContext c{
+      .run = run,
+      .options = options_,
+      .kernels = plan_,
+      .buckets = plan,
+      .costs = costs,
+      .network = network,
+      .rates = rates(profile),
+      .events = micro_step_events(plan_, plan, options_),
+      .broadcast = broadcast_cost(network, options_.forward_broadcast_bytes).seconds,
+      // After a read-back at the end of backward, the host's loops over the parameter tensors
+      // run while the GPU does the passes and the optimizer they issue; what the GPU does not
+      // hide.
+      .between_steps_host =
+          options_.sync_after_backward
+              ? kReadBackSeconds + std::max(0.0, options_.host_seconds_per_tensor *
+                                                         static_cast<double>(plan.tensors) -
+                                                     (costs.clip_seconds + costs.optimizer_seconds))
+              : 0.0,
+      .fixed = profile.fixed_step_seconds};
+
+  double straggler_sum = 0;
+  p.step_seconds.reserve(static_cast<std::size_t>(steps));
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const StepBreakdown b = time_step(
+        c, &work_[static_cast<std::size_t>(s * run.gradient_accumulation)], p, straggler_sum);
+    p.mean_step += b;
+    p.step_seconds.push_back(b.total());
+    p.train_seconds += b.total();
+  }
+  if (steps > 0) {
+    const double n = static_cast<double>(steps);
+    divide(p.mean_step, n);
+    p.comm_busy /= n;
+    p.host_bound /= n;
+    p.straggler_ratio = straggler_sum / static_cast<double>(steps * run.gradient_accumulation);
+  }
+  p.kernels_per_micro_step = plan_.train.size();
+  p.eval_seconds = evaluation_seconds(lengths_, run, world, plan_, c.rates, options_, network);
+  p.eval_total_seconds = p.eval_seconds * static_cast<double>(p.convergence.evals);
+  p.run_start_seconds = profile.run_start_seconds;
+  p.total_seconds = p.run_start_seconds + p.train_seconds + p.eval_total_seconds;
+  p.buckets = plan.bytes.size();
+  p.gradient_bytes = std::accumulate(plan.bytes.begin(), plan.bytes.end(), 0.0);
+  for (const auto& [name, count] : costs.choices)
+    p.allreduce_choice +=
+        (p.allreduce_choice.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  compute_assumptions(c, lengths_, profile, p);
+  reduction_assumptions(c, cluster_, p);
   return p;
 }
 
