@@ -142,9 +142,13 @@ Model::Model(ParameterStore& params, ModelLimits limits) : params_(&params), lim
     throw std::invalid_argument("ModelLimits: max_seqlen must be in [1, max_position_embeddings]");
   }
   arena_ = std::make_unique<Arena>(params.ops().compute_dtype());
-  const size_t saved = params.ops().attention_saved_bytes(
-      static_cast<int64_t>(limits_.max_tokens), static_cast<int64_t>(limits_.max_sequences),
-      params.config().num_attention_heads, limits_.max_seqlen);
+  // No attention dropout: no keep bits to carry from forward to backward.
+  const size_t saved = params.config().attention_probs_dropout_prob > 0
+                           ? params.ops().attention_saved_bytes(
+                                 static_cast<int64_t>(limits_.max_tokens),
+                                 static_cast<int64_t>(limits_.max_sequences),
+                                 params.config().num_attention_heads, limits_.max_seqlen)
+                           : 0;
   arena_->carve(params.config(), limits_, saved);  // sizing pass
   arena_->compute.allocate(params.ops());
   arena_->f32.allocate(params.ops());

@@ -286,7 +286,10 @@ __global__ void __launch_bounds__(kThreads, MLBERT_ATTENTION_FWD_MIN_BLOCKS)
   // The keep-bit chunks of this warp's 16 queries (p.keep_bits), when its rows start inside the
   // sequence: stored as drawn, or read (keep_bits_kernel filled them). Byte offsets fit 32 bits
   // (attention_forward checks the buffer's size), which keeps the kernel at 128 registers.
-  const bool keep_active = use_dropout && p.keep_bits != nullptr && row0 + warp_row0 < len;
+  // A warp whose 16 rows all lie past the sequence computes rows that are never stored: it skips
+  // the dropout (no Philox draws, no keep bits).
+  const bool warp_live = row0 + warp_row0 < len;
+  const bool keep_active = use_dropout && p.keep_bits != nullptr && warp_live;
   const bool read_keep = keep_active && p.keep_bits_kernel;
   const uint32_t keep_chunks =
       keep_active ? static_cast<uint32_t>(attention_keep_chunk(p.keep_layout, head, seq, start, 0,
@@ -361,7 +364,7 @@ __global__ void __launch_bounds__(kThreads, MLBERT_ATTENTION_FWD_MIN_BLOCKS)
         o_acc[nt][e] *= correction[e >> 1];
       }
     }
-    if (use_dropout) {
+    if (use_dropout && warp_live) {
       const bool save = keep_active && !read_keep;
       const uint32_t keep = attention_keep_bits(
           AttentionTileCoords{static_cast<uint64_t>(start + row0 + warp_row0), key0, head,

@@ -704,12 +704,28 @@ AttentionDropoutBits parse_attention_dropout_bits(const std::string& name) {
                               "' is not drawn-twice, forward-keeps or kernel-keeps");
 }
 
+size_t attention_saved_bytes(AttentionDropoutBits mode, int64_t tokens, int64_t num_sequences,
+                             int64_t heads, int max_seqlen) {
+  if (mode == AttentionDropoutBits::drawn_twice || tokens <= 0 || num_sequences <= 0 ||
+      max_seqlen <= 0)
+    return 0;
+  const uint64_t bytes = attention_keep_bytes(tokens, num_sequences, heads, max_seqlen);
+  // The attention kernels address the buffer with 32-bit byte offsets; refused here, when the
+  // model sizes its buffers, rather than at the first training step.
+  if (bytes > UINT32_MAX)
+    throw std::invalid_argument(
+        "CudaOps: the attention dropout keep bits of " + std::to_string(tokens) + " tokens in " +
+        std::to_string(num_sequences) + " sequences (" + std::to_string(bytes) +
+        " bytes a layer) exceed the kernels' 4 GiB of byte offsets; run with attention dropout "
+        "bits " +
+        attention_dropout_bits_name(AttentionDropoutBits::drawn_twice));
+  return static_cast<size_t>(bytes);
+}
+
 size_t CudaOps::attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
                                       int max_seqlen) const {
-  if (options_.attention_dropout_bits == AttentionDropoutBits::drawn_twice || tokens <= 0 ||
-      num_sequences <= 0 || max_seqlen <= 0)
-    return 0;
-  return attention_keep_bytes(tokens, num_sequences, heads, max_seqlen);
+  return cuda::attention_saved_bytes(options_.attention_dropout_bits, tokens, num_sequences, heads,
+                                     max_seqlen);
 }
 
 namespace {

@@ -38,6 +38,10 @@ enum class AttentionDropoutBits {
 // "drawn-twice", "forward-keeps", "kernel-keeps"; parse throws std::invalid_argument naming them.
 const char* attention_dropout_bits_name(AttentionDropoutBits mode);
 AttentionDropoutBits parse_attention_dropout_bits(const std::string& name);
+// The keep-bit buffer a layer's attention needs under `mode` at these sizes (0 for drawn_twice or
+// an empty shape); throws std::invalid_argument past the kernels' 4 GiB of byte offsets.
+size_t attention_saved_bytes(AttentionDropoutBits mode, int64_t tokens, int64_t num_sequences,
+                             int64_t heads, int max_seqlen);
 
 struct CudaOpsOptions {
   bert::DType compute_dtype = bert::DType::bf16;  // f16 or bf16

@@ -243,7 +243,8 @@ class CountingOps final : public Ops {
   int allocations = 0;
   bool claims_saved = false;
   std::vector<Tensor> forward_saved, backward_saved;
-  std::vector<size_t> bytes_needed;  // attention_saved_bytes at each forward's sizes
+  std::vector<size_t> bytes_needed;         // attention_saved_bytes at each forward's sizes
+  std::vector<Tensor> every_forward_saved;  // with dropout or without
   std::string name() const override { return "counting"; }
   DType compute_dtype() const override { return DType::f32; }
   Tensor allocate(DType d, size_t n) override {
@@ -270,6 +271,7 @@ class CountingOps final : public Ops {
     return claims_saved ? static_cast<size_t>(tokens * heads * 3 + sequences * 5 + max_seqlen) : 0;
   }
   void attention_forward(const AttentionForwardParams& p) override {
+    every_forward_saved.push_back(p.saved);
     if (p.dropout.enabled) {
       forward_saved.push_back(p.saved);
       bytes_needed.push_back(
@@ -342,6 +344,20 @@ TEST_CASE("each layer's attention backward gets the tensor its forward saved int
       }
     }
   }
+}
+
+TEST_CASE("a model without attention dropout carves no keep-bit buffer") {
+  CountingOps ops;
+  ops.claims_saved = true;
+  BertConfig c = small_config();
+  c.attention_probs_dropout_prob = 0;
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(8);
+  Model model(params, small_limits());
+  model.forward_backward(small_batch(72, c), DropoutKey{3, 1});
+  REQUIRE(ops.every_forward_saved.size() == static_cast<size_t>(c.num_hidden_layers));
+  CHECK(ops.forward_saved.empty());  // no attention call had dropout
+  for (const Tensor& saved : ops.every_forward_saved) CHECK(saved.numel == 0);
 }
 
 TEST_CASE("batches over the model's limits are rejected with the limit named") {

@@ -984,6 +984,15 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
   plain_attention_forward(c.t, a, qv, kv, vv, mask, scale, plain_out, plain_lse);
   c.add(judge(fwd_op, "out", c.t, b.gpu_values(out), plain_out, b.cpu_values(out)));
   c.add(judge(fwd_op, "softmax_lse", c.t, b.gpu_values(lse), plain_lse, b.cpu_values(lse)));
+  if (saved.tensor().defined() && mask.enabled) {
+    // The forward with the bits it keeps (drawn by their own kernel and read, or drawn and
+    // stored) against drawing them where they are used: the same output, bit for bit, at every
+    // length here (the readout above covers keys < 64 only).
+    const auto kept_out = b.gpu_values(out);
+    b.poison(out);
+    run_attention(b, true, a, cu, q, k, v, out, lse, mask, scale);
+    c.add(judge_exact(fwd_op, "out (stored bits = drawn)", c.t, kept_out, b.gpu_values(out)));
+  }
 
   // Backward from the CPU forward's out and lse (rounded/f32) on both backends.
   auto out_in = b.twin(b.cpu_values(out), c.t);

@@ -3,10 +3,12 @@
 // cannot run as skipped.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "bert/config.h"
 #include "bert/cuda/cuda_ops.h"
+#include "bert/cuda/dropout_bits.h"
 #include "bert/cuda/types.h"
 #include "bert/model.h"
 
@@ -33,4 +35,25 @@ TEST_CASE("attention dropout bits: each mode's name reads back, anything else is
             cuda::CudaOpsOptions{}.attention_dropout_bits)) == "kernel-keeps");
   CHECK_THROWS_WITH(cuda::parse_attention_dropout_bits("both"),
                     Catch::Contains("'both'") && Catch::Contains("kernel-keeps"));
+}
+
+TEST_CASE("attention dropout bits: the buffer's size per mode, refused past 4 GiB when sized") {
+  using cuda::AttentionDropoutBits;
+  // 16 sequences of 512 tokens, 16 heads: the keep layout's bytes in both keeping modes.
+  const uint64_t layout = cuda::attention_keep_bytes(16 * 512, 16, 16, 512);
+  CHECK(layout > 0);
+  CHECK(cuda::attention_saved_bytes(AttentionDropoutBits::drawn_twice, 16 * 512, 16, 16, 512) == 0);
+  CHECK(cuda::attention_saved_bytes(AttentionDropoutBits::forward_keeps, 16 * 512, 16, 16, 512) ==
+        layout);
+  CHECK(cuda::attention_saved_bytes(AttentionDropoutBits::kernel_keeps, 16 * 512, 16, 16, 512) ==
+        layout);
+  CHECK(cuda::attention_saved_bytes(AttentionDropoutBits::kernel_keeps, 0, 16, 16, 512) == 0);
+  // 8,192 sequences of 512 tokens need more than the kernels' 32-bit byte offsets reach.
+  REQUIRE(cuda::attention_keep_bytes(8192 * 512, 8192, 16, 512) > UINT32_MAX);
+  CHECK_THROWS_WITH(
+      cuda::attention_saved_bytes(AttentionDropoutBits::kernel_keeps, 8192 * 512, 8192, 16, 512),
+      Catch::Contains("4194304 tokens") && Catch::Contains("4 GiB") &&
+          Catch::Contains("drawn-twice"));
+  CHECK(cuda::attention_saved_bytes(AttentionDropoutBits::drawn_twice, 8192 * 512, 8192, 16, 512) ==
+        0);
 }
