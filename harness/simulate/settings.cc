@@ -95,6 +95,8 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
     sim.gradient_wire_bytes = positive_number(s);
   } else if (name == "overlap") {
     sim.overlap = boolean(s);
+  } else if (name == "overlap_slowdown") {
+    sim.overlap_slowdown = non_negative_number(s, "the fraction compute slows beside a reduction");
   } else if (name == "host_us_per_kernel") {
     sim.host_us_per_kernel = non_negative_number(s, "microseconds");
   } else if (name == "optimizer_shard") {
@@ -121,7 +123,8 @@ bool simulator_setting(const Setting& s, SimulatorSettings& sim) {
         "--set " + s.field +
         ": unknown simulator setting (simulate.algorithm, "
         "simulate.nvlink_efficiency, simulate.nic_efficiency, "
-        "simulate.gradient_wire_bytes, simulate.overlap, simulate.host_us_per_kernel, "
+        "simulate.gradient_wire_bytes, simulate.overlap, simulate.overlap_slowdown, "
+        "simulate.host_us_per_kernel, "
         "simulate.optimizer_shard, simulate.padded, simulate.padded_attention, simulate.packing, "
         "simulate.read_backs, "
         "simulate.broadcast_mb, "
@@ -310,6 +313,7 @@ void apply_simulator_settings(const SimulatorSettings& sim, ClusterRun& cluster,
   if (sim.nic_efficiency) cluster.network.nic_efficiency = *sim.nic_efficiency;
   if (sim.gradient_wire_bytes) options.gradient_wire_bytes = *sim.gradient_wire_bytes;
   if (sim.overlap) options.overlap = *sim.overlap;
+  if (sim.overlap_slowdown) options.overlap_slowdown = *sim.overlap_slowdown;
   if (sim.host_us_per_kernel) {
     options.host_seconds_per_kernel = *sim.host_us_per_kernel * 1e-6;
     options.host_issue = "--set simulate.host_us_per_kernel";

@@ -37,6 +37,7 @@ struct SimulatorSettings {
   std::optional<double> gradient_wire_bytes;      // simulate.gradient_wire_bytes
   bool infinite_network = false;                  // simulate.infinite_network=true
   std::optional<bool> overlap;                    // simulate.overlap=false
+  std::optional<double> overlap_slowdown;         // simulate.overlap_slowdown
   std::optional<double> host_us_per_kernel;       // simulate.host_us_per_kernel
   std::optional<OptimizerShard> optimizer_shard;  // simulate.optimizer_shard
   std::optional<bool> padded;                     // simulate.padded

@@ -443,11 +443,12 @@ MicroBatchShape micro_batch_shape(const StepContext& c, double tokens, double se
 
 // The last micro-step's backward releases the buckets: forward 1/3, backward 2/3 of the slowest
 // rank's micro-step starting at `start`. Each bucket's reduction starts when backward has finished
-// it (by backward FLOPs) and the one allreduce stream is free; adds the stream's busy time to
-// `comm_busy`.
+// it (by backward FLOPs) and the one allreduce stream is free; while the stream is busy, backward
+// runs options.overlap_slowdown slower. Adds the stream's busy time to `comm_busy`.
 struct BucketTimeline {
   double norms = 0;    // the buckets' norm passes inside backward (bucket clipping)
-  double exposed = 0;  // reduction left after backward
+  double exposed = 0;  // what the reductions add to backward: the tail left after it, and the
+                       // compute lost beside them
 };
 BucketTimeline bucket_timeline(const StepContext& c, const MicroStepWork& w, double start,
                                double slowest, double& comm_busy) {
@@ -458,19 +459,39 @@ BucketTimeline bucket_timeline(const StepContext& c, const MicroStepWork& w, dou
   const double total_work = plan.total.tokens * w.slowest_tokens +
                             plan.total.squares * w.slowest_squares +
                             plan.total.predictions * w.slowest_predictions;
+  const double slow = 1 + c.options.overlap_slowdown;
   BucketTimeline t;
-  double stream_free = 0;
+  // Backward's clock without the slowdown (`reached`) and the time lost to it so far (`lost`):
+  // backward is at `reached + lost`. The stream is busy from there to `stream_free` without a gap
+  // (a reduction starts when its bucket is done or the one before ends, whichever is later).
+  double reached = backward_start, lost = 0, stream_free = 0;
+  const auto advance_to = [&](double target) {
+    const double now = reached + lost;
+    if (stream_free > now) {
+      const double beside = (stream_free - now) / slow;  // backward's work beside the reductions
+      if (target - reached <= beside) {
+        lost += (target - reached) * (slow - 1);
+        reached = target;
+        return;
+      }
+      reached += beside;
+      lost += beside * (slow - 1);
+    }
+    reached = target;
+  };
   for (std::size_t i = 0; i < plan.bytes.size(); ++i) {
     if (bucket_clip) t.norms += plan.norm_seconds[i];
     const BackwardWork& d = plan.done[i];
-    const double done = d.tokens * w.slowest_tokens + d.squares * w.slowest_squares +
-                        d.predictions * w.slowest_predictions;
-    const double progress = c.options.overlap && total_work > 0 ? done / total_work : 1;
-    const double ready = backward_start + progress * backward + t.norms;
-    stream_free = std::max(ready, stream_free) + c.costs.bucket_seconds[i];
+    const double bucket_work = d.tokens * w.slowest_tokens + d.squares * w.slowest_squares +
+                               d.predictions * w.slowest_predictions;
+    const double progress = c.options.overlap && total_work > 0 ? bucket_work / total_work : 1;
+    advance_to(backward_start + progress * backward + t.norms);
+    stream_free = std::max(reached + lost, stream_free) + c.costs.bucket_seconds[i];
     comm_busy += c.costs.bucket_seconds[i];
   }
-  t.exposed = std::max(0.0, stream_free - (backward_start + backward + t.norms));
+  const double backward_end = backward_start + backward + t.norms;
+  advance_to(backward_end);
+  t.exposed = std::max(0.0, std::max(backward_end + lost, stream_free) - backward_end);
   return t;
 }
 
@@ -612,6 +633,12 @@ void reduction_assumptions(const StepContext& c, const ClusterRun& cluster, Pred
               (options.overlap ? std::string("each started when the slowest rank's backward has "
                                              "finished the bucket (by backward FLOPs)")
                                : std::string("all started after backward (no overlap)")));
+  if (options.overlap && options.overlap_slowdown > 0)
+    a.push_back("backward runs " + format_number(options.overlap_slowdown * 100, 3) +
+                "% slower while a reduction runs beside it (simulate.overlap_slowdown; Lee et al., "
+                "arXiv 2507.03114: 18.9% on average and 40.0% at most, GPT and LLaMA training on 4 "
+                "A100s, H100s, MI250s or MI210s); the time it loses counts as exposed "
+                "communication");
   switch (run.clipping) {
     case ClippingMode::after_allreduce:
       if (!costs.own_passes)
