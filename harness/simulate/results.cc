@@ -201,8 +201,8 @@ void read_launch_flags(const std::filesystem::path& file, PublishedResult& resul
   // NVIDIA's run_pretraining.py pads every sequence to max_seq_length unless told otherwise.
   const bool nvidia_launch = text.find("run_pretraining.py") != std::string::npos &&
                              text.find("--train_batch_size=") != std::string::npos;
-  result.full_padding = nvidia_launch && !result.unpad && !result.padded &&
-                        !flag("--packed_samples");
+  result.full_padding =
+      nvidia_launch && !result.unpad && !result.padded && !flag("--packed_samples");
   result.apex_amp = flag("--use_apex_amp");
   result.post_accumulation_allreduce = flag("--allreduce_post_accumulation");
   result.fp16_allreduce = flag("--allreduce_post_accumulation_fp16");
@@ -635,20 +635,13 @@ std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking
   return best;
 }
 
-ClusterRun cluster_from_result(const PublishedResult& r) {
+namespace {
+
+// The machine from system.json: NVLink per GPU and direction (stated, or the datasheet's), the
+// compute NICs (stated, or the reference system's one per GPU), the NVLink domains.
+void read_network(const PublishedResult& r, const std::optional<AcceleratorDatasheet>& sheet,
+                  NetworkSpec& n, std::vector<std::string>& notes) {
   const auto& system_file = r.system_file;
-  ClusterRun c;
-  c.name = (r.dir.filename() == logging::kBertBenchmark ? r.dir.parent_path() : r.dir)
-               .filename()
-               .string();
-  c.accelerator = string_field(r.system, "accelerator_model_name");
-  if (const auto why = unmodelled_accelerator(c.accelerator, system_file))
-    throw std::invalid_argument(*why);
-  auto& notes = c.notes;
-  NetworkSpec& n = c.network;
-  n.nodes = positive_count(r.system, "number_of_nodes", system_file);
-  n.gpus_per_node = positive_count(r.system, "accelerators_per_node", system_file);
-  const auto sheet = datasheet_for(c.accelerator);
   std::smatch m;
   const std::string interconnect = string_field(r.system, "accelerator_interconnect");
   // A number of its own ("600GB/s", "900 GB/s"; not the "0" of "9o0 GB/s").
@@ -695,8 +688,13 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   }
 
   if (sheet) group_nvlink_domains(sheet->nvlink_domain, n, notes);
+}
 
-  RunSpec& run = c.run;
+// The run from the logs over these ranks: the batch, the optimizer, the clipping, the sampler and
+// the load balancing, the skipped steps, the launch line, the evaluation cadence.
+void read_run(const PublishedResult& r, const NetworkSpec& n, RunSpec& run,
+              std::vector<std::string>& notes) {
+  const auto& system_file = r.system_file;
   run.ruleset = r.ruleset;
   run.division = r.division;
   run.global_batch_size = r.global_batch_size;
@@ -791,6 +789,11 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   }
   run.eval.batch_size = r.eval_batch_size.value_or(16);
   if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
+}
+
+// How the implementation reduces its gradients and issues its kernels, from its launch flags.
+void read_reduction(const PublishedResult& r, const NetworkSpec& n, RunSpec& run,
+                    std::vector<std::string>& notes) {
   run.max_steps = 0;
   if (r.distributed_lamb) {
     // apex DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py in the v2.0 results):
@@ -848,6 +851,26 @@ ClusterRun cluster_from_result(const PublishedResult& r) {
   else if (r.padded)
     notes.push_back("--pad_fmha: kernels on sequences x " + std::to_string(run.max_seq_length) +
                     " tokens, attention on the real lengths");
+}
+
+}  // namespace
+
+ClusterRun cluster_from_result(const PublishedResult& r) {
+  const auto& system_file = r.system_file;
+  ClusterRun c;
+  c.name = (r.dir.filename() == logging::kBertBenchmark ? r.dir.parent_path() : r.dir)
+               .filename()
+               .string();
+  c.accelerator = string_field(r.system, "accelerator_model_name");
+  if (const auto why = unmodelled_accelerator(c.accelerator, system_file))
+    throw std::invalid_argument(*why);
+  auto& notes = c.notes;
+  NetworkSpec& n = c.network;
+  n.nodes = positive_count(r.system, "number_of_nodes", system_file);
+  n.gpus_per_node = positive_count(r.system, "accelerators_per_node", system_file);
+  read_network(r, datasheet_for(c.accelerator), n, notes);
+  read_run(r, n, c.run, notes);
+  read_reduction(r, n, c.run, notes);
   c.model = bert::BertConfig::preset("bert-large");
   return c;
 }
