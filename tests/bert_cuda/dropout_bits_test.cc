@@ -215,3 +215,45 @@ TEST_CASE("attention keep bits: the bytes the forward saves are the blocks the b
     REQUIRE(writes > 0);
   }
 }
+
+TEST_CASE("attention keep bits: chunks step as the kernels step through them") {
+  // The forward kernel finds chunk (kt, qt) as chunk (0, qt) + kt x query_tiles x 32 and the
+  // backward as chunk (kt, 0) + qt x 32; the fill kernel calls attention_keep_chunk itself. A
+  // layout that placed chunks otherwise would pass the test above and break both kernels.
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int sequences = 1 + static_cast<int>(rng() % 6);
+    std::vector<int> starts, lengths;
+    int tokens = static_cast<int>(rng() % 40);  // the first sequence need not start at token 0
+    int longest = 0;
+    for (int s = 0; s < sequences; ++s) {
+      const int len = 1 + static_cast<int>(rng() % 300);
+      starts.push_back(tokens);
+      lengths.push_back(len);
+      tokens += len;
+      longest = std::max(longest, len);
+    }
+    const int max_seqlen = longest + static_cast<int>(rng() % 50);
+    const int heads = 1 + static_cast<int>(rng() % 3);
+    const cuda::AttentionKeepLayout layout =
+        cuda::attention_keep_layout(tokens, sequences, max_seqlen);
+    const uint64_t key_step = layout.query_tiles * 32u;
+    for (int head = 0; head < heads; ++head) {
+      for (int s = 0; s < sequences; ++s) {
+        const int tiles = (lengths[s] + 15) / 16;
+        const uint64_t first = cuda::attention_keep_chunk(layout, head, s, starts[s], 0, 0);
+        for (int kt = 0; kt < tiles; ++kt) {
+          for (int qt = 0; qt < tiles; ++qt) {
+            INFO("trial " << trial << " head " << head << " sequence " << s << " key tile " << kt
+                          << " query tile " << qt);
+            const uint64_t chunk = cuda::attention_keep_chunk(layout, head, s, starts[s], kt, qt);
+            CHECK(chunk ==
+                  first + static_cast<uint64_t>(kt) * key_step + static_cast<uint64_t>(qt) * 32u);
+            CHECK(chunk % 32u == 0);
+            CHECK(chunk + 32u <= cuda::attention_keep_bytes(tokens, sequences, heads, max_seqlen));
+          }
+        }
+      }
+    }
+  }
+}
