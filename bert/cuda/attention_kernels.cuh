@@ -458,7 +458,10 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
   const int num_m_blocks = (len + kBlockM - 1) / kBlockM;
   // The forward's saved keep bits of this warp's 16 keys: one chunk per 16 queries, adjacent.
   const bool use_saved = use_dropout && p.keep_bits != nullptr;
-  const uint8_t* saved_keys = use_saved && key_block0 + warp_key0 < len
+  // A warp whose 16 keys all lie past the sequence has no probability to drop (they are 0): it
+  // draws no Philox blocks and reads no bits.
+  const bool warp_live = key_block0 + warp_key0 < len;
+  const uint8_t* saved_keys = use_saved && warp_live
                                   ? p.keep_bits +
                                         attention_keep_chunk(p.keep_layout, head, seq, start,
                                                              (key_block0 + warp_key0) / 16, 0) +
@@ -506,7 +509,7 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
     mma_rows_times_tile_t<T>(dpt, smem_v, warp_key0, sdo, lane);
 
     const uint32_t keep_bits =
-        use_dropout
+        use_dropout && warp_live
             ? attention_keep_bits_transposed(
                   AttentionTileCoords{static_cast<uint64_t>(start + query0), key_block0 + warp_key0,
                                       head, p.num_heads, p.dropout_row_stride},
