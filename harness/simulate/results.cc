@@ -789,12 +789,12 @@ void read_run(const PublishedResult& r, const NetworkSpec& n, RunSpec& run,
   }
   run.eval.batch_size = r.eval_batch_size.value_or(16);
   if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
+  run.max_steps = 0;
 }
 
 // How the implementation reduces its gradients and issues its kernels, from its launch flags.
 void read_reduction(const PublishedResult& r, const NetworkSpec& n, RunSpec& run,
                     std::vector<std::string>& notes) {
-  run.max_steps = 0;
   if (r.distributed_lamb) {
     // apex DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py in the v2.0 results):
     // the model's fp16 gradients flattened, their norm, the pre-reduction scaling, a
