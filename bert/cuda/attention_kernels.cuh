@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(kThreads, MLBERT_ATTENTION_FWD_MIN_BLOCKS)
   const int num_n_blocks = (len + kBlockN - 1) / kBlockN;
   // The keep-bit chunks of this warp's 16 queries (p.keep_bits), when its rows start inside the
   // sequence: stored as drawn, or read (keep_bits_kernel filled them). Byte offsets fit 32 bits
-  // (attention_forward checks the buffer's size), which keeps the kernel at 128 registers.
+  // (attention_forward checks the buffer's size), which keeps the kernel within 128 registers.
   // A warp whose 16 rows all lie past the sequence computes rows that are never stored: it skips
   // the dropout (no Philox draws, no keep bits).
   const bool warp_live = row0 + warp_row0 < len;
