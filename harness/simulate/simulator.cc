@@ -278,6 +278,18 @@ StepBreakdown& StepBreakdown::operator+=(const StepBreakdown& o) {
   return *this;
 }
 
+StepBreakdown& StepBreakdown::operator/=(double n) {
+  exchange /= n;
+  compute /= n;
+  imbalance /= n;
+  exposed_comm /= n;
+  clip /= n;
+  optimizer /= n;
+  host /= n;
+  fixed /= n;
+  return *this;
+}
+
 ClusterRun cluster_from_system(const SystemConfig& system) {
   const Topology& t = system.topology;
   ClusterRun c;
@@ -543,17 +555,6 @@ StepBreakdown time_step(const StepContext& c, const MicroStepWork* work, Predict
   return b;
 }
 
-void divide(StepBreakdown& b, double n) {
-  b.exchange /= n;
-  b.compute /= n;
-  b.imbalance /= n;
-  b.exposed_comm /= n;
-  b.clip /= n;
-  b.optimizer /= n;
-  b.host /= n;
-  b.fixed /= n;
-}
-
 // The assumptions behind the compute columns: convergence, lengths, the deal, the profile, the
 // kernels.
 void compute_assumptions(const StepContext& c, const LengthSource& lengths,
@@ -745,7 +746,7 @@ Prediction Simulation::time(const AcceleratorProfile& profile, const NetworkSpec
   }
   if (steps > 0) {
     const double n = static_cast<double>(steps);
-    divide(p.mean_step, n);
+    p.mean_step /= n;
     p.comm_busy /= n;
     p.host_bound /= n;
     p.straggler_ratio = straggler_sum / static_cast<double>(steps * run.gradient_accumulation);

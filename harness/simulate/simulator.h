@@ -159,6 +159,7 @@ struct StepBreakdown {
     return exchange + compute + imbalance + exposed_comm + clip + optimizer + host + fixed;
   }
   StepBreakdown& operator+=(const StepBreakdown& o);
+  StepBreakdown& operator/=(double n);  // every component, e.g. a sum over steps into a mean
 };
 
 struct Prediction {
