@@ -22,7 +22,7 @@
 #include "data_prep/stratify.h"
 #include "data_prep/text_input.h"
 #include "data_prep/tokenizer.h"
-#include "mlperf_logging/cli.h"
+#include "common/cli.h"
 
 namespace mlbert::data {
 namespace {
@@ -66,9 +66,9 @@ void add_tokenize(CLI::App& data, int& exit_code) {
   auto flavor = std::make_shared<std::string>("reference");
   auto utf8 = std::make_shared<std::string>("error");
   auto tokens = std::make_shared<bool>(false);
-  cmd->add_option("--vocab", *vocab, "vocab.txt")->required()->check(logging::existing_file());
+  cmd->add_option("--vocab", *vocab, "vocab.txt")->required()->check(cli::existing_file());
   cmd->add_option("--input", *input, "text file (default: standard input)")
-      ->check(logging::existing_file());
+      ->check(cli::existing_file());
   cmd->add_option("--flavor", *flavor, "reference (Google BERT, MLPerf) or hf (HF tokenizers)");
   cmd->add_option("--invalid-utf8", *utf8, "error (default) or replace with U+FFFD");
   cmd->add_flag("--tokens", *tokens, "print word pieces instead of ids");
@@ -129,9 +129,9 @@ void add_prep(CLI::App& data, int& exit_code) {
   auto flavor = std::make_shared<std::string>("reference");
   auto utf8 = std::make_shared<std::string>("error");
   auto progress = std::make_shared<std::string>("auto");
-  cmd->add_option("--vocab", *vocab, "vocab.txt")->required()->check(logging::existing_file());
+  cmd->add_option("--vocab", *vocab, "vocab.txt")->required()->check(cli::existing_file());
   cmd->add_option("--input", *inputs, "text files or directories (one sentence per line)")
-      ->check(logging::existing_path())
+      ->check(cli::existing_path())
       ->required();
   cmd->add_option("--output", *output, "output directory (output file with --joint)")->required();
   cmd->add_option("--layout", *layout,
@@ -196,7 +196,7 @@ void add_eval_set(CLI::App& data, int& exit_code) {
   auto r = std::make_shared<ReadOptions>();
   cmd->add_option("--input", *inputs, "shards in order")
       ->required()
-      ->check(logging::existing_path());
+      ->check(cli::existing_path());
   cmd->add_option("--output", *output, "output HDF5 file")->required();
   cmd->add_option("--layout", *layout, "fixed or varlen (default)");
   cmd->add_option("--count", *count, "samples to keep (default 10000)");
@@ -218,7 +218,7 @@ void add_stratify(CLI::App& data, int& exit_code) {
   auto output = std::make_shared<std::string>();
   auto layout = std::make_shared<std::string>("varlen");
   auto o = std::make_shared<StratifyOptions>();
-  cmd->add_option("--input", *inputs, "shards")->required()->check(logging::existing_path());
+  cmd->add_option("--input", *inputs, "shards")->required()->check(cli::existing_path());
   cmd->add_option("--output", *output, "output directory")->required();
   cmd->add_option("--shards", o->shards_per_bin, "files per bin (default 1)");
   cmd->add_option("--bounds", o->upper_bounds, "bin upper bounds (default 128 256 384 512)")
@@ -259,7 +259,7 @@ void add_pack(CLI::App& data, int& exit_code) {
   auto o = std::make_shared<PackingOptions>();
   cmd->add_option("--input", *inputs, "fixed or varlen shards")
       ->required()
-      ->check(logging::existing_path());
+      ->check(cli::existing_path());
   cmd->add_option("--output", *output, "output directory")->required();
   cmd->add_option("--shards", o->shards, "packed files to write (default 1)");
   cmd->add_option("--max-seq-length", o->max_seq_length, "row length (default 512)");
@@ -340,7 +340,7 @@ void add_inspect(CLI::App& data, int& exit_code) {
   auto file = std::make_shared<std::string>();
   auto r = std::make_shared<ReadOptions>();
   auto dump = std::make_shared<bool>(false);
-  cmd->add_option("file", *file, "HDF5 shard")->required()->check(logging::existing_file());
+  cmd->add_option("file", *file, "HDF5 shard")->required()->check(cli::existing_file());
   cmd->add_flag("--dump", *dump, "print every sample as one JSON line");
   add_format_options(cmd, *r);
   cmd->callback([=, &exit_code] {

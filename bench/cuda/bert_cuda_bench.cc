@@ -130,7 +130,7 @@ double sum_of_squared_lengths(const bert::Batch& batch) {
   return squares;
 }
 
-// The shape of a micro-batch as the simulator's kernel model takes it (harness/simulate/kernels.h).
+// The shape of a micro-batch as the simulator's kernel model takes it (simulate/kernels.h).
 nlohmann::json batch_shape(const bert::Batch& batch) {
   return {{"tokens", batch.num_tokens()},
           {"sequences", batch.num_sequences()},

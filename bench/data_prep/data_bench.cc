@@ -61,7 +61,7 @@ std::vector<std::string> build_corpus(size_t bytes) {
     std::stringstream ss;
     ss << in.rdbuf();
     std::string text = ss.str();
-    if (!is_valid_utf8(text)) text = replace_invalid_utf8(text);
+    if (!mlbert::is_valid_utf8(text)) text = mlbert::replace_invalid_utf8(text);
     for (char& c : text) {
       if (c == '\n' || c == '\t') c = ' ';
     }

@@ -37,9 +37,9 @@
 
 #include "data_prep/hdf5_io.h"
 #include "data_prep/length_index.h"
-#include "harness/length_distribution.h"
-#include "harness/sampler.h"
-#include "harness/training_data.h"
+#include "harness/data/length_distribution.h"
+#include "harness/data/sampler.h"
+#include "harness/data/training_data.h"
 #include "tests/common/processes.h"
 
 using namespace mlbert;

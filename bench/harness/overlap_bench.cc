@@ -17,8 +17,8 @@
 #include "bert/cpu/cpu_ops.h"
 #include "bert/model.h"
 #include "common/elapsed.h"
-#include "harness/grad_sync.h"
-#include "harness/mpi_communicator.h"
+#include "harness/comm/grad_sync.h"
+#include "harness/comm/mpi_communicator.h"
 
 using namespace mlbert;
 using Clock = std::chrono::steady_clock;

@@ -37,10 +37,10 @@
 #include <vector>
 
 #include "data_prep/sample_codec.h"
-#include "harness/length_distribution.h"
-#include "harness/load_balance.h"
-#include "harness/sampler.h"
-#include "harness/training_data.h"
+#include "harness/data/length_distribution.h"
+#include "harness/data/load_balance.h"
+#include "harness/data/sampler.h"
+#include "harness/data/training_data.h"
 
 using namespace mlbert::harness;
 using Clock = std::chrono::steady_clock;

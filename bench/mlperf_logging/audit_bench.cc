@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "mlperf_logging/package.h"
-#include "mlperf_logging/rcp.h"
-#include "mlperf_logging/score.h"
+#include "mlperf_logging/package/package.h"
+#include "mlperf_logging/rcp/rcp.h"
+#include "mlperf_logging/package/score.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) {

@@ -33,7 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mlperf_logging/checker.h"
+#include "mlperf_logging/rules/checker.h"
 
 extern char** environ;
 

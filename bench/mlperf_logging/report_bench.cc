@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/report.h"
-#include "mlperf_logging/score.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/report/report.h"
+#include "mlperf_logging/package/score.h"
 
 namespace fs = std::filesystem;
 namespace lg = mlbert::logging;

@@ -87,10 +87,6 @@ TEST_CASE("invalid UTF-8 is rejected with the byte offset") {
   }
   CHECK_THROWS(t.tokenize("\xED\xA0\x80"));      // a UTF-16 surrogate encoded in UTF-8
   CHECK_THROWS(t.tokenize("\xF4\x90\x80\x80"));  // above U+10FFFF
-  CHECK(mlbert::data::replace_invalid_utf8("a\xFF"
-                                           "b") ==
-        "a\xEF\xBF\xBD"
-        "b");
 }
 
 TEST_CASE("python_strip removes exactly Python's whitespace") {

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "mlperf_logging/checker.h"
-#include "mlperf_logging/example_log.h"
-#include "mlperf_logging/rulesets.h"
+#include "mlperf_logging/rules/checker.h"
+#include "mlperf_logging/rules/example_log.h"
+#include "mlperf_logging/rules/rulesets.h"
 
 namespace mllog = mlbert::mllog;
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "mlperf_logging/mllog.h"
-#include "mlperf_logging/parser.h"
-#include "mlperf_logging/python_json.h"
+#include "mlperf_logging/log/mllog.h"
+#include "mlperf_logging/log/parser.h"
+#include "mlperf_logging/log/python_json.h"
 
 namespace mllog = mlbert::mllog;
 

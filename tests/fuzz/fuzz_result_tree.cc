@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "mlperf_logging/checker.h"
-#include "mlperf_logging/package.h"
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/score.h"
+#include "mlperf_logging/rules/checker.h"
+#include "mlperf_logging/package/package.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/package/score.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
 namespace fs = std::filesystem;

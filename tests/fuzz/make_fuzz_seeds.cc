@@ -19,8 +19,8 @@
 #include "data_prep/pretraining.h"
 #include "data_prep/tokenizer.h"
 #include "data_prep/vocab.h"
-#include "mlperf_logging/checker.h"
-#include "mlperf_logging/example_log.h"
+#include "mlperf_logging/rules/checker.h"
+#include "mlperf_logging/rules/example_log.h"
 #include "tests/data_prep/shard_spec.h"
 
 namespace fs = std::filesystem;
@@ -222,7 +222,7 @@ void config_seeds(const fs::path& out) {
                  std::string(1, '\0') + read_text(entry.path()));
   write_text(
       simulate / "bench_synthetic.json",
-      std::string(1, '\1') + read_text(kSource / "tests/harness/data/device_bench_synthetic.json"));
+      std::string(1, '\1') + read_text(kSource / "tests/simulate/data/device_bench_synthetic.json"));
   // fuzz_simulate_published: byte 0 the ruleset, then system.json, "@@ result", result_0.txt.
   const fs::path published = out / "fuzz_simulate_published";
   fs::create_directories(published);

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <optional>
 
-#include "harness/launcher.h"
-#include "harness/system_config.h"
+#include "harness/launch/launcher.h"
+#include "harness/config/system_config.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,7 +8,7 @@
 
 #include "bert/cpu/cpu_ops.h"
 #include "bert/parameters.h"
-#include "harness/grad_sync.h"
+#include "harness/comm/grad_sync.h"
 #include "tests/harness/thread_group.h"
 
 using namespace mlbert;

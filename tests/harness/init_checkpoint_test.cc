@@ -9,7 +9,7 @@
 #include "bert/checkpoint/checkpoint.h"
 #include "bert/cpu/cpu_ops.h"
 #include "bert/parameters.h"
-#include "harness/model_spec.h"
+#include "harness/config/model_spec.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace fs = std::filesystem;

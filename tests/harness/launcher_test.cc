@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "harness/launcher.h"
+#include "harness/launch/launcher.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace {

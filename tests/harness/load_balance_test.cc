@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "harness/load_balance.h"
+#include "harness/data/load_balance.h"
 
 using namespace mlbert::harness;
 

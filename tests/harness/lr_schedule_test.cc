@@ -2,7 +2,7 @@
 // published hyperparameters against values computed by hand from the formulas.
 #include <catch2/catch.hpp>
 
-#include "harness/lr_schedule.h"
+#include "harness/train/lr_schedule.h"
 
 using mlbert::harness::LrSchedule;
 using mlbert::harness::LrScheduleSpec;

@@ -8,7 +8,7 @@
 
 #include "bert/cpu/cpu_ops.h"
 #include "bert/parameters.h"
-#include "harness/optimizer.h"
+#include "harness/train/optimizer.h"
 
 using namespace mlbert;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "harness/progress.h"
+#include "harness/train/progress.h"
 
 using mlbert::harness::format_duration;
 using mlbert::harness::parse_progress_display;

@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "harness/result_log.h"
+#include "harness/train/result_log.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace fs = std::filesystem;

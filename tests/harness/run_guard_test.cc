@@ -14,7 +14,7 @@
 #include <optional>
 #include <thread>
 
-#include "harness/run_guard.h"
+#include "harness/train/run_guard.h"
 
 using mlbert::harness::AbortCause;
 using mlbert::harness::PeerProcess;

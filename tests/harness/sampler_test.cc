@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "harness/sampler.h"
+#include "harness/data/sampler.h"
 
 using namespace mlbert::harness;
 

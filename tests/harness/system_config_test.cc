@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "harness/system_config.h"
+#include "harness/config/system_config.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/communicator.h"
+#include "harness/comm/communicator.h"
 
 namespace mlbert::test {
 

@@ -22,9 +22,9 @@
 #include "bert/parameters.h"
 #include "data_prep/hdf5_io.h"
 #include "data_prep/sample_codec.h"
-#include "harness/load_balance.h"
-#include "harness/training_data.h"
-#include "mlperf_logging/bert_tensors.h"
+#include "harness/data/load_balance.h"
+#include "harness/data/training_data.h"
+#include "mlperf_logging/rules/bert_tensors.h"
 #include "tests/common/processes.h"
 #include "tests/harness/thread_group.h"
 

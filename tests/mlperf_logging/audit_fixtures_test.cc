@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "mlperf_logging/mllog.h"
-#include "mlperf_logging/package.h"
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/rcp.h"
-#include "mlperf_logging/score.h"
-#include "mlperf_logging/system_desc.h"
+#include "mlperf_logging/log/mllog.h"
+#include "mlperf_logging/package/package.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rcp/rcp.h"
+#include "mlperf_logging/package/score.h"
+#include "mlperf_logging/package/system_desc.h"
 #include "tests/common/shared_fixtures.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "mlperf_logging/package.h"
-#include "mlperf_logging/package_layout.h"
+#include "mlperf_logging/package/package.h"
+#include "mlperf_logging/package/layout.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <vector>
 
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/rcp.h"
-#include "mlperf_logging/rcp_stats.h"
-#include "mlperf_logging/rcp_table.h"
-#include "mlperf_logging/rulesets.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rcp/rcp.h"
+#include "mlperf_logging/rcp/stats.h"
+#include "mlperf_logging/rcp/table.h"
+#include "mlperf_logging/rules/rulesets.h"
 #include "tests/common/file_size_limit.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/score.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/package/score.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "mlperf_logging/bert_tensors.h"
+#include "mlperf_logging/rules/bert_tensors.h"
 
 namespace mlbert::test {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/system_desc.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/package/system_desc.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "mlperf_logging/mllog.h"
+#include "mlperf_logging/log/mllog.h"
 
 namespace mllog = mlbert::mllog;
 using mllog::Json;

@@ -12,9 +12,9 @@
 #include <set>
 #include <string>
 
-#include "mlperf_logging/package_layout.h"
-#include "mlperf_logging/report.h"
-#include "mlperf_logging/report_svg.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/report/report.h"
+#include "mlperf_logging/report/svg.h"
 #include "tests/mlperf_logging/audit_synthetic.h"
 
 namespace lg = mlbert::logging;

@@ -5,11 +5,11 @@
 #include <sstream>
 #include <string>
 
-#include "mlperf_logging/bert_tensors.h"
-#include "mlperf_logging/checker.h"
-#include "mlperf_logging/example_log.h"
-#include "mlperf_logging/rules.h"
-#include "mlperf_logging/rulesets.h"
+#include "mlperf_logging/rules/bert_tensors.h"
+#include "mlperf_logging/rules/checker.h"
+#include "mlperf_logging/rules/example_log.h"
+#include "mlperf_logging/rules/rules.h"
+#include "mlperf_logging/rules/rulesets.h"
 #include "tests/mlperf_logging/log_edit.h"
 
 namespace mllog = mlbert::mllog;

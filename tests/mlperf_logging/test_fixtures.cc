@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "mlperf_logging/bert_tensors.h"
-#include "mlperf_logging/checker.h"
+#include "mlperf_logging/rules/bert_tensors.h"
+#include "mlperf_logging/rules/checker.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace mllog = mlbert::mllog;

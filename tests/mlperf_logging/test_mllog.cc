@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "mlperf_logging/mllog.h"
+#include "mlperf_logging/log/mllog.h"
 
 namespace mllog = mlbert::mllog;
 using mllog::Json;

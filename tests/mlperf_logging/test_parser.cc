@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "mlperf_logging/parser.h"
-#include "mlperf_logging/python_json.h"
+#include "mlperf_logging/log/parser.h"
+#include "mlperf_logging/log/python_json.h"
 
 namespace mllog = mlbert::mllog;
 namespace pyjson = mlbert::mllog::pyjson;

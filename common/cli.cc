@@ -1,0 +1,256 @@
+// The command-line machinery both mlbert binaries share, around CLI11. Before CLI11 parses, the
+// command words are walked down the registered subcommand tree, so an unknown word is reported as
+// such (CLI11 itself would say "A subcommand is required" or print the parent's help); every usage
+// error then leaves as one line and exit status 2, whatever CLI11's own exit code for it.
+#include "common/cli.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+namespace mlbert::cli {
+
+const std::vector<CommandGroup>& command_groups() {
+  static const std::vector<CommandGroup> groups = {
+      {"audit", "audit MLPerf result logs and submissions (the official tools' semantics)"},
+      {"data", "prepare the training data"},
+      {"model", "BERT checkpoints"},
+      {"train", "train, launch and try out"},
+  };
+  return groups;
+}
+
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr std::size_t kCommandColumn = 16;  // top-level help: name column, then the description
+
+std::vector<const CLI::App*> named_subcommands(const CLI::App& app) {
+  return app.get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
+}
+
+std::string names_of(const std::vector<const CLI::App*>& commands) {
+  std::string names;
+  for (const CLI::App* c : commands) names += (names.empty() ? "" : ", ") + c->get_name();
+  return names;
+}
+
+// `mlbert --help`: the commands under their group's title, one line each. A command's own
+// subcommands (`mlbert data --help`) are one plain list: they inherit their parent's group.
+class GroupedHelp : public CLI::Formatter {
+ public:
+  std::string make_subcommands(const CLI::App* app, CLI::AppFormatMode /*mode*/) const override {
+    const auto commands = named_subcommands(*app);
+    if (app->get_parent() != nullptr) {
+      if (commands.empty()) return "";
+      std::ostringstream out;
+      out << "\nSubcommands:\n";
+      for (const CLI::App* c : commands) out << make_subcommand(c);
+      return out.str();
+    }
+    std::vector<std::string> order;
+    for (const auto& group : command_groups()) order.emplace_back(group.name);
+    for (const CLI::App* c : commands)
+      if (std::find(order.begin(), order.end(), c->get_group()) == order.end())
+        order.push_back(c->get_group());
+    std::ostringstream out;
+    for (const auto& group : order) {
+      std::vector<const CLI::App*> members;
+      for (const CLI::App* c : commands)
+        if (c->get_group() == group) members.push_back(c);
+      if (members.empty()) continue;
+      std::string title = group;
+      for (const auto& known : command_groups())
+        if (known.name == group) title += ": " + std::string(known.title);
+      out << "\n" << title << "\n";
+      for (const CLI::App* c : members) {
+        std::string name = "  " + c->get_name();
+        name.resize(std::max(kCommandColumn, name.size() + 1), ' ');
+        out << name << c->get_description() << "\n";
+      }
+    }
+    return out.str();
+  }
+};
+
+// Where the command words on the command line lead in the registered tree.
+struct CommandWalk {
+  CLI::App* command = nullptr;  // the deepest known command named
+  std::string path;             // its words, "data prep"; empty at the top
+  std::optional<std::string> unknown;
+  bool command_missing = false;  // `command` needs a subcommand and none follows
+};
+
+CommandWalk walk_commands(CLI::App& app, int argc, char** argv) {
+  CommandWalk walk{&app, "", std::nullopt, false};
+  auto has_positionals = [](const CLI::App& a) {
+    return !a.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word.front() == '-') return walk;  // options are CLI11's to judge
+    if (named_subcommands(*walk.command).empty() || has_positionals(*walk.command)) return walk;
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : walk.command->get_subcommands([](CLI::App*) { return true; }))
+      if (!sub->get_name().empty() && sub->check_name(word)) next = sub;
+    if (next == nullptr) {
+      walk.unknown = word;
+      return walk;
+    }
+    walk.command = next;
+    walk.path += (walk.path.empty() ? "" : " ") + word;
+  }
+  walk.command_missing =
+      !named_subcommands(*walk.command).empty() && walk.command->get_require_subcommand_min() > 0;
+  return walk;
+}
+
+std::string command_name(const CommandWalk& walk) {
+  return walk.path.empty() ? "mlbert" : "mlbert " + walk.path;
+}
+
+int unknown_command(const CommandWalk& walk) {
+  const auto commands = named_subcommands(*walk.command);
+  std::vector<std::string> known;
+  for (const CLI::App* c : commands) known.push_back(c->get_name());
+  const std::string prefix = walk.path.empty() ? "" : walk.path + " ";
+  const std::string suggestion = closest_command(*walk.unknown, known);
+  std::fprintf(stderr, "mlbert: error: unknown command '%s%s'", prefix.c_str(),
+               walk.unknown->c_str());
+  if (!suggestion.empty()) {
+    std::fprintf(stderr, "; did you mean '%s%s'?\n", prefix.c_str(), suggestion.c_str());
+  } else {
+    std::fprintf(stderr, "; the commands are: %s\n", names_of(commands).c_str());
+  }
+  std::fprintf(stderr, "Run `%s --help` for what each does.\n", command_name(walk).c_str());
+  return kUsageError;
+}
+
+std::string path_kind(const std::string& path, bool want_directory) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return want_directory ? "no such directory" : "no such file";
+  if (want_directory && !S_ISDIR(st.st_mode)) return "not a directory";
+  if (!want_directory && S_ISDIR(st.st_mode)) return "is a directory, not a file";
+  return "";
+}
+
+}  // namespace
+
+std::string closest_command(std::string_view word, const std::vector<std::string>& known) {
+  // Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+    return d[a.size()][b.size()];
+  };
+  // A third of the word may be wrong; a word that begins exactly one command names it.
+  const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
+  std::string best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto& candidate : known) {
+    const std::size_t dist = distance(word, candidate);
+    if (dist < best_distance) {
+      best = candidate;
+      best_distance = dist;
+    }
+  }
+  if (!best.empty() || word.size() < 2) return best;
+  for (const auto& candidate : known) {
+    if (candidate.starts_with(word)) {
+      if (!best.empty()) return "";
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+const CLI::Validator& existing_file() {
+  static const CLI::Validator v(
+      [](std::string& path) {
+        if (auto problem = path_kind(path, false); !problem.empty())
+          throw PathError(path + ": " + problem);
+        return std::string();
+      },
+      "FILE");
+  return v;
+}
+
+const CLI::Validator& existing_directory() {
+  static const CLI::Validator v(
+      [](std::string& path) {
+        if (auto problem = path_kind(path, true); !problem.empty())
+          throw PathError(path + ": " + problem);
+        return std::string();
+      },
+      "DIR");
+  return v;
+}
+
+const CLI::Validator& existing_path() {
+  static const CLI::Validator v(
+      [](std::string& path) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) throw PathError(path + ": no such file or directory");
+        return std::string();
+      },
+      "PATH");
+  return v;
+}
+
+void set_example(CLI::App& command, const std::string& example) {
+  command.footer("Example:\n  " + example);
+}
+
+int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
+            const std::function<std::string()>& version) {
+  app.set_version_flag("--version", version,
+                       "Print the version, commit, CUDA support and rulesets");
+  const auto help = std::make_shared<GroupedHelp>();
+  std::vector<CLI::App*> pending{&app};
+  while (!pending.empty()) {
+    CLI::App* a = pending.back();
+    pending.pop_back();
+    a->formatter(help);
+    for (CLI::App* sub : a->get_subcommands([](CLI::App*) { return true; })) pending.push_back(sub);
+  }
+  app.footer(
+      "`mlbert COMMAND --help` shows a command's options and an example.\n\n"
+      "Example:\n  mlbert demo");
+  const CommandWalk walk = walk_commands(app, argc, argv);
+  if (walk.unknown) return unknown_command(walk);
+  if (walk.command_missing) {
+    std::fprintf(stderr, "mlbert: error: %s%sa command is required\n\n", walk.path.c_str(),
+                 walk.path.empty() ? "" : ": ");
+    const std::string parent = command_name(walk).substr(0, command_name(walk).rfind(' '));
+    std::cerr << walk.command->help(walk.path.empty() ? "" : parent);
+    return kUsageError;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "mlbert: error: %s%s%s\nRun `%s --help` for its options and an example.\n",
+                 walk.path.c_str(), walk.path.empty() ? "" : ": ", e.what(),
+                 command_name(walk).c_str());
+    return kUsageError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mlbert: error: %s\n", e.what());
+    return kUsageError;
+  }
+  return exit_code;
+}
+}  // namespace mlbert::cli

@@ -1,8 +1,0 @@
-// Registers train, launch, bind, demo and simulate on the mlbert CLI.
-#pragma once
-#include <CLI/CLI.hpp>
-
-namespace mlbert::harness {
-// `exit_code` receives the status the chosen subcommand wants `main` to return.
-void register_cli(CLI::App& app, int& exit_code);
-}  // namespace mlbert::harness

@@ -1,0 +1,499 @@
+// The audit subcommands: `mlbert score`, `mlbert rcp`, `mlbert system-check`, `mlbert package`.
+// Each prints a verdict per input and sets exit status 0 when everything passes, 1 when something
+// does not; unusable input (missing directory, unknown ruleset) is an exception, i.e. exit 2.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlperf_logging/cli/cli.h"
+#include "mlperf_logging/log/mllog.h"
+#include "mlperf_logging/package/package.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rcp/rcp.h"
+#include "mlperf_logging/rcp/table.h"
+#include "mlperf_logging/rules/rulesets.h"
+#include "mlperf_logging/package/score.h"
+#include "mlperf_logging/package/system_desc.h"
+
+namespace mlbert::logging {
+namespace {
+
+// Integers (batch sizes, sample counts) without a trailing ".0", anything else as Python prints it.
+std::string number_text(double value) {
+  if (value == static_cast<double>(static_cast<long long>(value)) && std::fabs(value) < 1e15) {
+    return std::to_string(static_cast<long long>(value));
+  }
+  return mllog::python_float_repr(value);
+}
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+// ---- mlbert score -------------------------------------------------------------------------------
+
+struct ScoreArgs {
+  std::vector<std::string> dirs;
+  std::string ruleset;
+  bool no_scaling = false;
+  bool json = false;
+  bool verbose = false;
+};
+
+// Each folder's ruleset: --ruleset, else the round in its path. What was inferred is said once on
+// stderr (per folder with --verbose).
+std::vector<std::string> score_rulesets(const ScoreArgs& args) {
+  std::vector<std::string> rulesets;
+  std::map<std::string, std::size_t> inferred_counts;
+  for (const auto& dir : args.dirs) {
+    if (!args.ruleset.empty()) {
+      rulesets.push_back(args.ruleset);
+      continue;
+    }
+    const auto inferred = ruleset_from_path(dir);
+    if (!inferred)
+      throw AuditError(
+          dir + ": no --ruleset given and no round (e.g. v4.0) in the path to infer it from");
+    rulesets.push_back(*inferred);
+    ++inferred_counts[*inferred];
+    if (args.verbose && !args.json)
+      std::cerr << "mlbert score: " << dir << ": ruleset " << *inferred
+                << " (from the round in its path)\n";
+  }
+  if (inferred_counts.empty() || args.json) return rulesets;
+  std::string note;
+  for (const auto& [ruleset, count] : inferred_counts) {
+    note += (note.empty() ? "" : ", ") + ruleset;
+    if (inferred_counts.size() > 1)
+      note += " (" + std::to_string(count) + (count == 1 ? " folder)" : " folders)");
+  }
+  std::cerr << "mlbert score: ruleset" << (inferred_counts.size() > 1 ? "s " : " ") << note
+            << " from the round in the path (--ruleset overrides"
+            << (args.verbose || args.dirs.size() == 1 ? "" : "; -v lists each folder") << ")\n";
+  return rulesets;
+}
+
+int run_score(const ScoreArgs& args) {
+  bool all_scored = true;
+  nlohmann::json results = nlohmann::json::array();
+  const std::vector<std::string> rulesets = score_rulesets(args);
+  for (std::size_t i = 0; i < args.dirs.size(); ++i) {
+    const std::string& dir = args.dirs[i];
+    ScoreOptions options;
+    options.apply_scaling = !args.no_scaling;
+    options.ruleset = rulesets[i];
+    const SystemScore score = score_system(dir, options);
+    all_scored = all_scored && score.score.has_value();
+    if (args.json) {
+      nlohmann::json runs = nlohmann::json::array();
+      for (const RunScore& run : score.runs) {
+        runs.push_back({{"file", run.file.string()},
+                        {"counted", run.counted},
+                        {"minutes", run.minutes ? nlohmann::json(*run.minutes) : nlohmann::json()},
+                        {"reason", run.reason}});
+      }
+      results.push_back({{"dir", dir},
+                         {"ruleset", score.ruleset},
+                         {"score", score.score ? nlohmann::json(*score.score) : nlohmann::json()},
+                         {"dropped", score.dropped},
+                         {"scaling_factor", score.scaling_factor},
+                         {"runs", runs},
+                         {"notes", score.notes}});
+      continue;
+    }
+    std::cout << dir << "\t" << (score.score ? mllog::python_float_repr(*score.score) : "NONE")
+              << "\n";
+    if (args.verbose || !score.score) {
+      for (const RunScore& run : score.runs) {
+        std::cout << "  " << run.file.filename().string() << "\t"
+                  << (run.counted ? fixed(*run.minutes, 4) + " min" : "dropped: " + run.reason)
+                  << "\n";
+      }
+      for (const auto& note : score.notes) std::cout << "  note: " << note << "\n";
+    }
+  }
+  if (args.json) std::cout << results.dump(2) << "\n";
+  return all_scored ? 0 : 1;
+}
+
+void register_score(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ScoreArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("score", "olympic-mean minutes of result folders (official summarizer)")
+          ->group("audit");
+  cmd->add_option("dirs", args->dirs, "system directories holding result_*.txt (or bert/)")
+      ->required()
+      ->check(cli::existing_directory());
+  cmd->add_option("--ruleset", args->ruleset,
+                  "training ruleset, e.g. 4.0.0; default: the round in the path (v4.0 -> 4.0.0)");
+  cmd->add_flag("--no-scaling", args->no_scaling, "ignore scaling.json (RCP score normalization)");
+  cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->add_flag("-v,--verbose", args->verbose,
+                "per-run minutes, the reasons for dropped runs, each folder's inferred ruleset");
+  cmd->callback([args, &exit_code] { exit_code = run_score(*args); });
+  cli::set_example(*cmd, "mlbert score -v training_results_v4.0/Org/results/*/bert");
+}
+
+// ---- mlbert rcp ---------------------------------------------------------------------------------
+
+struct RcpArgs {
+  std::vector<std::string> dirs;
+  std::string ruleset;
+  std::string custom_rcps;
+  std::string pass = "pruned";
+  std::vector<double> batch_sizes;
+  bool table = false;
+  bool bert_train_samples = false;
+  bool bypass = false;
+  bool write_scaling = false;
+  bool json = false;
+  bool verbose = false;
+};
+
+nlohmann::json point_json(const RcpPoint& point) {
+  return {{"name", point.name},
+          {"batch_size", point.batch_size},
+          {"runs", point.runs},
+          {"mean", point.mean},
+          {"stdev", point.stdev},
+          {"min_mean", point.min_mean},
+          {"max_speedup", point.max_speedup},
+          {"interpolated", point.interpolated}};
+}
+
+std::string point_text(const RcpPoint& point) {
+  return point.name + ": mean " + fixed(point.mean, 1) + " samples, stdev " +
+         fixed(point.stdev, 1) + ", minimum acceptable mean " + fixed(point.min_mean, 1) +
+         ", max speedup " + fixed(point.max_speedup, 4);
+}
+
+// What the check would compare a submission at `batch_size` against.
+struct RcpLookup {
+  std::string how;  // "exact", "interpolated", "smallest" or "none"
+  std::optional<RcpPoint> point;
+};
+
+RcpLookup lookup(const RcpCatalog& catalog, double batch_size, RcpPass pass) {
+  if (auto exact = catalog.find(batch_size, pass)) return {"exact", exact};
+  const auto below = catalog.nearest_below(batch_size, pass);
+  const auto above = catalog.nearest_above(batch_size, pass);
+  if (below && above) return {"interpolated", catalog.interpolate(batch_size, *below, *above)};
+  if (above) return {"smallest", catalog.points(pass).front()};
+  return {"none", std::nullopt};
+}
+
+int run_rcp(const RcpArgs& args) {
+  require_ruleset_format(args.ruleset);
+  const RcpPass pass = args.pass == "full" ? RcpPass::full : RcpPass::pruned;
+  if (args.dirs.empty() && !args.table && args.batch_sizes.empty()) {
+    throw AuditError("rcp: give a result directory, --table or --batch-size");
+  }
+  // A BERT round before RCPs (0.7.0): nothing to check, and that is the answer, not an error.
+  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(args.ruleset);
+  if (args.custom_rcps.empty() && row && row->bert_benchmark && !row->bert_rcps) {
+    const std::string why = bert_rcp_absence(args.ruleset);
+    if (args.json) {
+      std::cout
+          << nlohmann::json{{"ruleset", args.ruleset}, {"rcps", false}, {"message", why}}.dump(2)
+          << "\n";
+    } else {
+      std::cout << "RCP check not applicable: " << why << "\n";
+      for (const auto& dir : args.dirs) std::cout << dir << ": RCP not applicable\n";
+    }
+    return 0;
+  }
+  const RcpCatalog catalog = args.custom_rcps.empty()
+                                 ? RcpCatalog(args.ruleset)
+                                 : RcpCatalog(args.custom_rcps, read_rcp_json(args.custom_rcps));
+  nlohmann::json out = {{"ruleset", catalog.ruleset()}, {"data_ruleset", catalog.data_ruleset()}};
+
+  if (args.table) {
+    nlohmann::json points = nlohmann::json::array();
+    if (!args.json) {
+      std::cout << "BERT RCPs for ruleset " << catalog.ruleset() << " (data of "
+                << catalog.data_ruleset() << "); * = kept after pruning\n";
+    }
+    for (const RcpPoint& point : catalog.points(RcpPass::full)) {
+      const bool kept = catalog.find(point.batch_size, RcpPass::pruned).has_value();
+      nlohmann::json entry = point_json(point);
+      entry["pruned"] = !kept;
+      points.push_back(entry);
+      if (!args.json) std::cout << (kept ? "* " : "  ") << point_text(point) << "\n";
+    }
+    out["points"] = points;
+  }
+  if (!args.batch_sizes.empty()) {
+    nlohmann::json lookups = nlohmann::json::array();
+    for (double bs : args.batch_sizes) {
+      const RcpLookup found = lookup(catalog, bs, pass);
+      lookups.push_back({{"batch_size", bs},
+                         {"how", found.how},
+                         {"point", found.point ? point_json(*found.point) : nlohmann::json()}});
+      if (!args.json) {
+        std::cout << "batch size " << number_text(bs) << ": "
+                  << (found.point ? found.how + " " + point_text(*found.point)
+                                  : std::string("no RCP at or around it (submit one)"))
+                  << "\n";
+      }
+    }
+    out["lookups"] = lookups;
+  }
+
+  bool all_passed = true;
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& dir : args.dirs) {
+    RcpOptions options;
+    options.ruleset = args.ruleset;
+    options.custom_rcps = args.custom_rcps;
+    options.pass = pass;
+    options.bert_train_samples = args.bert_train_samples;
+    options.bypass = args.bypass;
+    options.write_scaling = args.write_scaling;
+    const RcpResult result = check_rcp_directory(dir, options);
+    all_passed = all_passed && result.passed;
+    nlohmann::json entry = {{"dir", dir},
+                            {"passed", result.passed},
+                            {"verdict", to_string(result.verdict)},
+                            {"message", result.message},
+                            {"scaling_factor", result.scaling_factor},
+                            {"problems", result.problems}};
+    if (result.batch_size) entry["batch_size"] = *result.batch_size;
+    if (result.submission_mean) entry["submission_mean"] = *result.submission_mean;
+    if (result.reference) entry["reference"] = point_json(*result.reference);
+    nlohmann::json runs = nlohmann::json::array();
+    for (const RcpRun& run : result.runs) {
+      runs.push_back({{"file", run.file.string()},
+                      {"converged", run.converged},
+                      {"samples_to_converge", run.samples_to_converge}});
+    }
+    entry["runs"] = runs;
+    results.push_back(entry);
+    if (args.json) continue;
+
+    std::cout << dir << ": RCP " << to_string(result.verdict)
+              << (result.bypassed ? " (bypassed)" : "") << ": " << result.message;
+    if (result.batch_size) std::cout << "; global batch size " << number_text(*result.batch_size);
+    std::cout << "\n";
+    if (result.reference && result.submission_mean) {
+      const RcpPoint& ref = *result.reference;
+      std::cout << "  submission olympic mean " << fixed(*result.submission_mean, 1) << " samples "
+                << (result.passed && !result.bypassed ? ">=" : "vs") << " minimum acceptable "
+                << fixed(ref.mean / ref.max_speedup, 1) << " (" << point_text(ref) << ")\n";
+      if (result.scaling_factor > 1.0) {
+        std::cout << "  converges faster than the RCP mean: scores are scaled by "
+                  << fixed(ref.mean, 1) << " / " << fixed(*result.submission_mean, 1) << " = "
+                  << mllog::python_float_repr(result.scaling_factor)
+                  << (args.write_scaling ? " (written to scaling.json)" : "") << "\n";
+      }
+    }
+    for (const auto& problem : result.problems) std::cout << "  error: " << problem << "\n";
+    if (args.verbose) {
+      for (const RcpRun& run : result.runs) {
+        std::cout << "  " << run.file.filename().string() << ": "
+                  << (run.converged ? fixed(run.samples_to_converge, 3) + " samples"
+                                    : std::string("not converged"))
+                  << " (" << run.note << ")\n";
+      }
+    }
+  }
+  if (!args.dirs.empty()) out["results"] = results;
+  if (args.json) std::cout << out.dump(2) << "\n";
+  return all_passed ? 0 : 1;
+}
+
+void register_rcp(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RcpArgs>();
+  CLI::App* cmd = app.add_subcommand("rcp", "reference convergence point check of result folders")
+                      ->group("audit");
+  cmd->add_option("dirs", args->dirs, "directories holding result_*.txt")
+      ->check(cli::existing_directory());
+  cmd->add_option("--ruleset", args->ruleset, "training ruleset, e.g. 4.1.0")->required();
+  cmd->add_option("--custom-rcps", args->custom_rcps,
+                  "RCP JSON file (official layout) to use instead of the ruleset's table")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--rcp-pass", args->pass, "reference set: pruned (official default) or full")
+      ->check(CLI::IsMember({"pruned", "full"}));
+  cmd->add_flag("--table", args->table, "print every RCP with its statistics and pruning");
+  cmd->add_option("--batch-size", args->batch_sizes,
+                  "print the (possibly interpolated) RCP a submission at this batch size meets");
+  cmd->add_flag("--bert-train-samples", args->bert_train_samples,
+                "take samples to converge from train_samples instead of eval epoch_num");
+  cmd->add_flag("--rcp-bypass", args->bypass, "let RCP failures pass (needs committee review)");
+  cmd->add_flag("--set-scaling", args->write_scaling,
+                "write scaling.json into the directory as the official package checker does");
+  cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->add_flag("-v,--verbose", args->verbose, "per-run samples to converge");
+  cmd->callback([args, &exit_code] { exit_code = run_rcp(*args); });
+  cli::set_example(*cmd, "mlbert rcp --ruleset 4.1.0 --batch-size 4096");
+}
+
+// ---- mlbert system-check ------------------------------------------------------------------------
+
+struct SystemCheckArgs {
+  std::vector<std::string> files;
+  std::string ruleset;
+  bool werror = false;
+  bool json = false;
+};
+
+int run_system_check(const SystemCheckArgs& args) {
+  bool all_valid = true;
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& file : args.files) {
+    const SystemDescResult result = check_system_desc_file(file, args.ruleset, args.werror);
+    all_valid = all_valid && result.valid;
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& finding : result.findings) {
+      findings.push_back(
+          {{"level", finding.level == SystemDescFinding::Level::error ? "error" : "warning"},
+           {"field", finding.field},
+           {"text", finding.text}});
+    }
+    results.push_back({{"file", file},
+                       {"valid", result.valid},
+                       {"system_name", result.system_name},
+                       {"findings", findings}});
+    if (args.json) continue;
+    std::cout << (result.valid ? "PASS " : "FAIL ") << file;
+    if (!result.system_name.empty()) std::cout << " (" << result.system_name << ")";
+    std::cout << "\n";
+    for (const auto& finding : result.findings) {
+      std::cout << "  " << (finding.level == SystemDescFinding::Level::error ? "error" : "warning")
+                << ": " << file << ": "
+                << (finding.field.empty() ? std::string() : "field '" + finding.field + "': ")
+                << finding.text << "\n";
+    }
+  }
+  if (args.json) std::cout << results.dump(2) << "\n";
+  return all_valid ? 0 : 1;
+}
+
+void register_system_check(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<SystemCheckArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("system-check", "system description files, as the official checker")
+          ->group("audit");
+  cmd->add_option("files", args->files, "systems/<system>.json files")
+      ->required()
+      ->check(cli::existing_file());
+  cmd->add_option("--ruleset", args->ruleset, "training ruleset, e.g. 4.1.0")->required();
+  cmd->add_flag("--werror", args->werror, "warnings (types, integer counts, division) are errors");
+  cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->callback([args, &exit_code] { exit_code = run_system_check(*args); });
+  cli::set_example(*cmd, "mlbert system-check --ruleset 4.1.0 systems/dgxa100_128x8.json");
+}
+
+// ---- mlbert package -----------------------------------------------------------------------------
+
+struct PackageArgs {
+  std::string dir;
+  PackageOptions options;
+  bool json = false;
+  bool verbose = false;
+};
+
+std::string_view level_name(PackageFinding::Level level) {
+  switch (level) {
+    case PackageFinding::Level::error:
+      return "ERROR";
+    case PackageFinding::Level::warning:
+      return "WARNING";
+    case PackageFinding::Level::info:
+      return "INFO";
+  }
+  return "ERROR";
+}
+
+int run_package(const PackageArgs& args) {
+  const PackageResult result = check_package(args.dir, args.options);
+  if (args.json) {
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& f : result.findings) {
+      findings.push_back(
+          {{"level", level_name(f.level)}, {"where", f.where.string()}, {"text", f.text}});
+    }
+    nlohmann::json benchmarks = nlohmann::json::array();
+    for (const auto& b : result.benchmarks) {
+      benchmarks.push_back(
+          {{"system", b.system},
+           {"folder", b.folder.string()},
+           {"division", b.division},
+           {"result_files", b.result_files},
+           {"failed_runs", b.failed_compliance},
+           {"seeds_ok", b.seeds_ok ? nlohmann::json(*b.seeds_ok) : nlohmann::json()},
+           {"rcp_ok", b.rcp_ok ? nlohmann::json(*b.rcp_ok) : nlohmann::json()},
+           {"rcp_message", b.rcp_message},
+           {"rcp_scaling_factor", b.rcp_scaling_factor}});
+    }
+    std::cout << nlohmann::json{{"package", args.dir},
+                                {"passed", result.passed},
+                                {"errors", result.error_count()},
+                                {"warnings", result.warning_count()},
+                                {"benchmarks", benchmarks},
+                                {"findings", findings}}
+                     .dump(2)
+              << "\n";
+    return result.passed ? 0 : 1;
+  }
+  for (const auto& f : result.findings) {
+    if (f.level == PackageFinding::Level::info && !args.verbose) continue;
+    std::cout << level_name(f.level) << " " << f.where.string() << ": " << f.text << "\n";
+  }
+  for (const auto& b : result.benchmarks) {
+    std::cout << b.folder.string() << ": " << b.division << " division, " << b.result_files
+              << " result files, " << b.failed_compliance << " failing";
+    if (b.seeds_ok) std::cout << ", seeds " << (*b.seeds_ok ? "ok" : "FAILED");
+    if (b.rcp_ok)
+      std::cout << ", RCP " << (*b.rcp_ok ? "ok" : "FAILED") << " (" << b.rcp_message << ")";
+    std::cout << "\n";
+  }
+  std::cout << (result.passed ? "PACKAGE PASSED: " : "PACKAGE FAILED: ") << args.dir << " ("
+            << result.error_count() << " errors, " << result.warning_count() << " warnings)\n";
+  return result.passed ? 0 : 1;
+}
+
+void register_package(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<PackageArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("package", "a whole submission package, as the official package_checker")
+          ->group("audit");
+  cmd->add_option("dir", args->dir, "the organization folder of the package")
+      ->required()
+      ->check(cli::existing_directory());
+  cmd->add_option("--ruleset", args->options.ruleset, "training ruleset, e.g. 4.1.0")->required();
+  cmd->add_flag("--quiet", args->options.quiet, "do not report compliance warnings");
+  cmd->add_flag("--werror", args->options.werror,
+                "compliance and system-description warnings are errors");
+  cmd->add_flag("--rcp-bypass", args->options.rcp_bypass,
+                "RCP failures pass (needs committee review)");
+  cmd->add_flag("--rcp-bert-train-samples", args->options.rcp_bert_train_samples,
+                "RCP samples to converge from train_samples instead of eval epoch_num");
+  cmd->add_flag("--seed-checker-bypass", args->options.seed_checker_bypass, "skip the seed check");
+  cmd->add_flag("--set-scaling", args->options.write_scaling,
+                "write scaling.json next to results that converge faster than the RCP mean, as the "
+                "official checker does");
+  cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->add_flag("-v,--verbose", args->verbose, "also print informational findings");
+  cmd->callback([args, &exit_code] { exit_code = run_package(*args); });
+  cli::set_example(*cmd, "mlbert package --ruleset 4.1.0 results/package/mlbert");
+}
+
+}  // namespace
+
+void register_audit_cli(CLI::App& app, int& exit_code) {
+  register_score(app, exit_code);
+  register_rcp(app, exit_code);
+  register_system_check(app, exit_code);
+  register_package(app, exit_code);
+}
+
+}  // namespace mlbert::logging

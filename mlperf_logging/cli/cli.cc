@@ -1,0 +1,16 @@
+// The log toolkit's subcommands on the mlbert command line (common/cli.h runs them).
+#include "mlperf_logging/cli/cli.h"
+
+namespace mlbert::logging {
+// check.cc: check; audit.cc: score, rcp, system-check, package; report.cc: report.
+void register_check_cli(CLI::App& app, int& exit_code);
+void register_audit_cli(CLI::App& app, int& exit_code);
+void register_report_cli(CLI::App& app, int& exit_code);
+
+void register_cli(CLI::App& app, int& exit_code) {
+  register_check_cli(app, exit_code);
+  register_audit_cli(app, exit_code);
+  register_report_cli(app, exit_code);
+}
+
+}  // namespace mlbert::logging

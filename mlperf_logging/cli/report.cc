@@ -1,0 +1,77 @@
+// `mlbert report RESULT_DIR... [--out report.html]`: the result directories as one self-contained
+// HTML page (report.h). Exit status 0 when the page is written, whatever the verdicts in it (the
+// page shows them; `mlbert check`, `score` and `rcp` are the commands that judge by exit status);
+// a missing or empty directory, an unknown ruleset or an unwritable --out is an error (exit 2).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlperf_logging/cli/cli.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/report/report.h"
+
+namespace mlbert::logging {
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> dirs;
+  std::string out = "report.html";
+  std::string ruleset;
+  double target = kBertQualityTarget;
+  std::string title = ReportOptions{}.title;
+};
+
+int run_report(const ReportArgs& args) {
+  std::vector<SystemReport> systems;
+  for (const auto& dir : args.dirs) {
+    ReportInput input;
+    input.dir = dir;
+    input.ruleset = args.ruleset;
+    input.target = args.target;
+    if (args.ruleset.empty())
+      if (auto inferred = ruleset_from_path(dir))
+        std::cerr << "mlbert report: " << dir << ": ruleset " << *inferred
+                  << " (from the round in its path; --ruleset overrides)\n";
+    systems.push_back(read_system_report(input));
+  }
+  ReportOptions options;
+  options.title = args.title;
+  std::string command = "mlbert report";
+  for (const auto& dir : args.dirs) command += " " + dir;
+  options.generated_by = "Written by `" + command + "` from the result logs alone.";
+  write_report_file(args.out, render_report_html(systems, options));
+  for (const SystemReport& s : systems) {
+    std::cout << "  " << s.input.dir.string() << ": " << s.runs.size() << " runs, ruleset "
+              << s.ruleset << ", score "
+              << (s.score && s.score->score ? std::to_string(*s.score->score) + " min" : "none")
+              << "\n";
+  }
+  std::cout << "mlbert report: wrote " << args.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void register_report_cli(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("report", "one HTML page of result folders: curves, scores, RCP, checks")
+          ->group("audit");
+  cmd->add_option("dirs", args->dirs, "result directories (result_*.txt, or a folder with bert/)")
+      ->required();
+  cmd->add_option("-o,--out", args->out, "the HTML file to write (default report.html)");
+  cmd->add_option("--ruleset", args->ruleset,
+                  "training ruleset for every directory; default: the round in each path");
+  cmd->add_option("--target", args->target, "accuracy target line (default 0.720, BERT's)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--title", args->title, "the page title");
+  cli::set_example(*cmd,
+              "mlbert report results/v4.0/NVIDIA/h200_ngc23.09_pytorch "
+              "results/v2.0/Samsung/samsung_n128 --out bert.html");
+  cmd->callback([args, &exit_code] { exit_code = run_report(*args); });
+}
+
+}  // namespace mlbert::logging

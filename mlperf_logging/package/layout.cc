@@ -1,0 +1,124 @@
+// Submission layout helpers shared by score, rcp, system-check and package. MLLOG lines are read
+// one at a time (a 1 GB log never sits in memory) and handed over as Latin-1 bytes, as the official
+// tools see them, so a stray non-UTF-8 byte never becomes an error the official tools would not
+// raise.
+#include "mlperf_logging/package/layout.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <regex>
+#include <system_error>
+
+namespace mlbert::logging {
+namespace {
+
+constexpr std::string_view kMllogToken = ":::MLLOG ";
+
+// Characters Python's str.strip() removes from a latin-1 decoded line.
+bool is_python_space(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
+}
+
+// Run number of "result_<n>.txt", for sorting result_10 after result_9.
+long run_number(const std::filesystem::path& file) {
+  const std::string stem = file.stem().string();
+  const auto underscore = stem.rfind('_');
+  if (underscore == std::string::npos) return -1;
+  long n = -1;
+  const char* first = stem.data() + underscore + 1;
+  const char* last = stem.data() + stem.size();
+  auto [ptr, ec] = std::from_chars(first, last, n);
+  return (ec == std::errc() && ptr == last) ? n : -1;
+}
+
+}  // namespace
+
+bool is_result_file_name(std::string_view name) {
+  return name.size() >= 11 && name.starts_with("result_") && name.ends_with(".txt");
+}
+
+std::vector<std::filesystem::path> find_result_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) throw AuditError(dir.string() + ": no such directory");
+  if (!std::filesystem::is_directory(dir, ec)) throw AuditError(dir.string() + ": not a directory");
+  std::vector<std::filesystem::path> files;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw AuditError(dir.string() + ": cannot list directory: " + ec.message());
+  for (const auto& entry : it) {
+    if (is_result_file_name(entry.path().filename().string())) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    const long ra = run_number(a);
+    const long rb = run_number(b);
+    return ra != rb ? ra < rb : a.filename() < b.filename();
+  });
+  return files;
+}
+
+void require_ruleset_format(std::string_view ruleset) {
+  static const std::regex kPattern(R"(\d+\.\d+\.\d+)");
+  if (!std::regex_match(ruleset.begin(), ruleset.end(), kPattern)) {
+    throw AuditError("ruleset '" + std::string(ruleset) + "' is not of the form M.m.p, e.g. 4.1.0");
+  }
+}
+
+std::optional<std::string> ruleset_from_path(const std::filesystem::path& path) {
+  static const std::regex kRound(R"((?:training_results_)?v(\d+)\.(\d+))");
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) absolute = path;
+  std::optional<std::string> found;
+  for (const auto& component : absolute) {  // the innermost matching component wins
+    std::smatch m;
+    const std::string name = component.string();
+    if (std::regex_match(name, m, kRound)) found = m[1].str() + "." + m[2].str() + ".0";
+  }
+  return found;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw AuditError(file.string() + ": cannot open file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error ("parse error at line L, column C: ...") or a number past double ("number
+    // overflow parsing '1e999'"), as nlohmann words it.
+    std::string what = e.what();
+    if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    throw AuditError(file.string() + ": malformed JSON: " + what);
+  }
+}
+
+void for_each_mllog_payload(
+    const std::filesystem::path& file,
+    const std::function<void(std::string_view payload, int line)>& on_line) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw AuditError(file.string() + ": cannot open file");
+  std::string raw;
+  int line_number = 0;
+  auto handle = [&](std::string_view line) {
+    ++line_number;
+    const auto token = line.rfind(kMllogToken);
+    if (token == std::string_view::npos) return;
+    std::string_view payload = line.substr(token + kMllogToken.size());
+    while (!payload.empty() && is_python_space(static_cast<unsigned char>(payload.back()))) {
+      payload.remove_suffix(1);
+    }
+    on_line(payload, line_number);
+  };
+  while (std::getline(in, raw)) {
+    // Universal newlines: a lone '\r' also ends a line.
+    std::string_view rest = raw;
+    if (!rest.empty() && rest.back() == '\r') rest.remove_suffix(1);
+    for (auto cr = rest.find('\r'); cr != std::string_view::npos; cr = rest.find('\r')) {
+      handle(rest.substr(0, cr));
+      rest.remove_prefix(cr + 1);
+    }
+    handle(rest);
+  }
+  if (in.bad()) throw AuditError(file.string() + ": read error");
+}
+
+}  // namespace mlbert::logging

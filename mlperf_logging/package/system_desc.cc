@@ -1,0 +1,238 @@
+// System description check. The official verdict needs only presence and the 4.x availability
+// vocabulary; the extra findings here are warnings so the verdict stays the official one unless the
+// user asks for --werror.
+#include "mlperf_logging/package/system_desc.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <fstream>
+#include <system_error>
+
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rules/rulesets.h"
+
+namespace mlbert::logging {
+namespace {
+
+constexpr std::array<std::string_view, 33> kRequiredFields = {
+    "submitter",
+    "division",
+    "status",
+    "system_name",
+    "number_of_nodes",
+    "host_processors_per_node",
+    "host_processor_model_name",
+    "host_processor_core_count",
+    "host_processor_vcpu_count",
+    "host_processor_frequency",
+    "host_processor_caches",
+    "host_processor_interconnect",
+    "host_memory_capacity",
+    "host_storage_type",
+    "host_storage_capacity",
+    "host_networking",
+    "host_networking_topology",
+    "host_memory_configuration",
+    "accelerators_per_node",
+    "accelerator_model_name",
+    "accelerator_host_interconnect",
+    "accelerator_frequency",
+    "accelerator_on-chip_memories",
+    "accelerator_memory_configuration",
+    "accelerator_memory_capacity",
+    "accelerator_interconnect",
+    "accelerator_interconnect_topology",
+    "cooling",
+    "hw_notes",
+    "framework",
+    "other_software_stack",
+    "operating_system",
+    "sw_notes",
+};
+
+constexpr std::array<std::string_view, 4> kAvailabilityStatuses = {
+    "Available on-premise",
+    "Available cloud",
+    "Research, Development, or Internal (RDI)",
+    "Preview",
+};
+
+// The official checker joins these into a CSV row with str.join: a present non-string value
+// stops it with a TypeError, so such a file never passes officially.
+constexpr std::array<std::string_view, 7> kJoinedFields = {"submitter",
+                                                           "system_name",
+                                                           "host_processor_model_name",
+                                                           "host_processor_core_count",
+                                                           "accelerator_model_name",
+                                                           "accelerators_per_node",
+                                                           "framework"};
+
+// The summarizer multiplies these with Python's int(); anything int() rejects crashes it.
+constexpr std::array<std::string_view, 3> kIntegerFields = {
+    "number_of_nodes", "host_processors_per_node", "accelerators_per_node"};
+
+// Python int(str) for the plain forms a description uses: optional sign, digits, surrounding
+// spaces.
+bool parses_as_integer(std::string text) {
+  const auto first = text.find_first_not_of(" \t");
+  const auto last = text.find_last_not_of(" \t");
+  if (first == std::string::npos) return false;
+  text = text.substr(first, last - first + 1);
+  if (text.front() == '+' || text.front() == '-') text.erase(0, 1);
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string json_type_name(const nlohmann::json& value) {
+  return value.type_name();
+}
+
+int ruleset_major(std::string_view ruleset) {
+  int major = 0;
+  std::from_chars(ruleset.data(), ruleset.data() + ruleset.size(), major);
+  return major;
+}
+
+}  // namespace
+
+std::size_t SystemDescResult::error_count() const {
+  return static_cast<std::size_t>(
+      std::count_if(findings.begin(), findings.end(),
+                    [](const auto& f) { return f.level == SystemDescFinding::Level::error; }));
+}
+
+std::size_t SystemDescResult::warning_count() const {
+  return findings.size() - error_count();
+}
+
+std::span<const std::string_view> system_desc_required_fields() {
+  return kRequiredFields;
+}
+std::span<const std::string_view> system_availability_statuses() {
+  return kAvailabilityStatuses;
+}
+
+bool is_known_training_ruleset(std::string_view ruleset) {
+  return mllog::find_training_ruleset(ruleset) != nullptr;
+}
+
+SystemDescResult check_system_desc(const nlohmann::json& description, std::string_view ruleset,
+                                   const std::filesystem::path& file, bool werror) {
+  require_ruleset_format(ruleset);
+  if (!is_known_training_ruleset(ruleset)) {
+    throw AuditError(
+        "ruleset " + std::string(ruleset) + " is not a training ruleset the official tools know (" +
+        mllog::ruleset_names([](const mllog::TrainingRuleset&) { return true; }) + ")");
+  }
+  SystemDescResult result;
+  result.file = file;
+  const auto warning_level =
+      werror ? SystemDescFinding::Level::error : SystemDescFinding::Level::warning;
+  auto error = [&](std::string field, std::string text) {
+    result.findings.push_back({SystemDescFinding::Level::error, std::move(field), std::move(text)});
+  };
+  auto warn = [&](std::string field, std::string text) {
+    result.findings.push_back({warning_level, std::move(field), std::move(text)});
+  };
+
+  if (!description.is_object()) {
+    error("", "a system description is a JSON object, this file holds a JSON " +
+                  json_type_name(description));
+    return result;
+  }
+  for (std::string_view field : kRequiredFields) {
+    if (!description.contains(std::string(field))) error(std::string(field), "missing field");
+  }
+  auto text_of = [&](std::string_view field) -> std::optional<std::string> {
+    const auto it = description.find(std::string(field));
+    if (it == description.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  result.system_name = text_of("system_name").value_or("");
+  result.division = text_of("division");
+  result.has_division = description.contains("division");
+  result.status = text_of("status");
+
+  // From 4.0.0 on (the official test reads "major >= 4"), status names an availability category.
+  if (ruleset_major(ruleset) >= 4 && description.contains("status")) {
+    const nlohmann::json& status = description["status"];
+    const bool allowed =
+        status.is_string() && std::find(kAvailabilityStatuses.begin(), kAvailabilityStatuses.end(),
+                                        status.get<std::string>()) != kAvailabilityStatuses.end();
+    if (!allowed) {
+      std::string options;
+      for (auto s : kAvailabilityStatuses)
+        options += (options.empty() ? "\"" : ", \"") + std::string(s) + "\"";
+      error("status", "value " + status.dump() +
+                          " is not allowed from ruleset 4.0.0 on; use one of " + options);
+    }
+  }
+
+  // What the official verdict ignores but the result summarizer trips over.
+  for (const auto& [field, value] : description.items()) {
+    const bool required =
+        std::find(kRequiredFields.begin(), kRequiredFields.end(), field) != kRequiredFields.end();
+    if (!required) continue;
+    if (field == "other_software_stack") {
+      if (!value.is_object() && !value.is_string()) {
+        warn(field, "should be an object (component -> version) or a string, not a " +
+                        json_type_name(value));
+      }
+    } else if (!value.is_string() && std::find(kJoinedFields.begin(), kJoinedFields.end(), field) !=
+                                         kJoinedFields.end()) {
+      error(field, "must be a string, not a " + json_type_name(value) + " (" + value.dump() +
+                       "): the official checker cannot process the file otherwise");
+    } else if (!value.is_string()) {
+      warn(field, "should be a string, not a " + json_type_name(value) + " (" + value.dump() +
+                      "): the result summarizer treats every field as text");
+    }
+  }
+  for (std::string_view field : kIntegerFields) {
+    const auto text = text_of(field);
+    if (text && !parses_as_integer(*text)) {
+      warn(std::string(field), "value \"" + *text +
+                                   "\" is not an integer: the result summarizer "
+                                   "multiplies it as one");
+    }
+  }
+  if (result.division && *result.division != "closed" && *result.division != "open") {
+    warn("division", "value \"" + *result.division +
+                         "\" is neither \"closed\" nor \"open\": the "
+                         "package check would skip the closed-division seed and RCP checks");
+  }
+  if (const auto name = text_of("system_name"); name && name->empty()) {
+    warn("system_name", "is empty");
+  }
+  if (const auto submitter = text_of("submitter"); submitter && submitter->empty()) {
+    warn("submitter", "is empty");
+  }
+  result.valid = result.error_count() == 0;
+  return result;
+}
+
+SystemDescResult check_system_desc_file(const std::filesystem::path& file, std::string_view ruleset,
+                                        bool werror) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw AuditError(file.string() + ": no such file");
+  if (std::filesystem::is_directory(file, ec)) throw AuditError(file.string() + ": is a directory");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw AuditError(file.string() + ": cannot open file");
+  nlohmann::json description;
+  try {
+    description = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    // Malformed JSON is a failed check (the official tool stops with a traceback instead). So is
+    // a number past double (1e999), which Python reads as inf and nlohmann refuses.
+    SystemDescResult result = check_system_desc(nlohmann::json::object(), ruleset, file, werror);
+    result.findings.clear();
+    std::string what = e.what();
+    if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    result.findings.push_back({SystemDescFinding::Level::error, "", "malformed JSON: " + what});
+    result.valid = false;
+    return result;
+  }
+  return check_system_desc(description, ruleset, file, werror);
+}
+
+}  // namespace mlbert::logging

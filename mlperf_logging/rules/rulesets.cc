@@ -1,0 +1,70 @@
+// The training rulesets (see rulesets.h). Facts from the official mlperf_logging 4.1.59 package:
+// benchmark_meta's benchmarks per round, the compliance_checker and rcp_checker folders, and the
+// package checker's ruleset sets for its system-description, seed and RCP steps.
+#include "mlperf_logging/rules/rulesets.h"
+
+#include <algorithm>
+#include <array>
+
+namespace mlbert::mllog {
+namespace {
+
+// name, bert_benchmark, bert_rules, bert_rcps, package_audits, weights_initialization
+constexpr std::array<TrainingRuleset, 14> kRulesets = {{
+    {"0.6.0", false, false, false, false, false},
+    {"0.7.0", true, true, false, false, false},
+    {"1.0.0", true, true, true, true, false},
+    {"1.1.0", true, true, true, true, true},
+    {"2.0.0", true, true, true, true, true},
+    {"2.1.0", true, true, true, true, true},
+    {"3.0.0", true, true, true, true, false},
+    {"3.1.0", true, true, true, true, false},
+    {"4.0.0", true, true, true, true, false},
+    {"4.1.0", true, true, true, true, false},
+    {"5.0.0", true, true, true, true, false},
+    {"5.1.0", false, true, true, true, false},
+    {"6.0.0", false, false, false, true, false},
+    {"6.1.0", false, false, false, true, false},
+}};
+
+}  // namespace
+
+std::span<const TrainingRuleset> training_rulesets() {
+  return kRulesets;
+}
+
+const TrainingRuleset* find_training_ruleset(std::string_view name) {
+  const auto it = std::find_if(kRulesets.begin(), kRulesets.end(),
+                               [&](const TrainingRuleset& r) { return r.name == name; });
+  return it == kRulesets.end() ? nullptr : &*it;
+}
+
+const std::vector<std::string>& bert_rulesets() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& r : kRulesets)
+      if (r.bert_benchmark) out.emplace_back(r.name);
+    return out;
+  }();
+  return names;
+}
+
+std::string_view newest_bert_ruleset() {
+  return bert_rulesets().back();
+}
+
+std::string ruleset_names(bool (*accept)(const TrainingRuleset&)) {
+  std::string out;
+  for (const auto& r : kRulesets)
+    if (accept(r)) out += (out.empty() ? "" : ", ") + std::string(r.name);
+  return out;
+}
+
+std::string bert_absence(std::string_view ruleset) {
+  const TrainingRuleset* row = find_training_ruleset(ruleset);
+  if (row && row->bert_benchmark) return "";
+  return "bert is not a benchmark of training ruleset " + std::string(ruleset) +
+         "; BERT was one from " + bert_rulesets().front() + " to " + bert_rulesets().back();
+}
+
+}  // namespace mlbert::mllog
