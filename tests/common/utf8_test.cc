@@ -27,7 +27,7 @@ TEST_CASE("each maximal invalid subpart becomes one U+FFFD, as bytes.decode(erro
   CHECK(mlbert::replace_invalid_utf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
-TEST_CASE("encoding and strict decoding round-trip every plane; surrogates encode as three bytes") {
+TEST_CASE("encoding and strict decoding round-trip every plane, and surrogates encode as three bytes") {
   for (char32_t cp : {U'\x41', U'\xE9', U'\x20AC', U'\x1F600', U'\x10FFFF'}) {
     std::string s;
     mlbert::append_utf8(s, cp);
@@ -51,6 +51,6 @@ TEST_CASE("the lenient decoder reads an invalid byte as its Latin-1 code point")
   CHECK(mlbert::decode_utf8_lenient(s, i) == U'\x1F600');
   CHECK(i == s.size());
   std::size_t j = 0;
-  CHECK(mlbert::decode_utf8_lenient("\xE0\x80\x80", j) == U'\xE0');  // overlong: byte by byte
+  CHECK(mlbert::decode_utf8_lenient("\xE0\x82\x80", j) == U'\xE0');  // U+0080 overlong: byte by byte
   CHECK(j == 1);
 }
