@@ -1,4 +1,5 @@
-// The FlashAttention-2-class attention backward (included only by attention_fa2_bwd_{bf16,fp16}.cu).
+// The FlashAttention-2-class attention backward (included only by
+// attention_fa2_bwd_{bf16,fp16}.cu).
 //
 // One CTA per 128 keys of one head of one sequence, 8 warps x 16 keys. A warp's K and V
 // fragments are loaded once and stay in registers across every query tile of 64 (the 64-key
@@ -26,8 +27,8 @@ struct RowStats {
   float lse_log2 = 0.0f;
   float dsum = 0.0f;
 };
-__device__ __forceinline__ RowStats load_row_stats(const float* lse, const float* dsum,
-                                                   int query0, int len) {
+__device__ __forceinline__ RowStats load_row_stats(const float* lse, const float* dsum, int query0,
+                                                   int len) {
   RowStats s;
   const int q = query0 + static_cast<int>(threadIdx.x);
   if (threadIdx.x < kBwdBlockM && q < len) {
@@ -77,7 +78,8 @@ __device__ __forceinline__ void dq_product(float (&dq)[kDqWarpDims / 8][4], cons
 #pragma unroll
       for (int dp = 0; dp < kDqWarpDims / 16; ++dp) {
         uint32_t b[4];
-        ldmatrix_x4_trans(b, smem_k + a_pattern_offset(lane, kk * 16, dq_warp_dim0(warp) + dp * 16));
+        ldmatrix_x4_trans(b,
+                          smem_k + a_pattern_offset(lane, kk * 16, dq_warp_dim0(warp) + dp * 16));
         mma_m16n8k16<T>(dq[2 * dp], a, b[0], b[1]);
         mma_m16n8k16<T>(dq[2 * dp + 1], a, b[2], b[3]);
       }
@@ -98,11 +100,11 @@ __device__ __forceinline__ void dq_commit(const float* stage, const AttentionBwd
     const int dim = dq_warp_dim0(warp) + col;
     if (p.deterministic_dq) {
       *reinterpret_cast<float4*>(p.dq_accum + dq_partial_offset(n_block, start + query, head,
-                                                                p.num_heads, p.total_tokens,
-                                                                dim)) = v;
+                                                                p.num_heads, p.total_tokens, dim)) =
+          v;
     } else {
-      float* dst = p.dq_accum + dq_partial_offset(0, start + query, head, p.num_heads,
-                                                  p.total_tokens, dim);
+      float* dst =
+          p.dq_accum + dq_partial_offset(0, start + query, head, p.num_heads, p.total_tokens, dim);
 #if __CUDA_ARCH__ >= 900
       atomicAdd(reinterpret_cast<float4*>(dst), v);
 #else
@@ -116,7 +118,8 @@ __device__ __forceinline__ void dq_commit(const float* stage, const AttentionBwd
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kBwdThreads, 1) attention_fa2_bwd_kernel(const AttentionBwdParams p) {
+__global__ void __launch_bounds__(kBwdThreads, 1)
+    attention_fa2_bwd_kernel(const AttentionBwdParams p) {
   const int n_block = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
   int start, len;
   if (!sequence_range(p, seq, start, len)) return;
@@ -126,10 +129,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1) attention_fa2_bwd_kernel(const
   extern __shared__ __align__(16) unsigned char attention_fa2_bwd_smem[];
   constexpr int kKeyTile = kBwdBlockN * kSmemRow, kQueryTile = kBwdBlockM * kSmemRow;
   T* smem_k = reinterpret_cast<T*>(attention_fa2_bwd_smem);  // [128][72]
-  T* smem_v = smem_k + kKeyTile;                              // [128][72], then dS^T
+  T* smem_v = smem_k + kKeyTile;                             // [128][72], then dS^T
   T* smem_ds = smem_v;
-  T* smem_q = smem_v + kKeyTile;                              // [2][64][72]
-  T* smem_do = smem_q + 2 * kQueryTile;                       // [2][64][72]
+  T* smem_q = smem_v + kKeyTile;                                         // [2][64][72]
+  T* smem_do = smem_q + 2 * kQueryTile;                                  // [2][64][72]
   float* smem_lse = reinterpret_cast<float*>(smem_do + 2 * kQueryTile);  // [2][64]
   float* smem_dsum = smem_lse + 2 * kBwdBlockM;                          // [2][64]
   float* smem_dq = smem_dsum + 2 * kBwdBlockM;                           // [8][16][40]
@@ -174,9 +177,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1) attention_fa2_bwd_kernel(const
   const bool use_saved = use_dropout && p.keep_bits != nullptr && warp_live;
   // The warp's key tile: one chunk per 16 queries, adjacent.
   const uint8_t* saved_keys =
-      use_saved ? p.keep_bits + attention_keep_chunk(p.keep_layout, head, seq, start, warp_key0 / 16, 0) +
-                      keep_bitmap_backward_words(lane)
-                : nullptr;
+      use_saved
+          ? p.keep_bits + attention_keep_chunk(p.keep_layout, head, seq, start, warp_key0 / 16, 0) +
+                keep_bitmap_backward_words(lane)
+          : nullptr;
   const int live_key_tiles = bwd_live_key_tiles(key_block0, len);
   float* stage = smem_dq + warp * kDqStageFloats;
   const int num_m_blocks = ceil_div_int(len, kBwdBlockM);
@@ -233,12 +237,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1) attention_fa2_bwd_kernel(const
       }
       uint32_t keep_bits = 0u;
       if (use_dropout) {
-        keep_bits = use_saved ? backward_keep_bits_read(saved_words, lane)
-                              : backward_keep_bits_drawn(
-                                    AttentionTileCoords{static_cast<uint64_t>(start + query0),
-                                                        warp_key0, head, p.num_heads,
-                                                        p.dropout_row_stride},
-                                    p.dropout, lane);
+        keep_bits = use_saved
+                        ? backward_keep_bits_read(saved_words, lane)
+                        : backward_keep_bits_drawn(
+                              AttentionTileCoords{static_cast<uint64_t>(start + query0), warp_key0,
+                                                  head, p.num_heads, p.dropout_row_stride},
+                              p.dropout, lane);
       }
       const bool masked = bwd_tile_masked(warp_key0, query0, len);
 #pragma unroll

@@ -34,8 +34,8 @@ __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
 
   extern __shared__ __align__(16) unsigned char attention_fa2_fwd_smem[];
   T* smem_q = reinterpret_cast<T*>(attention_fa2_fwd_smem);  // [128][72]
-  T* smem_k = smem_q + kFwdBlockM * kSmemRow;                 // [2][64][72]
-  T* smem_v = smem_k + 2 * kFwdBlockN * kSmemRow;             // [2][64][72]
+  T* smem_k = smem_q + kFwdBlockM * kSmemRow;                // [2][64][72]
+  T* smem_v = smem_k + 2 * kFwdBlockN * kSmemRow;            // [2][64][72]
   constexpr int kKvTile = kFwdBlockN * kSmemRow;
 
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
@@ -58,7 +58,8 @@ __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
   for (int mt = 0; mt < kFwdMTiles; ++mt) {
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks)
-      ldmatrix_x4(q_frag[mt][ks], smem_q + a_pattern_offset(lane, fwd_tile_row0(warp, mt), ks * 16));
+      ldmatrix_x4(q_frag[mt][ks],
+                  smem_q + a_pattern_offset(lane, fwd_tile_row0(warp, mt), ks * 16));
   }
 
   float o_acc[kFwdMTiles][kNTiles][4];
@@ -97,10 +98,10 @@ __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
     // m16 tile mt's chunks follow tile 0's by 32 bytes (query tiles are adjacent).
     const uint32_t keep_block = keep_chunks + static_cast<uint32_t>(key0 / 16) * keep_pair_stride;
     if (n_block + 1 < num_n_blocks) {
-      load_rows_async<kFwdBlockN, kFwdThreads>(smem_k + (buf ^ 1) * kKvTile, k_gmem,
-                                               p.k_row_stride, key0 + kFwdBlockN, len);
-      load_rows_async<kFwdBlockN, kFwdThreads>(smem_v + (buf ^ 1) * kKvTile, v_gmem,
-                                               p.v_row_stride, key0 + kFwdBlockN, len);
+      load_rows_async<kFwdBlockN, kFwdThreads>(smem_k + (buf ^ 1) * kKvTile, k_gmem, p.k_row_stride,
+                                               key0 + kFwdBlockN, len);
+      load_rows_async<kFwdBlockN, kFwdThreads>(smem_v + (buf ^ 1) * kKvTile, v_gmem, p.v_row_stride,
+                                               key0 + kFwdBlockN, len);
     }
     cp_async_commit();
     // Loaded before the products so that their latency hides behind them.

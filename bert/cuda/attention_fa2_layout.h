@@ -64,13 +64,19 @@ constexpr int kBwdSmemBytes = 2 * kBwdBlockN * kSmemRow * 2 + 4 * kBwdBlockM * k
 constexpr int kDqReduceTokens = 32;
 constexpr int kDqReduceThreads = kDqReduceTokens * kChunksPerRow;
 
-MLBERT_HOST_DEVICE int ceil_div_int(int a, int b) { return (a + b - 1) / b; }
+MLBERT_HOST_DEVICE int ceil_div_int(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 // ---- mma.sync m16n8k16 fragments ------------------------------------------------------------
 // Accumulator (and, two n8 tiles side by side, A operand) layout: lane 4g + t holds element e of
 // an n8 tile at row g + 8 * (e >> 1), column 2t + (e & 1).
-MLBERT_HOST_DEVICE int fragment_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
-MLBERT_HOST_DEVICE int fragment_col(int lane, int e) { return 2 * (lane & 3) + (e & 1); }
+MLBERT_HOST_DEVICE int fragment_row(int lane, int e) {
+  return (lane >> 2) + 8 * (e >> 1);
+}
+MLBERT_HOST_DEVICE int fragment_col(int lane, int e) {
+  return 2 * (lane & 3) + (e & 1);
+}
 
 // ldmatrix_x4 row addresses (element offsets into a [rows][kSmemRow] tile). "A pattern":
 // matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15,
@@ -104,7 +110,9 @@ MLBERT_HOST_DEVICE int fwd_tile_row0(int warp, int m_tile) {
   return warp * kFwdRowsPerWarp + m_tile * 16;
 }
 // Only the last key block of a sequence holds keys past it: the only one that is masked.
-MLBERT_HOST_DEVICE bool fwd_key_block_masked(int key0, int len) { return key0 + kFwdBlockN > len; }
+MLBERT_HOST_DEVICE bool fwd_key_block_masked(int key0, int len) {
+  return key0 + kFwdBlockN > len;
+}
 // Output staging: a warp's 32 rows, 16-byte chunk i of lane `lane` (CTA-local row, column).
 constexpr int kFwdStoreChunksPerLane = kFwdRowsPerWarp * kChunksPerRow / kLanes;
 MLBERT_HOST_DEVICE int fwd_store_row(int warp, int lane, int i) {
@@ -115,8 +123,12 @@ MLBERT_HOST_DEVICE int fwd_store_col(int lane, int i) {
 }
 
 // ---- backward -------------------------------------------------------------------------------
-MLBERT_HOST_DEVICE int bwd_key_blocks(int max_seqlen) { return ceil_div_int(max_seqlen, kBwdBlockN); }
-MLBERT_HOST_DEVICE int bwd_warp_key0(int warp) { return warp * kBwdKeysPerWarp; }
+MLBERT_HOST_DEVICE int bwd_key_blocks(int max_seqlen) {
+  return ceil_div_int(max_seqlen, kBwdBlockN);
+}
+MLBERT_HOST_DEVICE int bwd_warp_key0(int warp) {
+  return warp * kBwdKeysPerWarp;
+}
 // A tile of a warp's 16 keys against 64 queries needs the mask when either runs past the sequence.
 MLBERT_HOST_DEVICE bool bwd_tile_masked(int warp_key0, int query0, int len) {
   return warp_key0 + kBwdKeysPerWarp > len || query0 + kBwdBlockM > len;
@@ -136,15 +148,23 @@ MLBERT_HOST_DEVICE int bwd_live_key_tiles(int key_block0, int len) {
   return tiles < kBwdWarps ? tiles : kBwdWarps;
 }
 // dQ: the warp's queries (inside the 64-query tile) and dims.
-MLBERT_HOST_DEVICE int dq_warp_query0(int warp) { return (warp % 4) * kDqWarpRows; }
-MLBERT_HOST_DEVICE int dq_warp_dim0(int warp) { return (warp / 4) * kDqWarpDims; }
+MLBERT_HOST_DEVICE int dq_warp_query0(int warp) {
+  return (warp % 4) * kDqWarpRows;
+}
+MLBERT_HOST_DEVICE int dq_warp_dim0(int warp) {
+  return (warp / 4) * kDqWarpDims;
+}
 // Accumulator element (n8 tile nt of the warp's 4, element e) of lane `lane` in the staging slab.
 MLBERT_HOST_DEVICE int dq_stage_offset(int lane, int nt, int e) {
   return fragment_row(lane, e) * kDqStageRow + nt * 8 + fragment_col(lane, e);
 }
 // The 16-byte vector i (0..kDqVectorsPerLane-1) lane `lane` adds: slab row and first column.
-MLBERT_HOST_DEVICE int dq_vector_row(int lane, int i) { return (lane + i * kLanes) / 8; }
-MLBERT_HOST_DEVICE int dq_vector_col(int lane, int i) { return ((lane + i * kLanes) % 8) * 4; }
+MLBERT_HOST_DEVICE int dq_vector_row(int lane, int i) {
+  return (lane + i * kLanes) / 8;
+}
+MLBERT_HOST_DEVICE int dq_vector_col(int lane, int i) {
+  return ((lane + i * kLanes) % 8) * 4;
+}
 // Deterministic dQ: key block `key_block`'s fp32 partial of (token, head, dim), one plane of
 // [tokens][heads][64] per key block; a sequence's partials are summed in key-block order.
 MLBERT_HOST_DEVICE uint64_t dq_partial_offset(int key_block, int token, int head, int num_heads,

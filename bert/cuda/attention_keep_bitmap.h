@@ -44,7 +44,9 @@ MLBERT_HOST_DEVICE uint64_t keep_bitmap_chunk_block(uint64_t sequence_start, int
 // tile. It loads the 32-bit word at byte keep_bitmap_forward_word(lane) of a chunk, and the keep
 // bits of n8 tile `key_half` (0: keys 0-7 of the chunk, 1: keys 8-15), accumulator elements
 // e = 0..3 as bits 0..3, are:
-MLBERT_HOST_DEVICE int keep_bitmap_forward_word(int lane) { return 4 * (lane >> 2); }
+MLBERT_HOST_DEVICE int keep_bitmap_forward_word(int lane) {
+  return 4 * (lane >> 2);
+}
 MLBERT_HOST_DEVICE uint32_t keep_bitmap_forward_nibble(uint32_t word, int key_half, int lane) {
   const int shift = 8 * key_half + 2 * (lane & 3);
   return ((word >> shift) & 3u) | ((word >> (16 + shift)) & 3u) << 2;
@@ -53,7 +55,9 @@ MLBERT_HOST_DEVICE uint32_t keep_bitmap_forward_nibble(uint32_t word, int key_ha
 // ---- backward: rows are keys, lane 4g + t holds keys g, g + 8 and queries 2t, 2t + 1 of each n8
 // tile. It loads the 8 bytes at keep_bitmap_backward_words(lane) (words 2t and 2t + 1), and the
 // keep bits of n8 tile `query_half` (0: queries 0-7 of the chunk, 1: queries 8-15) are:
-MLBERT_HOST_DEVICE int keep_bitmap_backward_words(int lane) { return 8 * (lane & 3); }
+MLBERT_HOST_DEVICE int keep_bitmap_backward_words(int lane) {
+  return 8 * (lane & 3);
+}
 MLBERT_HOST_DEVICE uint32_t keep_bitmap_backward_nibble(uint32_t word_2t, uint32_t word_2t1,
                                                         int query_half, int lane) {
   const int shift = 16 * query_half + (lane >> 2);

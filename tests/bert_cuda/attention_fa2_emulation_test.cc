@@ -38,9 +38,9 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // ---- a warp's registers, ldmatrix and mma.sync ----------------------------------------------
 
-using Reg = std::array<float, 2>;                        // one 32-bit register: two elements
-using Frag = std::array<std::array<Reg, 4>, kLanes>;     // four registers per lane
-using Acc = std::array<std::array<float, 4>, kLanes>;    // an n8 accumulator tile per lane
+using Reg = std::array<float, 2>;                      // one 32-bit register: two elements
+using Frag = std::array<std::array<Reg, 4>, kLanes>;   // four registers per lane
+using Acc = std::array<std::array<float, 4>, kLanes>;  // an n8 accumulator tile per lane
 using LaneBits = std::array<uint32_t, kLanes>;
 
 Acc zero_acc() {
@@ -175,8 +175,8 @@ LaneBits forward_bits_drawn(const Problem& pr, const cuda::AttentionTileCoords& 
   for (int pair = 0; pair < kNTiles / 2; ++pair) {
     std::array<uint32_t, kLanes> drawn;
     for (int lane = 0; lane < kLanes; ++lane) {
-      drawn[lane] = cuda::dropout_keep_block_bits(
-          pr.mask, cuda::attention_forward_lane_block(c, lane, pair));
+      drawn[lane] =
+          cuda::dropout_keep_block_bits(pr.mask, cuda::attention_forward_lane_block(c, lane, pair));
       if (save != nullptr && pair < save_pairs)
         save->at(save_at + pair * pair_stride + cuda::keep_bitmap_drawn_byte(lane)) =
             static_cast<uint8_t>(drawn[lane]);
@@ -225,8 +225,8 @@ void forward_cta(const Problem& pr, KeepBits mode, std::vector<uint8_t>& keep, i
     for (int mt = 0; mt < kFwdMTiles; ++mt) {
       for (int ks = 0; ks < kKSteps; ++ks)
         warps[w].q_frag[mt][ks] = ldmatrix_x4(
-            smem_q, 0, [&](int lane) { return a_pattern_offset(lane, fwd_tile_row0(w, mt), ks * 16); },
-            false);
+            smem_q, 0,
+            [&](int lane) { return a_pattern_offset(lane, fwd_tile_row0(w, mt), ks * 16); }, false);
       for (int nt = 0; nt < kNTiles; ++nt) warps[w].o_acc[mt][nt] = zero_acc();
       for (int rr = 0; rr < 2; ++rr) {
         warps[w].row_max[mt][rr].fill(-INFINITY);
@@ -256,8 +256,8 @@ void forward_cta(const Problem& pr, KeepBits mode, std::vector<uint8_t>& keep, i
       for (int ks = 0; ks < kKSteps; ++ks)
         for (int np = 0; np < kNTiles / 2; ++np) {
           const Frag b = ldmatrix_x4(
-              smem_k, buf * kv_tile, [&](int lane) { return b_pattern_offset(lane, np * 16, ks * 16); },
-              false);
+              smem_k, buf * kv_tile,
+              [&](int lane) { return b_pattern_offset(lane, np * 16, ks * 16); }, false);
           for (int mt = 0; mt < kFwdMTiles; ++mt) {
             mma(sc[mt][2 * np], ws.q_frag[mt][ks], b, 0);
             mma(sc[mt][2 * np + 1], ws.q_frag[mt][ks], b, 2);
@@ -281,8 +281,8 @@ void forward_cta(const Problem& pr, KeepBits mode, std::vector<uint8_t>& keep, i
         for (int rr = 0; rr < 2; ++rr) {
           quad_reduce(block_max[rr], [](float a, float b) { return std::fmax(a, b); });
           for (int lane = 0; lane < kLanes; ++lane) {
-            correction[rr][lane] = std::exp2((ws.row_max[mt][rr][lane] - block_max[rr][lane]) *
-                                             scale_log2);
+            correction[rr][lane] =
+                std::exp2((ws.row_max[mt][rr][lane] - block_max[rr][lane]) * scale_log2);
             ws.row_max[mt][rr][lane] = block_max[rr][lane];
             max_scaled[rr][lane] = block_max[rr][lane] * scale_log2;
             ws.row_sum[mt][rr][lane] *= correction[rr][lane];
@@ -309,19 +309,19 @@ void forward_cta(const Problem& pr, KeepBits mode, std::vector<uint8_t>& keep, i
                                 << ((2 * pair + half) * 4);
               }
           } else {
-            bits = forward_bits_drawn(
-                pr,
-                cuda::AttentionTileCoords{static_cast<uint64_t>(start + row0 + fwd_tile_row0(w, mt)),
-                                          key0, head, pr.heads, pr.row_stride()},
-                keeps ? &keep : nullptr, keep_block + mt * 32u, pair_stride,
-                keeps ? keep_pairs : 0);
+            bits =
+                forward_bits_drawn(pr,
+                                   cuda::AttentionTileCoords{
+                                       static_cast<uint64_t>(start + row0 + fwd_tile_row0(w, mt)),
+                                       key0, head, pr.heads, pr.row_stride()},
+                                   keeps ? &keep : nullptr, keep_block + mt * 32u, pair_stride,
+                                   keeps ? keep_pairs : 0);
           }
           for (int nt = 0; nt < kNTiles; ++nt)
             for (int lane = 0; lane < kLanes; ++lane)
               for (int e = 0; e < 4; ++e)
-                sc[mt][nt][lane][e] = (bits[lane] >> (nt * 4 + e)) & 1u
-                                          ? sc[mt][nt][lane][e] * pr.mask.scale
-                                          : 0.0f;
+                sc[mt][nt][lane][e] =
+                    (bits[lane] >> (nt * 4 + e)) & 1u ? sc[mt][nt][lane][e] * pr.mask.scale : 0.0f;
         }
         for (int kk = 0; kk < kNTiles / 2; ++kk)
           p_frag[mt][kk] = to_a_fragment(sc[mt][2 * kk], sc[mt][2 * kk + 1]);
@@ -329,8 +329,8 @@ void forward_cta(const Problem& pr, KeepBits mode, std::vector<uint8_t>& keep, i
       for (int kk = 0; kk < kNTiles / 2; ++kk)
         for (int dp = 0; dp < kNTiles / 2; ++dp) {
           const Frag b = ldmatrix_x4(
-              smem_v, buf * kv_tile, [&](int lane) { return a_pattern_offset(lane, kk * 16, dp * 16); },
-              true);
+              smem_v, buf * kv_tile,
+              [&](int lane) { return a_pattern_offset(lane, kk * 16, dp * 16); }, true);
           for (int mt = 0; mt < kFwdMTiles; ++mt) {
             mma(ws.o_acc[mt][2 * dp], p_frag[mt][kk], b, 0);
             mma(ws.o_acc[mt][2 * dp + 1], p_frag[mt][kk], b, 2);
@@ -430,9 +430,9 @@ void backward_cta(const Problem& pr, const std::vector<float>& lse,
   const int W = pr.width();
   const int key_tile = kBwdBlockN * kSmemRow, query_tile = kBwdBlockM * kSmemRow;
   std::vector<float> smem_k(key_tile, kNaN), smem_v(key_tile, kNaN), smem_q(2 * query_tile, kNaN),
-      smem_do(2 * query_tile, kNaN), smem_lse(2 * kBwdBlockM, kNaN), smem_dsum(2 * kBwdBlockM, kNaN),
-      smem_dq(kBwdWarps * kDqStageFloats, kNaN);
-  std::vector<float>& smem_ds = smem_v;  // dS^T once V is in registers
+      smem_do(2 * query_tile, kNaN), smem_lse(2 * kBwdBlockM, kNaN),
+      smem_dsum(2 * kBwdBlockM, kNaN), smem_dq(kBwdWarps * kDqStageFloats, kNaN);
+  std::vector<float>& smem_ds = smem_v;    // dS^T once V is in registers
   auto stats = [&](int query0, int buf) {  // load_row_stats + store_row_stats
     for (int thread = 0; thread < kBwdBlockM; ++thread) {
       const int q = query0 + thread;
@@ -469,8 +469,8 @@ void backward_cta(const Problem& pr, const std::vector<float>& lse,
     if (m_block + 1 < m_blocks) {
       load_rows(smem_q, (buf ^ 1) * query_tile, pr.q, W, start, head, kBwdBlockM, kBwdThreads,
                 query0 + kBwdBlockM, len);
-      load_rows(smem_do, (buf ^ 1) * query_tile, pr.d_out, W, start, head, kBwdBlockM,
-                kBwdThreads, query0 + kBwdBlockM, len);
+      load_rows(smem_do, (buf ^ 1) * query_tile, pr.d_out, W, start, head, kBwdBlockM, kBwdThreads,
+                query0 + kBwdBlockM, len);
     }
     for (int w = 0; w < kBwdWarps; ++w) {
       const int warp_key0 = key_block0 + bwd_warp_key0(w);
@@ -535,7 +535,8 @@ void backward_cta(const Problem& pr, const std::vector<float>& lse,
       for (int nt = 0; nt < kNTiles; ++nt)
         for (int lane = 0; lane < kLanes; ++lane) {
           const int col = nt * 8 + fragment_col(lane, 0);
-          const Reg lo = frag[nt / 2][lane][(nt & 1) * 2], hi = frag[nt / 2][lane][(nt & 1) * 2 + 1];
+          const Reg lo = frag[nt / 2][lane][(nt & 1) * 2],
+                    hi = frag[nt / 2][lane][(nt & 1) * 2 + 1];
           for (int h = 0; h < 2; ++h) {
             smem_ds[(bwd_warp_key0(w) + fragment_row(lane, 0)) * kSmemRow + col + h] = lo[h];
             smem_ds[(bwd_warp_key0(w) + fragment_row(lane, 2)) * kSmemRow + col + h] = hi[h];
@@ -550,8 +551,8 @@ void backward_cta(const Problem& pr, const std::vector<float>& lse,
       for (int kk = 0; kk < kBwdWarps; ++kk) {
         if (kk >= live_key_tiles) continue;
         const Frag a = ldmatrix_x4(
-            smem_ds, 0, [&](int lane) { return b_pattern_offset(lane, kk * 16, dq_warp_query0(w)); },
-            true);
+            smem_ds, 0,
+            [&](int lane) { return b_pattern_offset(lane, kk * 16, dq_warp_query0(w)); }, true);
         for (int dp = 0; dp < kDqWarpDims / 16; ++dp) {
           const Frag b = ldmatrix_x4(
               smem_k, 0,
@@ -564,7 +565,8 @@ void backward_cta(const Problem& pr, const std::vector<float>& lse,
       float* stage = &smem_dq[w * kDqStageFloats];
       for (int nt = 0; nt < kDqWarpDims / 8; ++nt)
         for (int lane = 0; lane < kLanes; ++lane)
-          for (int e = 0; e < 4; ++e) stage[dq_stage_offset(lane, nt, e)] = dq[nt][lane][e] * pr.scale;
+          for (int e = 0; e < 4; ++e)
+            stage[dq_stage_offset(lane, nt, e)] = dq[nt][lane][e] * pr.scale;
       for (int lane = 0; lane < kLanes; ++lane)
         for (int i = 0; i < kDqVectorsPerLane; ++i) {
           const int row = dq_vector_row(lane, i), col = dq_vector_col(lane, i);
@@ -577,8 +579,8 @@ void backward_cta(const Problem& pr, const std::vector<float>& lse,
               dq_accum.at(dq_partial_offset(n_block, start + query, head, pr.heads, pr.tokens,
                                             dim + c)) = x;
             } else {
-              dq_accum.at(dq_partial_offset(0, start + query, head, pr.heads, pr.tokens, dim + c)) +=
-                  x;
+              dq_accum.at(
+                  dq_partial_offset(0, start + query, head, pr.heads, pr.tokens, dim + c)) += x;
             }
           }
         }
@@ -677,7 +679,8 @@ Reference reference(const Problem& pr) {
   const size_t n = pr.q.size();
   HostTensor q(ops, pr.q), k(ops, pr.k), v(ops, pr.v), d_out(ops, pr.d_out), cu(ops, pr.cu),
       out(ops, std::vector<float>(n)), lse(ops, std::vector<float>(pr.heads * pr.tokens)),
-      dq(ops, std::vector<float>(n)), dk(ops, std::vector<float>(n)), dv(ops, std::vector<float>(n));
+      dq(ops, std::vector<float>(n)), dk(ops, std::vector<float>(n)),
+      dv(ops, std::vector<float>(n));
   mlbert::bert::AttentionForwardParams f;
   f.q = q;
   f.k = k;
@@ -737,15 +740,14 @@ void check_against_reference(const std::vector<int32_t>& lengths, int heads, dou
                              KeepBits mode, bool deterministic, uint32_t seed) {
   const Problem pr = make_problem(lengths, heads, p_drop, seed);
   const Reference ref = reference(pr);
-  std::vector<uint8_t> keep(cuda::attention_keep_bytes(
-                                pr.tokens, static_cast<int64_t>(pr.cu.size()) - 1, heads,
-                                pr.max_seqlen),
-                            0);  // 0: every element dropped, where a read finds no stored byte
+  std::vector<uint8_t> keep(
+      cuda::attention_keep_bytes(pr.tokens, static_cast<int64_t>(pr.cu.size()) - 1, heads,
+                                 pr.max_seqlen),
+      0);  // 0: every element dropped, where a read finds no stored byte
   const ForwardResult fwd = emulate_forward(pr, mode, keep);
   // The backward starts from the reference forward's out and lse, as the device check does.
-  const Gradients grad = emulate_backward(pr, ref.out, ref.lse,
-                                          mode == KeepBits::drawn_twice ? nullptr : &keep,
-                                          deterministic);
+  const Gradients grad = emulate_backward(
+      pr, ref.out, ref.lse, mode == KeepBits::drawn_twice ? nullptr : &keep, deterministic);
   std::string lens;
   for (int len : lengths) lens += std::to_string(len) + " ";
   INFO("lengths " << lens << "heads " << heads << " dropout " << p_drop << " keep bits "
@@ -759,8 +761,9 @@ void check_against_reference(const std::vector<int32_t>& lengths, int heads, dou
 
 }  // namespace fa2_emulation_test
 
-TEST_CASE("attention fa2 emulation: forward and backward match the CPU reference at lengths 1, "
-          "not multiples of the tiles, and 512") {
+TEST_CASE(
+    "attention fa2 emulation: forward and backward match the CPU reference at lengths 1, "
+    "not multiples of the tiles, and 512") {
   using namespace fa2_emulation_test;  // NOLINT
   check_against_reference({1}, 2, 0.1, KeepBits::kernel_keeps, false, 1);
   check_against_reference({37, 1, 200}, 2, 0.1, KeepBits::kernel_keeps, false, 2);
@@ -768,8 +771,9 @@ TEST_CASE("attention fa2 emulation: forward and backward match the CPU reference
   check_against_reference({130, 64, 257}, 1, 0.0, KeepBits::drawn_twice, false, 4);
 }
 
-TEST_CASE("attention fa2 emulation: every source of the dropout bits, and deterministic dQ, give "
-          "the reference's gradients") {
+TEST_CASE(
+    "attention fa2 emulation: every source of the dropout bits, and deterministic dQ, give "
+    "the reference's gradients") {
   using namespace fa2_emulation_test;  // NOLINT
   check_against_reference({129, 17}, 2, 0.3, KeepBits::forward_keeps, false, 5);
   check_against_reference({129, 17}, 2, 0.3, KeepBits::drawn_twice, false, 6);

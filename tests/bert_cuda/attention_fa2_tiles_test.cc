@@ -55,8 +55,9 @@ void check_ldmatrix(bool a_pattern, int row0, int col0, int rows) {
 
 }  // namespace fa2_tiles_test
 
-TEST_CASE("attention fa2 forward: every output element and log-sum-exp is stored once, by the "
-          "warp that computed it") {
+TEST_CASE(
+    "attention fa2 forward: every output element and log-sum-exp is stored once, by the "
+    "warp that computed it") {
   using namespace fa2_tiles_test;  // NOLINT
   check_tile_copy(fa2::kFwdBlockM, fa2::kFwdThreads);
   check_tile_copy(fa2::kFwdBlockN, fa2::kFwdThreads);
@@ -125,15 +126,17 @@ TEST_CASE("attention fa2 forward: every output element and log-sum-exp is stored
     for (int token = 0; token < b.tokens; ++token) {
       const int expected = token >= b.starts[0] ? 1 : 0;
       INFO("trial " << trial << " token " << token);
-      for (int c = 0; c < width; ++c) REQUIRE(out_writes[static_cast<size_t>(token) * width + c] == expected);
+      for (int c = 0; c < width; ++c)
+        REQUIRE(out_writes[static_cast<size_t>(token) * width + c] == expected);
       for (int head = 0; head < b.heads; ++head)
         REQUIRE(lse_writes[static_cast<size_t>(head) * b.tokens + token] == expected);
     }
   }
 }
 
-TEST_CASE("attention fa2 forward: only the last key block is masked, and every other holds keys "
-          "of the sequence only") {
+TEST_CASE(
+    "attention fa2 forward: only the last key block is masked, and every other holds keys "
+    "of the sequence only") {
   using namespace fa2_tiles_test;  // NOLINT
   for (int len = 1; len <= 600; ++len) {
     const int blocks = fa2::ceil_div_int(len, fa2::kFwdBlockN);
@@ -143,8 +146,7 @@ TEST_CASE("attention fa2 forward: only the last key block is masked, and every o
       bool past_end = false;
       for (int nt = 0; nt < fa2::kNTiles; ++nt)
         for (int lane = 0; lane < kLanes; ++lane)
-          for (int e = 0; e < 4; ++e)
-            past_end |= key0 + nt * 8 + fa2::fragment_col(lane, e) >= len;
+          for (int e = 0; e < 4; ++e) past_end |= key0 + nt * 8 + fa2::fragment_col(lane, e) >= len;
       INFO("len " << len << " key block " << n_block);
       CHECK(masked == past_end);  // masked exactly where needed
       if (n_block + 1 < blocks) CHECK_FALSE(masked);
@@ -152,8 +154,9 @@ TEST_CASE("attention fa2 forward: only the last key block is masked, and every o
   }
 }
 
-TEST_CASE("attention fa2 backward: dK and dV rows are stored once, and every dQ element gets one "
-          "add per key block from the lane that computed it") {
+TEST_CASE(
+    "attention fa2 backward: dK and dV rows are stored once, and every dQ element gets one "
+    "add per key block from the lane that computed it") {
   using namespace fa2_tiles_test;  // NOLINT
   check_tile_copy(fa2::kBwdBlockN, fa2::kBwdThreads);
   check_tile_copy(fa2::kBwdBlockM, fa2::kBwdThreads);
@@ -308,8 +311,9 @@ TEST_CASE("attention fa2 backward: dK and dV rows are stored once, and every dQ 
   REQUIRE(v.count == 0);
 }
 
-TEST_CASE("attention fa2 backward: a tile skips the mask only when its 16 keys and 64 queries all "
-          "lie inside the sequence") {
+TEST_CASE(
+    "attention fa2 backward: a tile skips the mask only when its 16 keys and 64 queries all "
+    "lie inside the sequence") {
   using namespace fa2_tiles_test;  // NOLINT
   for (int len = 1; len <= 600; ++len) {
     for (int key_block0 = 0; key_block0 < len; key_block0 += fa2::kBwdBlockN) {

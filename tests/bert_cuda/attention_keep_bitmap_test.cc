@@ -1,9 +1,10 @@
-// The keep bitmap of the FlashAttention-2-class attention kernels (bert/cuda/attention_keep_bitmap.h):
-// the bytes their forward stores (or the fill kernel draws) must be, bit for bit, the mask
-// bert::dropout_keep gives, read back by the forward's and the backward's lanes with the
-// header's own functions. The kernels' loops are walked over random batches as they run them
-// (forward: 128-query CTAs, 4 warps x two m16 tiles, 64-key blocks; backward: 128-key CTAs,
-// 8 warps x 16 keys, 64-query tiles), with the chunk arithmetic the kernels use.
+// The keep bitmap of the FlashAttention-2-class attention kernels
+// (bert/cuda/attention_keep_bitmap.h): the bytes their forward stores (or the fill kernel draws)
+// must be, bit for bit, the mask bert::dropout_keep gives, read back by the forward's and the
+// backward's lanes with the header's own functions. The kernels' loops are walked over random
+// batches as they run them (forward: 128-query CTAs, 4 warps x two m16 tiles, 64-key blocks;
+// backward: 128-key CTAs, 8 warps x 16 keys, 64-query tiles), with the chunk arithmetic the kernels
+// use.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -71,8 +72,9 @@ using mlbert::test::attention_walk::Violations;
 
 }  // namespace fa2_keep_bitmap_test
 
-TEST_CASE("attention fa2 keep bitmap: the forward's stored bytes are read back as the per-element "
-          "mask by forward and backward lanes") {
+TEST_CASE(
+    "attention fa2 keep bitmap: the forward's stored bytes are read back as the per-element "
+    "mask by forward and backward lanes") {
   using namespace fa2_keep_bitmap_test;  // NOLINT
   // Walks the forward kernel's stores (forward-keeps: each live m16 tile draws a pair of n8 tiles
   // per lane and stores it) and the fill kernel's (kernel-keeps: one warp a chunk) over random
@@ -87,9 +89,9 @@ TEST_CASE("attention fa2 keep bitmap: the forward's stored bytes are read back a
   Violations v;
   for (int trial = 0; trial < 40; ++trial) {
     const Batch b = mlbert::test::attention_walk::random_batch(rng, trial, 4, 2);
-    const DropoutMask mask = mlbert::bert::make_dropout_mask(
-        rng(), static_cast<uint32_t>(rng() % 1000), static_cast<uint32_t>(rng() % 70),
-        0.1 + 0.4 * (trial % 3));
+    const DropoutMask mask =
+        mlbert::bert::make_dropout_mask(rng(), static_cast<uint32_t>(rng() % 1000),
+                                        static_cast<uint32_t>(rng() % 70), 0.1 + 0.4 * (trial % 3));
     const uint64_t row_stride = attention_dropout_row_stride(b.max_seqlen);
     const cuda::AttentionKeepLayout layout =
         cuda::attention_keep_layout(b.tokens, static_cast<int64_t>(b.lengths.size()), b.max_seqlen);
@@ -112,8 +114,8 @@ TEST_CASE("attention fa2 keep bitmap: the forward's stored bytes are read back a
       for (int head = 0; head < b.heads; ++head) {
         auto expected = [&](int query, int key) {
           return mlbert::bert::dropout_keep(
-              mask, attention_dropout_element(static_cast<uint64_t>(start + query), head,
-                                              b.heads, row_stride, key));
+              mask, attention_dropout_element(static_cast<uint64_t>(start + query), head, b.heads,
+                                              row_stride, key));
         };
         auto describe = [&](const char* what, int query, int key, int lane) {
           return std::string(what) + ": trial " + std::to_string(trial) + " sequence " +
@@ -153,16 +155,18 @@ TEST_CASE("attention fa2 keep bitmap: the forward's stored bytes are read back a
           for (int lane = 0; lane < kLanes; ++lane) {
             const uint64_t at = chunk + cuda::keep_bitmap_drawn_byte(lane);
             const uint64_t block = cuda::attention_forward_lane_block(c, lane, pair);
-            v.expect(at < bytes && block_of[at] == -1,
-                     [&] { return describe("store out of bounds or twice", tile_row0, key0, lane); });
+            v.expect(at < bytes && block_of[at] == -1, [&] {
+              return describe("store out of bounds or twice", tile_row0, key0, lane);
+            });
             if (at >= bytes) continue;
             block_of[at] = static_cast<int64_t>(block);
             buffer[at] = static_cast<uint8_t>(cuda::dropout_keep_block_bits(mask, block));
             // The fill kernel (one warp a chunk) draws the same block into that byte.
-            v.expect(cuda::keep_bitmap_chunk_block(static_cast<uint64_t>(start), head, b.heads,
-                                                   row_stride, key0 / 16 + pair, tile_row0 / 16,
-                                                   lane) == block,
-                     [&] { return describe("fill kernel's block differs", tile_row0, key0, lane); });
+            v.expect(
+                cuda::keep_bitmap_chunk_block(static_cast<uint64_t>(start), head, b.heads,
+                                              row_stride, key0 / 16 + pair, tile_row0 / 16,
+                                              lane) == block,
+                [&] { return describe("fill kernel's block differs", tile_row0, key0, lane); });
           }
         });
         // kernel-keeps' forward reads: every element of the sequence, the element's own bit.
@@ -201,7 +205,9 @@ TEST_CASE("attention fa2 keep bitmap: the forward's stored bytes are read back a
                 const int g = lane >> 2, t = lane & 3;
                 const uint64_t at = saved_keys + cuda::keep_bitmap_backward_words(lane) +
                                     static_cast<uint64_t>(query0 / 16 + pair) * 32u;
-                v.expect(at % 8 == 0, [&] { return describe("unaligned 8-byte load", query0, warp_key0, lane); });
+                v.expect(at % 8 == 0, [&] {
+                  return describe("unaligned 8-byte load", query0, warp_key0, lane);
+                });
                 const uint32_t w0 = load32(at), w1 = load32(at + 4);
                 for (int half = 0; half < 2; ++half) {
                   const uint32_t nibble = cuda::keep_bitmap_backward_nibble(w0, w1, half, lane);
@@ -214,10 +220,11 @@ TEST_CASE("attention fa2 keep bitmap: the forward's stored bytes are read back a
                     const int bit = nibbles[lane].backward[half][e];
                     const uint64_t element = attention_dropout_element(
                         static_cast<uint64_t>(start + query), head, b.heads, row_stride, key);
-                    v.expect(at + bit / 8 < bytes &&
-                                 block_of[at + bit / 8] == static_cast<int64_t>(element >> 3) &&
-                                 bit % 8 == static_cast<int>(element & 7),
-                             [&] { return describe("backward read's byte or bit", query, key, lane); });
+                    v.expect(
+                        at + bit / 8 < bytes &&
+                            block_of[at + bit / 8] == static_cast<int64_t>(element >> 3) &&
+                            bit % 8 == static_cast<int>(element & 7),
+                        [&] { return describe("backward read's byte or bit", query, key, lane); });
                     ++backward_reads;
                   }
                 }

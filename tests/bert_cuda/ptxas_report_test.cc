@@ -76,10 +76,10 @@ TEST_CASE(
   const std::filesystem::path dir = env && *env ? env : MLBERT_PTXAS_REPORT_DIR;
   REQUIRE(std::filesystem::is_directory(dir));
   const std::vector<KernelReport> kernels = parse_reports(dir);
-  const std::vector<std::string> families = {
-      "attention_fwd_kernel",     "attention_bwd_kernel",  "attention_fa2_fwd_kernel",
-      "attention_fa2_bwd_kernel", "layer_norm_fwd_kernel", "layer_norm_bwd_kernel",
-      "embedding_fwd_kernel",     "embedding_bwd_kernel"};
+  const std::vector<std::string> families = {"attention_fwd_kernel",     "attention_bwd_kernel",
+                                             "attention_fa2_fwd_kernel", "attention_fa2_bwd_kernel",
+                                             "layer_norm_fwd_kernel",    "layer_norm_bwd_kernel",
+                                             "embedding_fwd_kernel",     "embedding_bwd_kernel"};
   std::map<std::string, std::set<std::string>> seen;  // family -> archs
   REQUIRE_FALSE(kernels.empty());
   for (const KernelReport& k : kernels) {
