@@ -8,7 +8,6 @@
 
 #include <cstdint>
 
-#include "bert/cuda/attention.h"
 #include "bert/cuda/attention_fa2_layout.h"
 #include "bert/cuda/attention_keep_bitmap.h"
 #include "bert/cuda/common.cuh"

@@ -10,7 +10,8 @@
 #include <map>
 #include <random>
 #include <set>
-#include <tuple>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bert/cuda/attention_fa2_layout.h"
