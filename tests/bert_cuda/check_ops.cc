@@ -1513,9 +1513,9 @@ CheckCase make_attention_bits_case(std::string name, AttentionDropoutBits mode) 
   return one;
 }
 
-// The attention case on a second CudaOps with the attention kernels `kernels` (and deterministic
-// dQ, or the dropout bits from `mode`): every check of check_attention, the exact dropout-mask
-// readout through the keep-bit buffer included, on those kernels.
+// The attention case on a second CudaOps with the attention kernels, source of the dropout bits
+// and dQ summation of `variant`: every check of check_attention (the exact dropout-mask readout
+// through the keep-bit buffer included, and with deterministic dQ a second backward bit for bit).
 struct AttentionVariant {
   AttentionKernels kernels = AttentionKernels::fa2;
   AttentionDropoutBits bits = CudaOpsOptions{}.attention_dropout_bits;
