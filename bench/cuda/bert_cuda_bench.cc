@@ -26,7 +26,8 @@
 //                   [--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE]
 //                   [--breakdown N] [--epilogues default|all|no-gelu|no-bias-grad|none]
 //                   [--dropout all|no-attention|none] [--attention-dropout-bits
-//                   drawn-twice|forward-keeps|kernel-keeps]
+//                   drawn-twice|forward-keeps|kernel-keeps] [--attention-kernels
+//                   classic|fa2|auto] [--attention-deterministic-dq]
 //
 // --epilogues sets which of cuBLASLt's fused GELU and bias-gradient epilogues may run
 // (CudaOpsOptions), so the fused and unfused paths of the same step can be set side by side:
@@ -37,6 +38,9 @@
 // Not a training configuration (MLPerf BERT trains with 0.1 everywhere); the step's FLOPs stay.
 // --attention-dropout-bits sets where the attention's dropout bits come from
 // (CudaOpsOptions::attention_dropout_bits; kernel-keeps by default).
+// --attention-kernels picks the 64-row or the FlashAttention-2-class attention kernels, or by
+// sequence length (CudaOpsOptions::attention_kernels; classic by default);
+// --attention-deterministic-dq sums their dQ in a fixed order (fa2 only).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -83,6 +87,8 @@ struct Options {
   std::string epilogues = "default";  // --epilogues: which fused cuBLASLt epilogues may run
   std::string dropout = "all";        // --dropout: which dropout sites draw masks
   cuda::AttentionDropoutBits attention_dropout_bits = cuda::CudaOpsOptions{}.attention_dropout_bits;
+  cuda::AttentionKernels attention_kernels = cuda::CudaOpsOptions{}.attention_kernels;
+  bool attention_deterministic_dq = false;
 };
 
 // A timestamp is an event recorded on the backend's stream; events are created as needed and
@@ -298,6 +304,8 @@ StepTiming time_steps(DType dtype, const bert::BertConfig& config, const bert::B
   limits.max_seqlen = 512;
   cuda::CudaOpsOptions options = cuda::cuda_ops_options_for(config, limits, dtype);
   options.attention_dropout_bits = o.attention_dropout_bits;
+  options.attention_kernels = o.attention_kernels;
+  options.attention_deterministic_dq = o.attention_deterministic_dq;
   // "default" keeps the backend's own choice (CudaOpsOptions); the others set all three.
   if (o.epilogues != "default") {
     options.gelu_epilogue = o.epilogues == "all" || o.epilogues == "no-bias-grad";
@@ -459,13 +467,23 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--attention-dropout-bits: %s\n", e.what());
         return 2;
       }
+    } else if (arg == "--attention-kernels") {
+      try {
+        o.attention_kernels = cuda::parse_attention_kernels(next());
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "--attention-kernels: %s\n", e.what());
+        return 2;
+      }
+    } else if (arg == "--attention-deterministic-dq") {
+      o.attention_deterministic_dq = true;
     } else {
       std::fprintf(
           stderr,
           "usage: %s [--dtype bf16|fp16|both] [--mix padded|mix|both] [--steps N] [--warmup N] "
           "[--batch N] [--seed N] [--peak-tflops X] [--check] [--json FILE] [--breakdown N] "
           "[--epilogues default|all|no-gelu|no-bias-grad|none] [--dropout all|no-attention|none] "
-          "[--attention-dropout-bits drawn-twice|forward-keeps|kernel-keeps]\n",
+          "[--attention-dropout-bits drawn-twice|forward-keeps|kernel-keeps] "
+          "[--attention-kernels classic|fa2|auto] [--attention-deterministic-dq]\n",
           argv[0]);
       return 2;
     }
@@ -497,8 +515,10 @@ int main(int argc, char** argv) {
     if (o.dropout == "none") config.hidden_dropout_prob = 0;
     if (o.dropout != "all")
       std::printf("dropout: %s (not a training configuration)\n", o.dropout.c_str());
-    std::printf("attention dropout bits: %s\n",
-                cuda::attention_dropout_bits_name(o.attention_dropout_bits));
+    std::printf("attention dropout bits: %s; attention kernels: %s%s\n",
+                cuda::attention_dropout_bits_name(o.attention_dropout_bits),
+                cuda::attention_kernels_name(o.attention_kernels),
+                o.attention_deterministic_dq ? " (deterministic dQ)" : "");
     std::printf("%-6s %-7s %7s %7s %9s %9s %9s %9s %7s %8s %7s %8s %9s\n", "dtype", "mix", "tokens",
                 "TFLOP", "step ms", "fwd+bwd", "optim ms", "seq/s", "MFU", "of GEMM", "allocs",
                 "skipped", "scale");
@@ -513,6 +533,8 @@ int main(int argc, char** argv) {
         {"epilogues", o.epilogues},
         {"dropout", o.dropout},
         {"attention_dropout_bits", cuda::attention_dropout_bits_name(o.attention_dropout_bits)},
+        {"attention_kernels", cuda::attention_kernels_name(o.attention_kernels)},
+        {"attention_deterministic_dq", o.attention_deterministic_dq},
         {"steps", nlohmann::json::array()}};
     nlohmann::json breakdowns = nlohmann::json::array();
     for (const std::string& mix : o.mixes) {

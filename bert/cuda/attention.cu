@@ -1,9 +1,13 @@
-// Attention entry points: parameter validation, dtype dispatch, and the two light kernels around
-// the fused backward (rowsum(dO*O) with dQ-accumulator zeroing before it, dQ conversion after it).
+// Attention entry points: parameter validation, dispatch by compute type and kernel family
+// (AttentionKernels), and the light kernels around the fused ones (rowsum(dO*O) with
+// dQ-accumulator zeroing before the backward, dQ conversion or the deterministic sum of its
+// partials after it, the keep bits drawn before the forward).
 #include <stdexcept>
 #include <string>
 
 #include "bert/cuda/attention.h"
+#include "bert/cuda/attention_fa2_layout.h"
+#include "bert/cuda/attention_keep_bitmap.h"
 #include "bert/cuda/attention_launch.h"
 #include "bert/cuda/attention_sequence.cuh"
 #include "bert/cuda/common.cuh"
@@ -15,7 +19,7 @@ constexpr int kHeadDim = kAttentionHeadDim;
 constexpr int kPacksPerHead = kHeadDim / 8;  // 16-byte packs of 8 elements per head row
 constexpr int kLightThreads = 256;
 
-// softmax_d[h][t] = sum_d dO[t, h, d] * O[t, h, d]; also zeroes dq_accum[t, h, :].
+// softmax_d[h][t] = sum_d dO[t, h, d] * O[t, h, d]; also zeroes dq_accum[t, h, :] unless null.
 // Eight lanes per (token, head), one 16-byte pack each.
 template <typename T>
 __global__ void attention_bwd_prepare_kernel(const T* __restrict__ out, int64_t out_row_stride,
@@ -37,15 +41,31 @@ __global__ void attention_bwd_prepare_kernel(const T* __restrict__ out, int64_t 
     const Pack<T> d = load_pack(dout + token * dout_row_stride + col);
 #pragma unroll
     for (int i = 0; i < 8; ++i) partial += to_float(o.v[i]) * to_float(d.v[i]);
-    float4* acc = reinterpret_cast<float4*>(dq_accum + item * kHeadDim + pack * 8);
-    acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-    acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (dq_accum != nullptr) {  // null: the backward stores every element (deterministic dQ)
+      float4* acc = reinterpret_cast<float4*>(dq_accum + item * kHeadDim + pack * 8);
+      acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+      acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   }
   // Reduce across the 8 lanes of this (token, head); groups of 8 are aligned within the warp.
 #pragma unroll
   for (int offset = kPacksPerHead / 2; offset > 0; offset /= 2)
     partial += __shfl_xor_sync(kFullWarpMask, partial, offset);
   if (active && pack == 0) softmax_d[static_cast<int64_t>(head) * total_tokens + token] = partial;
+}
+
+template <typename T>
+__device__ __forceinline__ Pack<T> pack_of(const float4& lo, const float4& hi) {
+  Pack<T> out;
+  out.v[0] = from_float<T>(lo.x);
+  out.v[1] = from_float<T>(lo.y);
+  out.v[2] = from_float<T>(lo.z);
+  out.v[3] = from_float<T>(lo.w);
+  out.v[4] = from_float<T>(hi.x);
+  out.v[5] = from_float<T>(hi.y);
+  out.v[6] = from_float<T>(hi.z);
+  out.v[7] = from_float<T>(hi.w);
+  return out;
 }
 
 template <typename T>
@@ -59,25 +79,41 @@ __global__ void attention_dq_convert_kernel(const float* __restrict__ dq_accum, 
   const int token = static_cast<int>(item / num_heads);
   const int head = static_cast<int>(item % num_heads);
   const float4* src = reinterpret_cast<const float4*>(dq_accum + item * kHeadDim + pack * 8);
-  const float4 lo = src[0], hi = src[1];
-  Pack<T> out;
-  out.v[0] = from_float<T>(lo.x);
-  out.v[1] = from_float<T>(lo.y);
-  out.v[2] = from_float<T>(lo.z);
-  out.v[3] = from_float<T>(lo.w);
-  out.v[4] = from_float<T>(hi.x);
-  out.v[5] = from_float<T>(hi.y);
-  out.v[6] = from_float<T>(hi.z);
-  out.v[7] = from_float<T>(hi.w);
-  store_pack(dq + token * dq_row_stride + head * kHeadDim + pack * 8, out);
+  store_pack(dq + token * dq_row_stride + head * kHeadDim + pack * 8, pack_of<T>(src[0], src[1]));
 }
 
-// Fills the keep-bit chunks of the forward's dropout (dropout_bits.h) before the forward: one warp
-// a chunk, lane L the block of byte L (attention_keep_chunk_block). Block (query tile, head,
+// Deterministic dQ of the FlashAttention-2-class backward: each token's dQ is the sum of its
+// sequence's per-key-block partials (attention_fa2::dq_partial_offset) in key-block order.
+// Block (32 tokens of a sequence, head, sequence); 8 lanes a token, 8 dims each.
+template <typename T>
+__global__ void __launch_bounds__(attention_fa2::kDqReduceThreads)
+    attention_dq_partials_sum_kernel(const AttentionBwdParams p) {
+  const int head = blockIdx.y, seq = blockIdx.z;
+  int start, len;
+  if (!sequence_range(p, seq, start, len)) return;
+  const int token = blockIdx.x * attention_fa2::kDqReduceTokens + threadIdx.x / kPacksPerHead;
+  if (token >= len) return;
+  const int dim = (threadIdx.x % kPacksPerHead) * 8;
+  float4 lo = make_float4(0.f, 0.f, 0.f, 0.f), hi = lo;
+  for (int key_block = 0; key_block < attention_fa2::bwd_key_blocks(len); ++key_block) {
+    const float4* src = reinterpret_cast<const float4*>(
+        p.dq_accum + attention_fa2::dq_partial_offset(key_block, start + token, head, p.num_heads,
+                                                      p.total_tokens, dim));
+    const float4 a = src[0], b = src[1];
+    lo = make_float4(lo.x + a.x, lo.y + a.y, lo.z + a.z, lo.w + a.w);
+    hi = make_float4(hi.x + b.x, hi.y + b.y, hi.z + b.z, hi.w + b.w);
+  }
+  store_pack(static_cast<T*>(p.dq) + (start + token) * p.dq_row_stride + head * kHeadDim + dim,
+             pack_of<T>(lo, hi));
+}
+
+// Fills the keep-bit chunks of the forward's dropout before the forward: one warp a chunk, in the
+// byte order of the kernels that read them (dropout_bits.h: lane L the block of byte L,
+// attention_keep_chunk_block; attention_keep_bitmap.h with `bitmap`). Block (query tile, head,
 // sequence); sequences the kernels refuse (kAttentionBadCuSeqlens) are skipped.
 constexpr int kKeepBitsWarps = 8;
 __global__ void __launch_bounds__(kKeepBitsWarps* kWarpSize)
-    attention_keep_bits_kernel(const AttentionParams p) {
+    attention_keep_bits_kernel(const AttentionParams p, bool bitmap) {
   const int query_tile = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
   int start, len;
   if (!sequence_range(p, seq, start, len) || query_tile * 16 >= len) return;
@@ -85,10 +121,13 @@ __global__ void __launch_bounds__(kKeepBitsWarps* kWarpSize)
   const int key_tiles = (len + 15) / 16;
   for (int key_tile = warp; key_tile < key_tiles; key_tile += kKeepBitsWarps) {
     const uint64_t block =
-        attention_keep_chunk_block(static_cast<uint64_t>(start), head, p.num_heads,
-                                   p.dropout_row_stride, key_tile, query_tile, lane);
+        bitmap ? keep_bitmap_chunk_block(static_cast<uint64_t>(start), head, p.num_heads,
+                                         p.dropout_row_stride, key_tile, query_tile, lane)
+               : attention_keep_chunk_block(static_cast<uint64_t>(start), head, p.num_heads,
+                                            p.dropout_row_stride, key_tile, query_tile, lane);
+    const int byte = bitmap ? keep_bitmap_drawn_byte(lane) : lane;
     p.keep_bits[attention_keep_chunk(p.keep_layout, head, seq, start, key_tile, query_tile) +
-                lane] = static_cast<uint8_t>(dropout_keep_block_bits(p.dropout, block));
+                byte] = static_cast<uint8_t>(dropout_keep_block_bits(p.dropout, block));
   }
 }
 
@@ -106,16 +145,37 @@ void require_stride(int64_t stride, int num_heads, const char* name) {
 }
 
 template <typename T>
+void forward_typed(const AttentionParams& p, cudaStream_t stream) {
+  if (attention_uses_fa2(p.kernels, p.max_seqlen)) {
+    attention_fa2::run_attention_fa2_fwd<T>(p, stream);
+  } else {
+    attention_detail::run_attention_fwd<T>(p, stream);
+  }
+}
+
+template <typename T>
 void backward_typed(const AttentionBwdParams& p, cudaStream_t stream) {
+  const bool fa2 = attention_uses_fa2(p.kernels, p.max_seqlen);
   const int64_t items = static_cast<int64_t>(p.total_tokens) * p.num_heads;
   const unsigned blocks = ceil_div(items * kPacksPerHead, kLightThreads);
   attention_bwd_prepare_kernel<T><<<blocks, kLightThreads, 0, stream>>>(
       static_cast<const T*>(p.out), p.out_row_stride, static_cast<const T*>(p.dout),
-      p.dout_row_stride, p.softmax_d, p.dq_accum, p.total_tokens, p.num_heads);
+      p.dout_row_stride, p.softmax_d, p.deterministic_dq ? nullptr : p.dq_accum, p.total_tokens,
+      p.num_heads);
   CUDA_CHECK_LAUNCH();
-  attention_detail::run_attention_bwd<T>(p, stream);
-  attention_dq_convert_kernel<T><<<blocks, kLightThreads, 0, stream>>>(
-      p.dq_accum, static_cast<T*>(p.dq), p.dq_row_stride, p.total_tokens, p.num_heads);
+  if (fa2) {
+    attention_fa2::run_attention_fa2_bwd<T>(p, stream);
+  } else {
+    attention_detail::run_attention_bwd<T>(p, stream);
+  }
+  if (p.deterministic_dq) {
+    const dim3 grid(ceil_div(p.max_seqlen, attention_fa2::kDqReduceTokens),
+                    static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
+    attention_dq_partials_sum_kernel<T><<<grid, attention_fa2::kDqReduceThreads, 0, stream>>>(p);
+  } else {
+    attention_dq_convert_kernel<T><<<blocks, kLightThreads, 0, stream>>>(
+        p.dq_accum, static_cast<T*>(p.dq), p.dq_row_stride, p.total_tokens, p.num_heads);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -129,6 +189,10 @@ void validate_attention_params(const AttentionParams& p) {
   if (p.softmax_lse == nullptr) throw std::invalid_argument("attention: softmax_lse is null");
   if (p.dropout.enabled && p.dropout.keep_threshold == 0)
     throw std::invalid_argument("attention: dropout mask keeps nothing (keep_threshold 0)");
+  // The 128-row kernels take the maximum of the unscaled scores, which needs a positive scale.
+  if (attention_uses_fa2(p.kernels, p.max_seqlen) && !(p.softmax_scale > 0.0f))
+    throw std::invalid_argument("attention: softmax_scale = " + std::to_string(p.softmax_scale) +
+                                " must be positive for the 128-row kernels");
   require_aligned(p.q, "q");
   require_aligned(p.k, "k");
   require_aligned(p.v, "v");
@@ -153,13 +217,14 @@ void attention_forward(ComputeType type, const AttentionParams& params, cudaStre
   if (p.keep_bits_kernel) {
     const dim3 grid(static_cast<unsigned>(p.keep_layout.query_tiles),
                     static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
-    attention_keep_bits_kernel<<<grid, kKeepBitsWarps * kWarpSize, 0, stream>>>(p);
+    attention_keep_bits_kernel<<<grid, kKeepBitsWarps * kWarpSize, 0, stream>>>(
+        p, attention_uses_fa2(p.kernels, p.max_seqlen));
     CUDA_CHECK_LAUNCH();
   }
   if (type == ComputeType::f16) {
-    attention_detail::run_attention_fwd<__half>(p, stream);
+    forward_typed<__half>(p, stream);
   } else {
-    attention_detail::run_attention_fwd<__nv_bfloat16>(p, stream);
+    forward_typed<__nv_bfloat16>(p, stream);
   }
 }
 
@@ -178,11 +243,33 @@ void attention_backward(ComputeType type, const AttentionBwdParams& params, cuda
   require_stride(p.dq_row_stride, p.num_heads, "dq_row_stride");
   require_stride(p.dk_row_stride, p.num_heads, "dk_row_stride");
   require_stride(p.dv_row_stride, p.num_heads, "dv_row_stride");
+  attention_dq_accum_floats(p.kernels, p.deterministic_dq, p.total_tokens, p.num_heads,
+                            p.max_seqlen);  // refuses deterministic dQ on the 64-row kernels
   if (type == ComputeType::f16) {
     backward_typed<__half>(p, stream);
   } else {
     backward_typed<__nv_bfloat16>(p, stream);
   }
+}
+
+size_t attention_dq_accum_floats(AttentionKernels kernels, bool deterministic_dq, int64_t tokens,
+                                 int64_t heads, int max_seqlen) {
+  const size_t plane = static_cast<size_t>(tokens) * static_cast<size_t>(heads) * kHeadDim;
+  if (!deterministic_dq) return plane;
+  if (!attention_uses_fa2(kernels, max_seqlen))
+    throw std::invalid_argument(
+        "attention: deterministic dQ needs the 128-row (fa2) kernels; max_seqlen " +
+        std::to_string(max_seqlen) + " resolves to the 64-row ones");
+  return plane * static_cast<size_t>(attention_fa2::bwd_key_blocks(max_seqlen));
+}
+
+void attention_configure_device() {
+  attention_detail::configure_attention_bwd<__half>();
+  attention_detail::configure_attention_bwd<__nv_bfloat16>();
+  attention_fa2::configure_attention_fa2_fwd<__half>();
+  attention_fa2::configure_attention_fa2_fwd<__nv_bfloat16>();
+  attention_fa2::configure_attention_fa2_bwd<__half>();
+  attention_fa2::configure_attention_fa2_bwd<__nv_bfloat16>();
 }
 
 }  // namespace mlbert::cuda

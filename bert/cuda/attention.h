@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "bert/cuda/dropout_bits.h"
@@ -15,6 +16,20 @@
 namespace mlbert::cuda {
 
 constexpr int kAttentionHeadDim = 64;
+
+// Which kernels run: the 64-row ones (attention_kernels.cuh), the FlashAttention-2-class ones
+// (attention_fa2_*.cuh: 128-query forward CTAs, 128-key backward CTAs), or, automatically, the
+// 128-row ones unless the longest sequence fits one 64-row tile. A forward and the backward given
+// its keep bits must resolve to the same kernels (the two keep-bit byte orders differ), which
+// attention_uses_fa2 guarantees for calls with the same max_seqlen.
+enum class AttentionKernels { classic, fa2, automatic };
+// Sequences up to this length fill a 64-row tile, where the 128-row kernels would leave half of
+// each CTA idle: `automatic` keeps the 64-row kernels for them (a choice to revisit with timings).
+constexpr int kAttentionFa2MinSeqlen = 65;
+inline bool attention_uses_fa2(AttentionKernels kernels, int max_seqlen) {
+  return kernels == AttentionKernels::fa2 ||
+         (kernels == AttentionKernels::automatic && max_seqlen >= kAttentionFa2MinSeqlen);
+}
 
 // One params struct for the forward and the backward kernels (like flash-attention's
 // Flash_fwd_params): pointers to device memory, strides in elements.
@@ -44,10 +59,12 @@ struct AttentionParams {
   // forward fills them, drawing the blocks itself, or with keep_bits_kernel a kernel of their own
   // fills them first and the forward reads them; the backward, given the same buffer after that
   // forward, reads them instead of drawing again (the same bits either way). Null: nothing is
-  // stored and the backward draws. keep_layout is set by the launchers.
+  // stored and the backward draws. keep_layout is set by the launchers. The chunks' byte order
+  // is the kernels' (dropout_bits.h for the 64-row ones, attention_keep_bitmap.h for fa2).
   uint8_t* keep_bits = nullptr;
   bool keep_bits_kernel = false;
   AttentionKeepLayout keep_layout;
+  AttentionKernels kernels = AttentionKernels::classic;
   // Raised with kAttentionBadCuSeqlens when a sequence is empty, longer than max_seqlen or ends
   // past total_tokens (its CTAs then do nothing rather than read out of bounds). Optional.
   uint32_t* error_flags = nullptr;
@@ -65,11 +82,25 @@ struct AttentionBwdParams : AttentionParams {
   int64_t dq_row_stride = 0;
   int64_t dk_row_stride = 0;
   int64_t dv_row_stride = 0;
-  // Scratch: [total_tokens, num_heads, 64] fp32 dQ accumulator and [num_heads, total_tokens]
-  // rowsum(dO * O). Both are fully written by the backward itself.
+  // Scratch: the fp32 dQ accumulator of attention_dq_accum_floats() and [num_heads,
+  // total_tokens] rowsum(dO * O). Both are fully written by the backward itself.
   float* dq_accum = nullptr;
   float* softmax_d = nullptr;
+  // dQ summed in a fixed order (the FlashAttention-2-class kernels only): each 128-key block
+  // writes its partial to a plane of its own and a second kernel adds the planes in order, so
+  // dQ is the same bit for bit on every run (atomics add in the order CTAs finish).
+  bool deterministic_dq = false;
 };
+
+// fp32 elements of AttentionBwdParams::dq_accum: [tokens, heads, 64], or with deterministic dQ
+// one such plane per 128-key block of the longest sequence. Throws std::invalid_argument for
+// deterministic dQ with kernels that do not resolve to the FlashAttention-2-class ones.
+size_t attention_dq_accum_floats(AttentionKernels kernels, bool deterministic_dq, int64_t tokens,
+                                 int64_t heads, int max_seqlen);
+
+// Raises the attention kernels' dynamic shared memory limits on the current device: once per
+// device before its first attention call (CudaOps does it when constructed), not per launch.
+void attention_configure_device();
 
 // Throws std::invalid_argument when a pointer or stride breaks the kernels' 16-byte alignment.
 void validate_attention_params(const AttentionParams& params);

@@ -4,4 +4,5 @@
 
 namespace mlbert::cuda::attention_detail {
 template void run_attention_bwd<__nv_bfloat16>(const AttentionBwdParams& p, cudaStream_t stream);
+template void configure_attention_bwd<__nv_bfloat16>();
 }  // namespace mlbert::cuda::attention_detail

@@ -4,4 +4,5 @@
 
 namespace mlbert::cuda::attention_detail {
 template void run_attention_bwd<__half>(const AttentionBwdParams& p, cudaStream_t stream);
+template void configure_attention_bwd<__half>();
 }  // namespace mlbert::cuda::attention_detail

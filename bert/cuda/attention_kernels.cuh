@@ -613,12 +613,18 @@ void run_attention_fwd(const AttentionParams& p, cudaStream_t stream) {
 
 template <typename T>
 void run_attention_bwd(const AttentionBwdParams& p, cudaStream_t stream) {
-  CUDA_CHECK(cudaFuncSetAttribute(attention_bwd_kernel<T>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kBwdSmemBytes));
   const AttentionGrid g = attention_grid(p.max_seqlen, p.num_heads, p.num_seqs);
   const dim3 grid(g.x, g.y, g.z);
   attention_bwd_kernel<T><<<grid, kThreads, kBwdSmemBytes, stream>>>(p);
   CUDA_CHECK_LAUNCH();
+}
+
+// Once per device (attention_configure_device), not per launch: the attribute call is a driver
+// round trip.
+template <typename T>
+void configure_attention_bwd() {
+  CUDA_CHECK(cudaFuncSetAttribute(attention_bwd_kernel<T>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kBwdSmemBytes));
 }
 
 }  // namespace mlbert::cuda::attention_detail

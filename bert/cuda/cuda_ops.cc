@@ -159,6 +159,10 @@ std::unique_ptr<CudaOps> make_cuda_ops(const bert::BertConfig& config,
 
 CudaOps::CudaOps(const CudaOpsOptions& options)
     : options_(options), type_(compute_type_of(options.compute_dtype)) {
+  if (options.attention_deterministic_dq && options.attention_kernels != AttentionKernels::fa2)
+    throw std::invalid_argument(
+        std::string("CudaOps: attention_deterministic_dq needs attention_kernels fa2 (got ") +
+        attention_kernels_name(options.attention_kernels) + ")");
   if (cuda_device_count() <= options.device)
     throw std::runtime_error("CudaOps: no CUDA device " + std::to_string(options.device) +
                              " (found " + std::to_string(cuda_device_count()) + ")");
@@ -171,6 +175,7 @@ CudaOps::CudaOps(const CudaOpsOptions& options)
                              "; the kernels need sm_80 or newer");
   sm_count_ = props.multiProcessorCount;
   device_name_ = props.name;
+  attention_configure_device();
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   gemm_ = std::make_unique<GemmRunner>(options.gemm_workspace_bytes);
   ++device_allocations_;  // the GEMM workspace
@@ -704,6 +709,25 @@ AttentionDropoutBits parse_attention_dropout_bits(const std::string& name) {
                               "' is not drawn-twice, forward-keeps or kernel-keeps");
 }
 
+const char* attention_kernels_name(AttentionKernels kernels) {
+  switch (kernels) {
+    case AttentionKernels::classic:
+      return "classic";
+    case AttentionKernels::fa2:
+      return "fa2";
+    case AttentionKernels::automatic:
+      return "auto";
+  }
+  return "?";
+}
+
+AttentionKernels parse_attention_kernels(const std::string& name) {
+  for (AttentionKernels kernels :
+       {AttentionKernels::classic, AttentionKernels::fa2, AttentionKernels::automatic})
+    if (name == attention_kernels_name(kernels)) return kernels;
+  throw std::invalid_argument("attention kernels '" + name + "' is not classic, fa2 or auto");
+}
+
 size_t attention_saved_bytes(AttentionDropoutBits mode, int64_t tokens, int64_t num_sequences,
                              int64_t heads, int max_seqlen) {
   if (mode == AttentionDropoutBits::drawn_twice || tokens <= 0 || num_sequences <= 0 ||
@@ -753,6 +777,7 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
                                       p.heads, p.max_seqlen);
   a.keep_bits_kernel = options_.attention_dropout_bits == AttentionDropoutBits::kernel_keeps;
+  a.kernels = options_.attention_kernels;
   cuda::attention_forward(type_, a, stream_);
 }
 
@@ -779,9 +804,18 @@ void CudaOps::attention_backward(const bert::AttentionBackwardParams& p) {
   a.dq_row_stride = a.dk_row_stride = a.dv_row_stride = a.q_row_stride;
   a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
                                       p.heads, p.max_seqlen);
-  char* base = static_cast<char*>(scratch(attention_backward_scratch_bytes(p.tokens, p.heads)));
+  a.kernels = options_.attention_kernels;
+  a.deterministic_dq = options_.attention_deterministic_dq;
+  // Deterministic dQ keeps a partial per 128-key block: more than the workspace's
+  // attention_backward_scratch_bytes, grown at the first such call.
+  const size_t dq_bytes = align_up(
+      attention_dq_accum_floats(a.kernels, a.deterministic_dq, p.tokens, p.heads, p.max_seqlen) *
+      sizeof(float));
+  const size_t d_bytes = align_up(static_cast<size_t>(p.tokens * p.heads) * sizeof(float));
+  char* base = static_cast<char*>(
+      scratch(std::max(attention_backward_scratch_bytes(p.tokens, p.heads), dq_bytes + d_bytes)));
   a.dq_accum = reinterpret_cast<float*>(base);
-  a.softmax_d = reinterpret_cast<float*>(base + align_up(elems * sizeof(float)));
+  a.softmax_d = reinterpret_cast<float*>(base + dq_bytes);
   cuda::attention_backward(type_, a, stream_);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bert/config.h"
+#include "bert/cuda/attention.h"
 #include "bert/cuda/gemm.h"
 #include "bert/cuda/loss_scale.h"
 #include "bert/cuda/multi_tensor.h"
@@ -42,6 +43,9 @@ AttentionDropoutBits parse_attention_dropout_bits(const std::string& name);
 // an empty shape); throws std::invalid_argument past the kernels' 4 GiB of byte offsets.
 size_t attention_saved_bytes(AttentionDropoutBits mode, int64_t tokens, int64_t num_sequences,
                              int64_t heads, int max_seqlen);
+// "classic", "fa2", "auto" (AttentionKernels); parse throws std::invalid_argument naming them.
+const char* attention_kernels_name(AttentionKernels kernels);
+AttentionKernels parse_attention_kernels(const std::string& name);
 
 struct CudaOpsOptions {
   bert::DType compute_dtype = bert::DType::bf16;  // f16 or bf16
@@ -65,6 +69,12 @@ struct CudaOpsOptions {
   // ~2.2 ms of the backward in a 49-ms BERT-large step; the modes that keep them were written
   // after that and have not run on a GPU yet (BENCHMARKS.md, "CUDA backend").
   AttentionDropoutBits attention_dropout_bits = AttentionDropoutBits::kernel_keeps;
+  // Which attention kernels run (attention.h): the 64-row ones by default until a GPU has timed
+  // the FlashAttention-2-class ones (written 2026-12, not yet run on a GPU).
+  AttentionKernels attention_kernels = AttentionKernels::classic;
+  // dQ summed in key-block order instead of by atomics, the same bits on every run; needs
+  // attention_kernels fa2 (the constructor refuses it otherwise).
+  bool attention_deterministic_dq = false;
 };
 
 // Options for a model: the workspace sized for `limits`.

@@ -938,9 +938,10 @@ bert::Buffer attention_saved_buffer(Backends& b, const AttentionData& a) {
 }
 
 // `name` prefixes the rows' op; sequences of `lengths`, dropout probability `p_drop` (0: no
-// dropout, as evaluation runs); `mask_readout` adds the exact dropout-mask check first.
+// dropout, as evaluation runs); `mask_readout` adds the exact dropout-mask check first;
+// `repeatable` a second backward that must give the same gradients bit for bit (deterministic dQ).
 void check_attention(Context& c, const std::string& name, const std::vector<int32_t>& lengths,
-                     double p_drop, bool mask_readout) {
+                     double p_drop, bool mask_readout, bool repeatable = false) {
   Backends& b = c.b;
   const float scale = 0.125f;
   const size_t H = kHeads * kHeadDim;
@@ -1033,6 +1034,13 @@ void check_attention(Context& c, const std::string& name, const std::vector<int3
   c.add(judge(bwd_op, "d_q", c.t, b.gpu_values(d_q), pdq, b.cpu_values(d_q)));
   c.add(judge(bwd_op, "d_k", c.t, b.gpu_values(d_k), pdk, b.cpu_values(d_k)));
   c.add(judge(bwd_op, "d_v", c.t, b.gpu_values(d_v), pdv, b.cpu_values(d_v)));
+  if (repeatable) {
+    const auto first_q = b.gpu_values(d_q), first_k = b.gpu_values(d_k);
+    for (const Twin* t : {&d_q, &d_k}) b.poison(*t);
+    bwd(true, saved.tensor());
+    c.add(judge_exact(bwd_op, "d_q (second run = first)", c.t, first_q, b.gpu_values(d_q)));
+    c.add(judge_exact(bwd_op, "d_k (second run = first)", c.t, first_k, b.gpu_values(d_k)));
+  }
   if (!saved.tensor().defined() || !mask.enabled) return;
 
   // The forward's stored bits against drawing them again: the same gradients, bit for bit.
@@ -1505,6 +1513,33 @@ CheckCase make_attention_bits_case(std::string name, AttentionDropoutBits mode) 
   return one;
 }
 
+// The attention case on a second CudaOps with the attention kernels, source of the dropout bits
+// and dQ summation of `variant`: every check of check_attention (the exact dropout-mask readout
+// through the keep-bit buffer included, and with deterministic dQ a second backward bit for bit).
+struct AttentionVariant {
+  AttentionKernels kernels = AttentionKernels::fa2;
+  AttentionDropoutBits bits = CudaOpsOptions{}.attention_dropout_bits;
+  bool deterministic_dq = false;
+};
+CheckCase make_attention_variant_case(std::string name, AttentionVariant variant,
+                                      std::vector<int32_t> lengths, double p_drop,
+                                      bool mask_readout) {
+  CheckCase one;
+  one.name = name;
+  one.run = [=](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
+    CudaOpsOptions options;
+    options.compute_dtype = gpu.compute_dtype();
+    options.attention_kernels = variant.kernels;
+    options.attention_dropout_bits = variant.bits;
+    options.attention_deterministic_dq = variant.deterministic_dq;
+    CudaOps other(options);
+    return rows_on(cpu, other, name, seed, [&](Context& c) {
+      check_attention(c, name, lengths, p_drop, mask_readout, variant.deterministic_dq);
+    });
+  };
+  return one;
+}
+
 // A case on a second CudaOps of the same compute type with other epilogue options. Unfused
 // (`fused` false): the cuBLASLt GELU and bias-gradient epilogues switched off, the paths every
 // cuBLASLt refusal of those epilogues takes (BIAS GEMM + GELU kernel; plain GEMM +
@@ -1612,6 +1647,26 @@ std::vector<CheckCase> op_cases() {
                 [](Context& c) {
                   check_attention(c, "attention no dropout", {1, 65, 129}, 0.0, false);
                 }),
+      // The FlashAttention-2-class kernels (CudaOpsOptions::attention_kernels) in each source of
+      // the dropout bits, at lengths with and without a boundary tile, without dropout, with
+      // deterministic dQ; and `auto` on sequences short enough for the 64-row kernels.
+      make_attention_variant_case("attention fa2", {}, kLengths, 0.1, true),
+      // (shorter sequences: the CPU's share of the ops stage's time is the plain emulation's)
+      make_attention_variant_case("attention fa2, bits kept by the forward",
+                                  {.bits = AttentionDropoutBits::forward_keeps}, {1, 37, 200}, 0.1,
+                                  true),
+      make_attention_variant_case("attention fa2, bits drawn twice",
+                                  {.bits = AttentionDropoutBits::drawn_twice}, {1, 37, 200}, 0.1,
+                                  true),
+      make_attention_variant_case("attention fa2 lengths 512/128/256 (no boundary tile)", {},
+                                  {512, 128, 256}, 0.1, false),
+      make_attention_variant_case("attention fa2 lengths 1/130/300 (dropout row stride 300)", {},
+                                  {1, 130, 300}, 0.1, false),
+      make_attention_variant_case("attention fa2 without dropout", {}, {1, 65, 129}, 0.0, false),
+      make_attention_variant_case("attention fa2, deterministic dQ", {.deterministic_dq = true},
+                                  kLengths, 0.1, false),
+      make_attention_variant_case("attention auto lengths 1/37/64 (64-row kernels)",
+                                  {.kernels = AttentionKernels::automatic}, {1, 37, 64}, 0.1, true),
       make_case("gather/scatter rows", [](Context& c) { check_rows(c); }),
       // Paths no BERT-large shape takes, so that every branch of these kernels has run once:
       // rows of 13 elements (no 16-byte units), an activation over 7 x 13 outputs (scalar

@@ -57,3 +57,43 @@ TEST_CASE("attention dropout bits: the buffer's size per mode, refused past 4 Gi
   CHECK(cuda::attention_saved_bytes(AttentionDropoutBits::drawn_twice, 8192 * 512, 8192, 16, 512) ==
         0);
 }
+
+TEST_CASE("attention kernels: each choice's name reads back, the default is the 64-row kernels") {
+  for (const auto kernels : {cuda::AttentionKernels::classic, cuda::AttentionKernels::fa2,
+                             cuda::AttentionKernels::automatic})
+    CHECK(cuda::parse_attention_kernels(cuda::attention_kernels_name(kernels)) == kernels);
+  CHECK(std::string(cuda::attention_kernels_name(cuda::CudaOpsOptions{}.attention_kernels)) ==
+        "classic");
+  CHECK_FALSE(cuda::CudaOpsOptions{}.attention_deterministic_dq);
+  CHECK_THROWS_WITH(cuda::parse_attention_kernels("fa3"),
+                    Catch::Contains("'fa3'") && Catch::Contains("classic, fa2 or auto"));
+}
+
+TEST_CASE(
+    "attention kernels: auto keeps the 64-row kernels for sequences that fit one 64-row tile") {
+  using cuda::AttentionKernels;
+  CHECK_FALSE(cuda::attention_uses_fa2(AttentionKernels::automatic, 64));
+  CHECK(cuda::attention_uses_fa2(AttentionKernels::automatic, 65));
+  CHECK(cuda::attention_uses_fa2(AttentionKernels::automatic, 512));
+  CHECK(cuda::attention_uses_fa2(AttentionKernels::fa2, 1));
+  CHECK_FALSE(cuda::attention_uses_fa2(AttentionKernels::classic, 512));
+}
+
+TEST_CASE(
+    "attention deterministic dQ: one accumulator plane per 128-key block, refused on the "
+    "64-row kernels") {
+  using cuda::AttentionKernels;
+  const size_t plane = size_t{8192} * 16 * 64;
+  CHECK(cuda::attention_dq_accum_floats(AttentionKernels::classic, false, 8192, 16, 512) == plane);
+  CHECK(cuda::attention_dq_accum_floats(AttentionKernels::fa2, false, 8192, 16, 512) == plane);
+  CHECK(cuda::attention_dq_accum_floats(AttentionKernels::fa2, true, 8192, 16, 512) == 4 * plane);
+  CHECK(cuda::attention_dq_accum_floats(AttentionKernels::fa2, true, 8192, 16, 129) == 2 * plane);
+  CHECK_THROWS_WITH(cuda::attention_dq_accum_floats(AttentionKernels::automatic, true, 100, 16, 40),
+                    Catch::Contains("deterministic dQ") && Catch::Contains("max_seqlen 40"));
+  // CudaOps refuses the option before it looks for a device.
+  cuda::CudaOpsOptions options;
+  options.attention_deterministic_dq = true;
+  options.attention_kernels = AttentionKernels::automatic;
+  CHECK_THROWS_AS(cuda::CudaOps(options), std::invalid_argument);
+  CHECK_THROWS_WITH(cuda::CudaOps(options), Catch::Contains("attention_kernels fa2 (got auto)"));
+}

@@ -1,6 +1,7 @@
 // The ptxas resource report the normal build files for every CUDA object (bert/cuda/
 // ptxas_capture.sh): no kernel may spill registers or use a stack frame on any architecture the
-// build targets, and the attention, LayerNorm and embedding kernels must all be in the report.
+// build targets, and the attention (64-row and FlashAttention-2-class), LayerNorm and embedding
+// kernels must all be in the report.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -68,16 +69,17 @@ std::set<std::string> configured_archs() {
 }  // namespace
 
 TEST_CASE(
-    "ptxas report: no spills and no stack frame in the attention, LayerNorm and embedding "
-    "kernels") {
+    "ptxas report: no spills and no stack frame in the attention (both families), LayerNorm and "
+    "embedding kernels") {
   // The build's report folder, or MLBERT_PTXAS_REPORT_DIR (a prebuilt bundle run elsewhere).
   const char* env = std::getenv("MLBERT_PTXAS_REPORT_DIR");
   const std::filesystem::path dir = env && *env ? env : MLBERT_PTXAS_REPORT_DIR;
   REQUIRE(std::filesystem::is_directory(dir));
   const std::vector<KernelReport> kernels = parse_reports(dir);
-  const std::vector<std::string> families = {"attention_fwd_kernel",  "attention_bwd_kernel",
-                                             "layer_norm_fwd_kernel", "layer_norm_bwd_kernel",
-                                             "embedding_fwd_kernel",  "embedding_bwd_kernel"};
+  const std::vector<std::string> families = {"attention_fwd_kernel",     "attention_bwd_kernel",
+                                             "attention_fa2_fwd_kernel", "attention_fa2_bwd_kernel",
+                                             "layer_norm_fwd_kernel",    "layer_norm_bwd_kernel",
+                                             "embedding_fwd_kernel",     "embedding_bwd_kernel"};
   std::map<std::string, std::set<std::string>> seen;  // family -> archs
   REQUIRE_FALSE(kernels.empty());
   for (const KernelReport& k : kernels) {

@@ -1,0 +1,8 @@
+// The FlashAttention-2-class attention forward for bf16 (see attention_fa2_fwd.cuh).
+#include "bert/cuda/attention_fa2_fwd.cuh"
+#include "bert/cuda/attention_launch.h"
+
+namespace mlbert::cuda::attention_fa2 {
+template void run_attention_fa2_fwd<__nv_bfloat16>(const AttentionParams& p, cudaStream_t stream);
+template void configure_attention_fa2_fwd<__nv_bfloat16>();
+}  // namespace mlbert::cuda::attention_fa2
