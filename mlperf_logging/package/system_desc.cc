@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <fstream>
 #include <system_error>
 
@@ -88,12 +87,6 @@ std::string json_type_name(const nlohmann::json& value) {
   return value.type_name();
 }
 
-int ruleset_major(std::string_view ruleset) {
-  int major = 0;
-  std::from_chars(ruleset.data(), ruleset.data() + ruleset.size(), major);
-  return major;
-}
-
 }  // namespace
 
 std::size_t SystemDescResult::error_count() const {
@@ -154,8 +147,7 @@ SystemDescResult check_system_desc(const nlohmann::json& description, std::strin
   result.has_division = description.contains("division");
   result.status = text_of("status");
 
-  // From 4.0.0 on (the official test reads "major >= 4"), status names an availability category.
-  if (ruleset_major(ruleset) >= 4 && description.contains("status")) {
+  if (mllog::training_ruleset(ruleset).availability_status && description.contains("status")) {
     const nlohmann::json& status = description["status"];
     const bool allowed =
         status.is_string() && std::find(kAvailabilityStatuses.begin(), kAvailabilityStatuses.end(),

@@ -16,11 +16,11 @@
 #include <unordered_map>
 #include <utility>
 
-#include "mlperf_logging/rules/bert_tensors.h"
 #include "mlperf_logging/log/mllog.h"
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/log/pyops.h"
 #include "mlperf_logging/log/python_json.h"
+#include "mlperf_logging/rules/bert_tensors.h"
 #include "mlperf_logging/rules/rules.h"
 #include "mlperf_logging/rules/rulesets.h"
 
@@ -366,10 +366,9 @@ class Checker {
       throw std::invalid_argument("usage '" + options.usage +
                                   "' is not supported: mlbert check knows the training rules");
     if (!is_supported_ruleset(options.ruleset)) {
-      std::string known;
-      for (const auto& r : supported_rulesets()) known += (known.empty() ? "" : ", ") + r;
-      throw std::invalid_argument("ruleset '" + options.ruleset +
-                                  "' has no BERT rules here (known: " + known + ")");
+      throw std::invalid_argument(
+          "ruleset '" + options.ruleset +
+          "' has no BERT rules here (known: " + ruleset_names(&TrainingRuleset::bert_rules) + ")");
     }
     if (options.rules_dir)
       throw std::invalid_argument(
