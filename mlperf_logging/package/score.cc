@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <exception>
 
-#include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/log/mllog.h"
-#include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/log/python_json.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::logging {
@@ -159,13 +159,7 @@ std::optional<double> olympic_average(std::vector<double> minutes, int already_d
 }
 
 SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& options) {
-  require_ruleset_format(options.ruleset);
-  if (!mllog::is_supported_ruleset(options.ruleset)) {
-    std::string known;
-    for (const auto& r : mllog::supported_rulesets()) known += (known.empty() ? "" : ", ") + r;
-    throw AuditError("ruleset " + options.ruleset +
-                     " has no BERT compliance rules (known: " + known + ")");
-  }
+  require_ruleset_with_bert_rules(options.ruleset);
   SystemScore result;
   result.ruleset = options.ruleset;
   result.dir = dir;
