@@ -12,7 +12,7 @@
 #include "common/atomic_file.h"
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/package/layout.h"
-#include "mlperf_logging/rcp/table.h"
+#include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::logging {
 namespace {
