@@ -168,21 +168,12 @@ std::string point_text(const RcpPoint& point) {
          ", max speedup " + fixed(point.max_speedup, 4);
 }
 
-// What the check would compare a submission at `batch_size` against: "exact", "interpolated",
-// "smallest" or "none".
+// What the check would compare a submission at `batch_size` against, by RcpCatalog::Match::Kind:
+// beyond the largest point there is nothing, as with no points at all.
 std::string_view match_name(RcpCatalog::Match::Kind kind) {
-  switch (kind) {
-    case RcpCatalog::Match::Kind::exact:
-      return "exact";
-    case RcpCatalog::Match::Kind::interpolated:
-      return "interpolated";
-    case RcpCatalog::Match::Kind::smallest:
-      return "smallest";
-    case RcpCatalog::Match::Kind::beyond_largest:
-    case RcpCatalog::Match::Kind::none:
-      break;
-  }
-  return "none";
+  constexpr std::string_view kNames[] = {"exact", "interpolated", "smallest", "none", "none"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(RcpCatalog::Match::Kind::none) + 1);
+  return kNames[static_cast<int>(kind)];
 }
 
 // A BERT round before RCPs (0.7.0): nothing to check, and that is the answer, not an error. True

@@ -246,9 +246,9 @@ class RcpRunReader {
     if (wants_benchmark) read_benchmark();
     // Decided after the benchmark line, which may switch train_samples off for non-BERT logs.
     if (!use_train_samples_ && mentions_eval) {
-      read_eval();
+      read_samples(metadata_field("epoch_num"), "metadata.epoch_num", true);
     } else if (use_train_samples_ && mentions_train) {
-      read_train_samples();
+      read_samples(field("value"), "train_samples value", false);
     }
     if (wants_stop && record_.value("key", nlohmann::json()) == "run_stop") read_run_stop();
   }
@@ -304,25 +304,15 @@ class RcpRunReader {
     if (*run_.benchmark != kBertBenchmark) use_train_samples_ = false;
   }
 
-  void read_eval() {
-    const nlohmann::json* epoch = metadata_field("epoch_num");
-    if (!epoch) return;
-    if (!epoch->is_number()) {
-      problem("metadata.epoch_num " + epoch->dump() + " is not a number");
-      return;
-    }
-    conv_samples_ = round_to_3_decimals(epoch->get<double>());
-    conv_line_ = line_;
-  }
-
-  void read_train_samples() {
-    const nlohmann::json* value = field("value");
+  // A figure of samples trained: an eval's metadata.epoch_num (rounded as officially) or
+  // train_samples' value.
+  void read_samples(const nlohmann::json* value, const std::string& what, bool rounded) {
     if (!value) return;
     if (!value->is_number()) {
-      problem("train_samples value " + value->dump() + " is not a number");
+      problem(what + " " + value->dump() + " is not a number");
       return;
     }
-    conv_samples_ = value->get<double>();
+    conv_samples_ = rounded ? round_to_3_decimals(value->get<double>()) : value->get<double>();
     conv_line_ = line_;
   }
 

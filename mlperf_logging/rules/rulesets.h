@@ -1,8 +1,8 @@
 // The MLPerf Training rulesets the official mlperf_logging tools know (0.6.0 .. 6.1.0), with what
 // each means for BERT. This is the project's one list of rulesets: the checker, the audit commands,
-// the harness and the CLI all ask it, so a new round is one row here plus its rule table. Nothing
-// outside this list compares ruleset names as versions: the rows are oldest first, and a question
-// such as "does this ruleset log submission_status" is a field of the row.
+// the harness and the CLI all ask it, so a new round is one row here plus its rule table. Code asks
+// the rows instead of comparing ruleset names as versions: the rows are oldest first, and a
+// question such as "does this ruleset log submission_status" is a field of the row.
 #pragma once
 #include <span>
 #include <string>
