@@ -366,58 +366,63 @@ class Decoder {
   }
 
   // The characters after an opening quote, up to and including the closing one: validated, and
-  // with kDecode appended to `out` as UTF-8 (without, for values nobody reads).
+  // with kDecode appended to `*out` as UTF-8 (without, for values nobody reads, `out` is unused).
   template <bool kDecode>
-  void scan_string(std::string& out) {
-    std::size_t begin = pos_ - 1;
+  void scan_string(std::string* out) {
+    const std::size_t begin = pos_ - 1;
     while (true) {
       // The run of plain characters in one go.
-      std::size_t run = plain_run_end(s_, pos_);
-      if constexpr (kDecode) append_latin1(out, s_.substr(pos_, run - pos_));
+      const std::size_t run = plain_run_end(s_, pos_);
+      if constexpr (kDecode) append_latin1(*out, s_.substr(pos_, run - pos_));
       pos_ = run;
       if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
-      auto c = static_cast<unsigned char>(s_[pos_]);
+      const auto c = static_cast<unsigned char>(s_[pos_]);
       if (c == '"') {
         ++pos_;
         return;
       }
       if (c < 0x20) fail("Invalid control character");
-      // A backslash escape.
-      ++pos_;
-      if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
-      char e = s_[pos_];
-      if (e != 'u') {
-        const char decoded = unescaped(e);
-        if (!decoded) fail("Invalid \\escape", pos_ - 1);
-        if constexpr (kDecode) out.push_back(decoded);
-        ++pos_;
-        continue;
-      }
-      int cp = hex4(pos_ + 1);
-      if (cp < 0) fail("Invalid \\uXXXX escape", pos_ - 1);
-      pos_ += 5;
-      char32_t code = static_cast<char32_t>(cp);
-      if (code >= 0xD800 && code <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
-          s_[pos_ + 1] == 'u') {
-        int low = hex4(pos_ + 2);
-        if (low < 0) fail("Invalid \\uXXXX escape", pos_);
-        if (low >= 0xDC00 && low <= 0xDFFF) {
-          code = 0x10000 + ((code - 0xD800) << 10) + (static_cast<char32_t>(low) - 0xDC00);
-          pos_ += 6;
-        }
-      }
-      if constexpr (kDecode) append_utf8(out, code);
+      scan_escape<kDecode>(out, begin);
     }
   }
+
+  // The backslash escape at pos_ of the string opened at `begin`: a letter, or \uXXXX (joined with
+  // a \uXXXX low surrogate after a high one). Kept out of scan_string's loop, which most strings
+  // leave without an escape.
+  template <bool kDecode>
+  [[gnu::noinline]] void scan_escape(std::string* out, std::size_t begin) {
+    ++pos_;
+    if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
+    const char e = s_[pos_];
+    if (e != 'u') {
+      const char decoded = unescaped(e);
+      if (!decoded) fail("Invalid \\escape", pos_ - 1);
+      if constexpr (kDecode) out->push_back(decoded);
+      ++pos_;
+      return;
+    }
+    const int cp = hex4(pos_ + 1);
+    if (cp < 0) fail("Invalid \\uXXXX escape", pos_ - 1);
+    pos_ += 5;
+    char32_t code = static_cast<char32_t>(cp);
+    if (code >= 0xD800 && code <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
+        s_[pos_ + 1] == 'u') {
+      const int low = hex4(pos_ + 2);
+      if (low < 0) fail("Invalid \\uXXXX escape", pos_);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        code = 0x10000 + ((code - 0xD800) << 10) + (static_cast<char32_t>(low) - 0xDC00);
+        pos_ += 6;
+      }
+    }
+    if constexpr (kDecode) append_utf8(*out, code);
+  }
+
   std::string string_body() {
     std::string out;
-    scan_string<true>(out);
+    scan_string<true>(&out);
     return out;
   }
-  void skip_string_body() {
-    std::string unused;
-    scan_string<false>(unused);
-  }
+  void skip_string_body() { scan_string<false>(nullptr); }
 
   void enter(int depth) {
     if (depth > max_depth) {
