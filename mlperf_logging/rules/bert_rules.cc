@@ -64,9 +64,7 @@ const std::string kList510 =
     "'llama31_405b']";
 
 std::vector<Features> all_features() {
-  const auto row = [](std::string_view name) -> const TrainingRuleset& {
-    return training_ruleset(name);
-  };
+  const auto row = training_ruleset;
   // row, compile_time_window, init_window_minutes, common_benchmarks, gradient_accumulation,
   // epoch_samples_count, closed_benchmarks, open_benchmarks, open_bert_dir, batch_size_target,
   // open_target
