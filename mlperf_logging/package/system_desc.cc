@@ -188,8 +188,8 @@ void check_summarizer_fields(const nlohmann::json& description, DescFindings& fi
 }
 
 // Values a later step would misread: a division the package check does not know, empty names.
-void check_names(const SystemDescResult& result, const nlohmann::json& description,
-                 DescFindings& findings) {
+void check_misreadable_values(const SystemDescResult& result, const nlohmann::json& description,
+                              DescFindings& findings) {
   if (result.division && *result.division != "closed" && *result.division != "open") {
     findings.warn("division",
                   "value \"" + *result.division +
@@ -232,7 +232,7 @@ SystemDescResult check_system_desc(const nlohmann::json& description, std::strin
   result.status = text_of(description, "status");
   check_status(description, ruleset, findings);
   check_summarizer_fields(description, findings);
-  check_names(result, description, findings);
+  check_misreadable_values(result, description, findings);
   result.valid = result.error_count() == 0;
   return result;
 }

@@ -1,7 +1,7 @@
 // The small pieces every card of the report page is written with (cards.h): the palette, numbers
 // as the page prints them, badges and notes, and the per-run labels and legend. Design choice:
-// everything here returns escaped markup or plain numbers, so a card never escapes text itself
-// except where it writes its own markup around it.
+// the pieces that take text (badge, missing, paragraph, legend) escape it, so a card hands them
+// log text as it is and escapes only what it writes into its own markup.
 #pragma once
 #include <cstddef>
 #include <string>
