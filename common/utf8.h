@@ -1,7 +1,7 @@
 // UTF-8 as the project's Python references read and write it: strict validation as CPython's
 // decoder, U+FFFD replacement of its maximal invalid subparts, a lenient decoder that reads an
 // invalid byte as Latin-1, and encoding (surrogates too, as three bytes, so a lone \ud800 from JSON
-// survives a round trip).
+// survives a round trip), and Python's whitespace.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -49,5 +49,8 @@ void append_utf8(std::string& out, char32_t cp);
 
 // Decodes one UTF-8 sequence at s[i] and advances `i`; an invalid byte decodes as itself (Latin-1).
 char32_t decode_utf8_lenient(std::string_view s, std::size_t& i);
+
+// Python's str.isspace() for one code point (what str.strip() and float() strip).
+bool is_python_space(char32_t c);
 
 }  // namespace mlbert

@@ -4,34 +4,26 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mlperf_logging/cli/cli.h"
 #include "mlperf_logging/log/mllog.h"
-#include "mlperf_logging/package/package.h"
 #include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/package/package.h"
+#include "mlperf_logging/package/score.h"
+#include "mlperf_logging/package/system_desc.h"
 #include "mlperf_logging/rcp/rcp.h"
 #include "mlperf_logging/rcp/table.h"
 #include "mlperf_logging/rules/rulesets.h"
-#include "mlperf_logging/package/score.h"
-#include "mlperf_logging/package/system_desc.h"
 
 namespace mlbert::logging {
 namespace {
-
-// Integers (batch sizes, sample counts) without a trailing ".0", anything else as Python prints it.
-std::string number_text(double value) {
-  if (value == static_cast<double>(static_cast<long long>(value)) && std::fabs(value) < 1e15) {
-    return std::to_string(static_cast<long long>(value));
-  }
-  return mllog::python_float_repr(value);
-}
 
 std::string fixed(double value, int decimals) {
   char buffer[64];
@@ -176,19 +168,113 @@ std::string point_text(const RcpPoint& point) {
          ", max speedup " + fixed(point.max_speedup, 4);
 }
 
-// What the check would compare a submission at `batch_size` against.
-struct RcpLookup {
-  std::string how;  // "exact", "interpolated", "smallest" or "none"
-  std::optional<RcpPoint> point;
-};
+// What the check would compare a submission at `batch_size` against, by RcpCatalog::Match::Kind:
+// beyond the largest point there is nothing, as with no points at all.
+std::string_view match_name(RcpCatalog::Match::Kind kind) {
+  constexpr std::string_view kNames[] = {"exact", "interpolated", "smallest", "none", "none"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(RcpCatalog::Match::Kind::none) + 1);
+  return kNames[static_cast<int>(kind)];
+}
 
-RcpLookup lookup(const RcpCatalog& catalog, double batch_size, RcpPass pass) {
-  if (auto exact = catalog.find(batch_size, pass)) return {"exact", exact};
-  const auto below = catalog.nearest_below(batch_size, pass);
-  const auto above = catalog.nearest_above(batch_size, pass);
-  if (below && above) return {"interpolated", catalog.interpolate(batch_size, *below, *above)};
-  if (above) return {"smallest", catalog.points(pass).front()};
-  return {"none", std::nullopt};
+// A BERT round before RCPs (0.7.0): nothing to check, and that is the answer, not an error. True
+// when the ruleset is such a round (the answer is printed).
+bool rcp_not_applicable(const RcpArgs& args) {
+  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(args.ruleset);
+  if (!args.custom_rcps.empty() || !row || !row->bert_benchmark || row->bert_rcps) return false;
+  const std::string why = bert_rcp_absence(args.ruleset);
+  if (args.json) {
+    std::cout << nlohmann::json{{"ruleset", args.ruleset}, {"rcps", false}, {"message", why}}.dump(
+                     2)
+              << "\n";
+  } else {
+    std::cout << "RCP check not applicable: " << why << "\n";
+    for (const auto& dir : args.dirs) std::cout << dir << ": RCP not applicable\n";
+  }
+  return true;
+}
+
+// --table: every point with its statistics and whether pruning keeps it.
+nlohmann::json print_rcp_table(const RcpCatalog& catalog, bool json) {
+  nlohmann::json points = nlohmann::json::array();
+  if (!json) {
+    std::cout << "BERT RCPs for ruleset " << catalog.ruleset() << " (data of "
+              << catalog.data_ruleset() << "); * = kept after pruning\n";
+  }
+  for (const RcpPoint& point : catalog.points(RcpPass::full)) {
+    const bool kept = catalog.find(point.batch_size, RcpPass::pruned).has_value();
+    nlohmann::json entry = point_json(point);
+    entry["pruned"] = !kept;
+    points.push_back(entry);
+    if (!json) std::cout << (kept ? "* " : "  ") << point_text(point) << "\n";
+  }
+  return points;
+}
+
+// --batch-size: the reference each batch size would be judged against.
+nlohmann::json print_rcp_lookups(const RcpCatalog& catalog, const RcpArgs& args, RcpPass pass) {
+  nlohmann::json lookups = nlohmann::json::array();
+  for (double bs : args.batch_sizes) {
+    const RcpCatalog::Match match = catalog.match(bs, pass);
+    const std::string how(match_name(match.kind));
+    const std::optional<RcpPoint> point = how == "none" ? std::nullopt : match.point;
+    lookups.push_back({{"batch_size", bs},
+                       {"how", how},
+                       {"point", point ? point_json(*point) : nlohmann::json()}});
+    if (!args.json) {
+      std::cout << "batch size " << batch_size_text(bs) << ": "
+                << (point ? how + " " + point_text(*point)
+                          : std::string("no RCP at or around it (submit one)"))
+                << "\n";
+    }
+  }
+  return lookups;
+}
+
+nlohmann::json rcp_result_json(const std::string& dir, const RcpResult& result) {
+  nlohmann::json entry = {{"dir", dir},
+                          {"passed", result.passed},
+                          {"verdict", to_string(result.verdict)},
+                          {"message", result.message},
+                          {"scaling_factor", result.scaling_factor},
+                          {"problems", result.problems}};
+  if (result.batch_size) entry["batch_size"] = *result.batch_size;
+  if (result.submission_mean) entry["submission_mean"] = *result.submission_mean;
+  if (result.reference) entry["reference"] = point_json(*result.reference);
+  nlohmann::json runs = nlohmann::json::array();
+  for (const RcpRun& run : result.runs) {
+    runs.push_back({{"file", run.file.string()},
+                    {"converged", run.converged},
+                    {"samples_to_converge", run.samples_to_converge}});
+  }
+  entry["runs"] = runs;
+  return entry;
+}
+
+void print_rcp_result(const std::string& dir, const RcpResult& result, const RcpArgs& args) {
+  std::cout << dir << ": RCP " << to_string(result.verdict)
+            << (result.bypassed ? " (bypassed)" : "") << ": " << result.message;
+  if (result.batch_size) std::cout << "; global batch size " << batch_size_text(*result.batch_size);
+  std::cout << "\n";
+  if (result.reference && result.submission_mean) {
+    const RcpPoint& ref = *result.reference;
+    std::cout << "  submission olympic mean " << fixed(*result.submission_mean, 1) << " samples "
+              << (result.passed && !result.bypassed ? ">=" : "vs") << " minimum acceptable "
+              << fixed(ref.mean / ref.max_speedup, 1) << " (" << point_text(ref) << ")\n";
+    if (result.scaling_factor > 1.0) {
+      std::cout << "  converges faster than the RCP mean: scores are scaled by "
+                << fixed(ref.mean, 1) << " / " << fixed(*result.submission_mean, 1) << " = "
+                << mllog::python_float_repr(result.scaling_factor)
+                << (args.write_scaling ? " (written to scaling.json)" : "") << "\n";
+    }
+  }
+  for (const auto& problem : result.problems) std::cout << "  error: " << problem << "\n";
+  if (!args.verbose) return;
+  for (const RcpRun& run : result.runs) {
+    std::cout << "  " << run.file.filename().string() << ": "
+              << (run.converged ? fixed(run.samples_to_converge, 3) + " samples"
+                                : std::string("not converged"))
+              << " (" << run.note << ")\n";
+  }
 }
 
 int run_rcp(const RcpArgs& args) {
@@ -197,56 +283,13 @@ int run_rcp(const RcpArgs& args) {
   if (args.dirs.empty() && !args.table && args.batch_sizes.empty()) {
     throw AuditError("rcp: give a result directory, --table or --batch-size");
   }
-  // A BERT round before RCPs (0.7.0): nothing to check, and that is the answer, not an error.
-  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(args.ruleset);
-  if (args.custom_rcps.empty() && row && row->bert_benchmark && !row->bert_rcps) {
-    const std::string why = bert_rcp_absence(args.ruleset);
-    if (args.json) {
-      std::cout
-          << nlohmann::json{{"ruleset", args.ruleset}, {"rcps", false}, {"message", why}}.dump(2)
-          << "\n";
-    } else {
-      std::cout << "RCP check not applicable: " << why << "\n";
-      for (const auto& dir : args.dirs) std::cout << dir << ": RCP not applicable\n";
-    }
-    return 0;
-  }
+  if (rcp_not_applicable(args)) return 0;
   const RcpCatalog catalog = args.custom_rcps.empty()
                                  ? RcpCatalog(args.ruleset)
                                  : RcpCatalog(args.custom_rcps, read_rcp_json(args.custom_rcps));
   nlohmann::json out = {{"ruleset", catalog.ruleset()}, {"data_ruleset", catalog.data_ruleset()}};
-
-  if (args.table) {
-    nlohmann::json points = nlohmann::json::array();
-    if (!args.json) {
-      std::cout << "BERT RCPs for ruleset " << catalog.ruleset() << " (data of "
-                << catalog.data_ruleset() << "); * = kept after pruning\n";
-    }
-    for (const RcpPoint& point : catalog.points(RcpPass::full)) {
-      const bool kept = catalog.find(point.batch_size, RcpPass::pruned).has_value();
-      nlohmann::json entry = point_json(point);
-      entry["pruned"] = !kept;
-      points.push_back(entry);
-      if (!args.json) std::cout << (kept ? "* " : "  ") << point_text(point) << "\n";
-    }
-    out["points"] = points;
-  }
-  if (!args.batch_sizes.empty()) {
-    nlohmann::json lookups = nlohmann::json::array();
-    for (double bs : args.batch_sizes) {
-      const RcpLookup found = lookup(catalog, bs, pass);
-      lookups.push_back({{"batch_size", bs},
-                         {"how", found.how},
-                         {"point", found.point ? point_json(*found.point) : nlohmann::json()}});
-      if (!args.json) {
-        std::cout << "batch size " << number_text(bs) << ": "
-                  << (found.point ? found.how + " " + point_text(*found.point)
-                                  : std::string("no RCP at or around it (submit one)"))
-                  << "\n";
-      }
-    }
-    out["lookups"] = lookups;
-  }
+  if (args.table) out["points"] = print_rcp_table(catalog, args.json);
+  if (!args.batch_sizes.empty()) out["lookups"] = print_rcp_lookups(catalog, args, pass);
 
   bool all_passed = true;
   nlohmann::json results = nlohmann::json::array();
@@ -260,50 +303,8 @@ int run_rcp(const RcpArgs& args) {
     options.write_scaling = args.write_scaling;
     const RcpResult result = check_rcp_directory(dir, options);
     all_passed = all_passed && result.passed;
-    nlohmann::json entry = {{"dir", dir},
-                            {"passed", result.passed},
-                            {"verdict", to_string(result.verdict)},
-                            {"message", result.message},
-                            {"scaling_factor", result.scaling_factor},
-                            {"problems", result.problems}};
-    if (result.batch_size) entry["batch_size"] = *result.batch_size;
-    if (result.submission_mean) entry["submission_mean"] = *result.submission_mean;
-    if (result.reference) entry["reference"] = point_json(*result.reference);
-    nlohmann::json runs = nlohmann::json::array();
-    for (const RcpRun& run : result.runs) {
-      runs.push_back({{"file", run.file.string()},
-                      {"converged", run.converged},
-                      {"samples_to_converge", run.samples_to_converge}});
-    }
-    entry["runs"] = runs;
-    results.push_back(entry);
-    if (args.json) continue;
-
-    std::cout << dir << ": RCP " << to_string(result.verdict)
-              << (result.bypassed ? " (bypassed)" : "") << ": " << result.message;
-    if (result.batch_size) std::cout << "; global batch size " << number_text(*result.batch_size);
-    std::cout << "\n";
-    if (result.reference && result.submission_mean) {
-      const RcpPoint& ref = *result.reference;
-      std::cout << "  submission olympic mean " << fixed(*result.submission_mean, 1) << " samples "
-                << (result.passed && !result.bypassed ? ">=" : "vs") << " minimum acceptable "
-                << fixed(ref.mean / ref.max_speedup, 1) << " (" << point_text(ref) << ")\n";
-      if (result.scaling_factor > 1.0) {
-        std::cout << "  converges faster than the RCP mean: scores are scaled by "
-                  << fixed(ref.mean, 1) << " / " << fixed(*result.submission_mean, 1) << " = "
-                  << mllog::python_float_repr(result.scaling_factor)
-                  << (args.write_scaling ? " (written to scaling.json)" : "") << "\n";
-      }
-    }
-    for (const auto& problem : result.problems) std::cout << "  error: " << problem << "\n";
-    if (args.verbose) {
-      for (const RcpRun& run : result.runs) {
-        std::cout << "  " << run.file.filename().string() << ": "
-                  << (run.converged ? fixed(run.samples_to_converge, 3) + " samples"
-                                    : std::string("not converged"))
-                  << " (" << run.note << ")\n";
-      }
-    }
+    results.push_back(rcp_result_json(dir, result));
+    if (!args.json) print_rcp_result(dir, result, args);
   }
   if (!args.dirs.empty()) out["results"] = results;
   if (args.json) std::cout << out.dump(2) << "\n";

@@ -14,25 +14,19 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/cli/cli.h"
-#include "mlperf_logging/rules/example_log.h"
 #include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rules/checker.h"
+#include "mlperf_logging/rules/example_log.h"
 #include "mlperf_logging/rules/rules.h"
+#include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::logging {
 namespace {
-
-std::tuple<int, int, int> version_key(const std::string& ruleset) {
-  int major = 0, minor = 0, patch = 0;
-  std::sscanf(ruleset.c_str(), "%d.%d.%d", &major, &minor, &patch);
-  return {major, minor, patch};
-}
 
 struct CheckArgs {
   std::string usage = "training";
@@ -82,7 +76,7 @@ std::vector<std::string> choose_rulesets(const CheckArgs& args) {
   std::vector<std::string> rulesets;
   std::map<std::string, std::size_t> from_path;
   std::size_t defaulted = 0;
-  const std::string newest = newest_bert_ruleset();
+  const std::string newest(mllog::newest_bert_ruleset());
   for (const auto& log : args.logs) {
     const auto inferred = ruleset_from_path(log);
     rulesets.push_back(inferred ? *inferred : newest);
@@ -121,7 +115,7 @@ std::vector<std::string> choose_rulesets(const CheckArgs& args) {
 // --print-rules and --print-example without --ruleset: the newest with BERT, said once.
 std::string single_ruleset(const CheckArgs& args) {
   if (!args.ruleset.empty()) return args.ruleset;
-  const std::string newest = newest_bert_ruleset();
+  const std::string newest(mllog::newest_bert_ruleset());
   std::fprintf(stderr, "mlbert check: ruleset %s, the newest with BERT (--ruleset overrides)\n",
                newest.c_str());
   return newest;
@@ -192,14 +186,16 @@ int run_check(const CheckArgs& args) {
     }
   }
   if (args.logs.size() > 1) {
-    std::vector<std::string> used = rulesets;
-    std::sort(used.begin(), used.end(),
-              [](const auto& a, const auto& b) { return version_key(a) < version_key(b); });
-    used.erase(std::unique(used.begin(), used.end()), used.end());
+    // The rulesets used, oldest first: the order of the ruleset list.
     std::string names;
-    for (const auto& r : used) names += (names.empty() ? "" : ", ") + r;
+    std::size_t used = 0;
+    for (const auto& r : mllog::supported_rulesets()) {
+      if (std::find(rulesets.begin(), rulesets.end(), r) == rulesets.end()) continue;
+      names += (names.empty() ? "" : ", ") + r;
+      ++used;
+    }
     std::printf("%zu of %zu logs pass (ruleset%s %s)\n", passed, args.logs.size(),
-                used.size() > 1 ? "s" : "", names.c_str());
+                used > 1 ? "s" : "", names.c_str());
   }
   return status;
 }
@@ -231,26 +227,16 @@ void register_check_cli(CLI::App& app, int& exit_code) {
   check->add_flag("-v,--verbose", args->verbose, "Say which ruleset each log is checked against");
   check->add_option("LOG", args->logs, "Result logs (result_N.txt)")->check(cli::existing_file());
   check->callback([args, &exit_code] { exit_code = run_check(*args); });
-  cli::set_example(*check, "mlbert check training_results_v4.0/Org/results/system/bert/result_*.txt");
+  cli::set_example(*check,
+                   "mlbert check training_results_v4.0/Org/results/system/bert/result_*.txt");
 }
 
 std::vector<std::string> rulesets_by_version() {
-  std::vector<std::string> all = mllog::supported_rulesets();
-  std::stable_sort(all.begin(), all.end(),
-                   [](const auto& a, const auto& b) { return version_key(a) < version_key(b); });
-  return all;
+  return mllog::supported_rulesets();
 }
 
 std::string newest_bert_ruleset() {
-  std::string newest;
-  for (const auto& ruleset : rulesets_by_version()) {
-    const auto benchmarks = mllog::rules::accepted_benchmarks(ruleset, "closed");
-    if (!mllog::rules::bert_configs(ruleset).empty() &&
-        std::find(benchmarks.begin(), benchmarks.end(), "bert") != benchmarks.end())
-      newest = ruleset;
-  }
-  if (newest.empty()) throw std::logic_error("the log toolkit knows no ruleset with BERT");
-  return newest;
+  return std::string(mllog::newest_bert_ruleset());
 }
 
 }  // namespace mlbert::logging

@@ -12,9 +12,9 @@ namespace mlbert::logging {
 // `exit_code` receives the status the chosen subcommand wants `main` to return.
 void register_cli(CLI::App& app, int& exit_code);
 
-// The toolkit's rulesets (checker.h's supported_rulesets()) oldest first, and the newest of them
-// whose closed division has BERT: what `mlbert check` uses when neither --ruleset nor a round in
-// the path names one.
+// For `mlbert --version`: the rulesets with BERT rules (checker.h's supported_rulesets()) oldest
+// first, and the newest ruleset with BERT (rulesets.h), which `mlbert check` uses when neither
+// --ruleset nor a round in the path names one.
 std::vector<std::string> rulesets_by_version();
 std::string newest_bert_ruleset();
 

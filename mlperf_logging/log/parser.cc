@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "mlperf_logging/log/python_float.h"
 #include "mlperf_logging/log/python_json.h"
 
 namespace mlbert::mllog {

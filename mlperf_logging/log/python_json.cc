@@ -3,6 +3,7 @@
 // equality. The grammar and error cases follow CPython 3.11's C scanner (Modules/_json.c) decision
 // by decision.
 #include "mlperf_logging/log/python_json.h"
+#include "mlperf_logging/log/python_float.h"
 
 #include <algorithm>
 #include <charconv>
@@ -47,6 +48,15 @@ std::size_t plain_run_end(std::string_view s, std::size_t from) {
     ++i;
   }
   return i;
+}
+
+// The character a one-letter escape (the letter after a backslash) stands for; 0 when JSON has no
+// such escape.
+char unescaped(char letter) {
+  constexpr std::string_view kLetters = "\"\\/bfnrt";
+  constexpr std::string_view kCharacters = "\"\\/\b\f\n\r\t";
+  const auto at = kLetters.find(letter);
+  return at == std::string_view::npos ? 0 : kCharacters[at];
 }
 
 // Appends Latin-1 text as UTF-8 (ASCII runs in one piece).
@@ -355,110 +365,64 @@ class Decoder {
     return v;
   }
 
-  // The characters after an opening quote, up to and including the closing one.
-  std::string string_body() {
-    std::size_t begin = pos_ - 1;
-    std::string out;
+  // The characters after an opening quote, up to and including the closing one: validated, and
+  // with kDecode appended to `*out` as UTF-8 (without, for values nobody reads, `out` is unused).
+  template <bool kDecode>
+  void scan_string(std::string* out) {
+    const std::size_t begin = pos_ - 1;
     while (true) {
-      // Copy the run of plain characters in one go.
-      std::size_t run = plain_run_end(s_, pos_);
-      append_latin1(out, s_.substr(pos_, run - pos_));
+      // The run of plain characters in one go.
+      const std::size_t run = plain_run_end(s_, pos_);
+      if constexpr (kDecode) append_latin1(*out, s_.substr(pos_, run - pos_));
       pos_ = run;
       if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
-      auto c = static_cast<unsigned char>(s_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return out;
-      }
-      if (c < 0x20) fail("Invalid control character");
-      // A backslash escape.
-      ++pos_;
-      if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
-      char e = s_[pos_];
-      if (e != 'u') {
-        char decoded = 0;
-        switch (e) {
-          case '"':
-            decoded = '"';
-            break;
-          case '\\':
-            decoded = '\\';
-            break;
-          case '/':
-            decoded = '/';
-            break;
-          case 'b':
-            decoded = '\b';
-            break;
-          case 'f':
-            decoded = '\f';
-            break;
-          case 'n':
-            decoded = '\n';
-            break;
-          case 'r':
-            decoded = '\r';
-            break;
-          case 't':
-            decoded = '\t';
-            break;
-          default:
-            fail("Invalid \\escape", pos_ - 1);
-        }
-        out.push_back(decoded);
-        ++pos_;
-        continue;
-      }
-      int cp = hex4(pos_ + 1);
-      if (cp < 0) fail("Invalid \\uXXXX escape", pos_ - 1);
-      pos_ += 5;
-      char32_t code = static_cast<char32_t>(cp);
-      if (code >= 0xD800 && code <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
-          s_[pos_ + 1] == 'u') {
-        int low = hex4(pos_ + 2);
-        if (low < 0) fail("Invalid \\uXXXX escape", pos_);
-        if (low >= 0xDC00 && low <= 0xDFFF) {
-          code = 0x10000 + ((code - 0xD800) << 10) + (static_cast<char32_t>(low) - 0xDC00);
-          pos_ += 6;
-        }
-      }
-      append_utf8(out, code);
-    }
-  }
-
-  // string_body's validation without the decoding, for values nobody reads.
-  void skip_string_body() {
-    std::size_t begin = pos_ - 1;
-    while (true) {
-      pos_ = plain_run_end(s_, pos_);
-      if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
-      auto c = static_cast<unsigned char>(s_[pos_]);
+      const auto c = static_cast<unsigned char>(s_[pos_]);
       if (c == '"') {
         ++pos_;
         return;
       }
       if (c < 0x20) fail("Invalid control character");
-      ++pos_;
-      if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
-      char e = s_[pos_];
-      if (e != 'u') {
-        if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' &&
-            e != 't')
-          fail("Invalid \\escape", pos_ - 1);
-        ++pos_;
-        continue;
-      }
-      int cp = hex4(pos_ + 1);
-      if (cp < 0) fail("Invalid \\uXXXX escape", pos_ - 1);
-      pos_ += 5;
-      if (cp >= 0xD800 && cp <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
-          s_[pos_ + 1] == 'u') {
-        int low = hex4(pos_ + 2);
-        if (low < 0) fail("Invalid \\uXXXX escape", pos_);
-        if (low >= 0xDC00 && low <= 0xDFFF) pos_ += 6;
-      }
+      scan_escape<kDecode>(out, begin);
     }
   }
+
+  // The backslash escape at pos_ of the string opened at `begin`: a letter, or \uXXXX (joined with
+  // a \uXXXX low surrogate after a high one). Kept out of scan_string's loop, which most strings
+  // leave without an escape.
+  template <bool kDecode>
+  [[gnu::noinline]] void scan_escape(std::string* out, std::size_t begin) {
+    ++pos_;
+    if (pos_ >= s_.size()) fail("Unterminated string starting", begin);
+    const char e = s_[pos_];
+    if (e != 'u') {
+      const char decoded = unescaped(e);
+      if (!decoded) fail("Invalid \\escape", pos_ - 1);
+      if constexpr (kDecode) out->push_back(decoded);
+      ++pos_;
+      return;
+    }
+    const int cp = hex4(pos_ + 1);
+    if (cp < 0) fail("Invalid \\uXXXX escape", pos_ - 1);
+    pos_ += 5;
+    char32_t code = static_cast<char32_t>(cp);
+    if (code >= 0xD800 && code <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
+        s_[pos_ + 1] == 'u') {
+      const int low = hex4(pos_ + 2);
+      if (low < 0) fail("Invalid \\uXXXX escape", pos_);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        code = 0x10000 + ((code - 0xD800) << 10) + (static_cast<char32_t>(low) - 0xDC00);
+        pos_ += 6;
+      }
+    }
+    if constexpr (kDecode) append_utf8(*out, code);
+  }
+
+  std::string string_body() {
+    std::string out;
+    scan_string<true>(&out);
+    return out;
+  }
+  void skip_string_body() { scan_string<false>(nullptr); }
 
   void enter(int depth) {
     if (depth > max_depth) {
@@ -624,89 +588,6 @@ nlohmann::json loads(std::string_view text, bool* int_overflows) {
 
 std::string canonical(std::string_view text) {
   return Decoder<CanonicalBuilder>(text, nullptr).document();
-}
-
-bool is_python_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
-}
-
-std::optional<double> float_from_string(std::string_view utf8) {
-  // Python maps every Unicode space to ' ' and strips; only ASCII remains acceptable after that
-  // (CPython also maps Unicode decimal digits to ASCII; logs never write time_ms that way).
-  std::string ascii;
-  for (std::size_t i = 0; i < utf8.size();) {
-    char32_t c = decode_utf8_lenient(utf8, i);
-    if (is_python_space(c)) {
-      ascii.push_back(' ');
-    } else if (c < 0x80) {
-      ascii.push_back(static_cast<char>(c));
-    } else {
-      return std::nullopt;
-    }
-  }
-  auto first = ascii.find_first_not_of(" \t\n\r\v\f");
-  if (first == std::string::npos) return std::nullopt;
-  auto last = ascii.find_last_not_of(" \t\n\r\v\f");
-  std::string_view s(ascii.data() + first, last - first + 1);
-
-  std::string_view body = s;
-  bool negative = false;
-  if (!body.empty() && (body.front() == '+' || body.front() == '-')) {
-    negative = body.front() == '-';
-    body.remove_prefix(1);
-  }
-  std::string lower;
-  for (char c : body) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
-  if (lower == "inf" || lower == "infinity") return negative ? -HUGE_VAL : HUGE_VAL;
-  if (lower == "nan") return std::numeric_limits<double>::quiet_NaN();
-
-  // digitpart ('.' digitpart?)? | '.' digitpart, then an optional exponent; '_' only between
-  // digits.
-  std::string cleaned;
-  std::size_t i = 0;
-  auto digitpart = [&](bool required) {
-    std::size_t count = 0;
-    while (i < body.size()) {
-      if (is_digit(static_cast<unsigned char>(body[i]))) {
-        cleaned.push_back(body[i++]);
-        ++count;
-      } else if (body[i] == '_' && count > 0 && i + 1 < body.size() &&
-                 is_digit(static_cast<unsigned char>(body[i + 1]))) {
-        ++i;
-      } else {
-        break;
-      }
-    }
-    return count > 0 || !required;
-  };
-  bool int_digits = digitpart(false);
-  bool frac_digits = false;
-  if (i < body.size() && body[i] == '.') {
-    cleaned.push_back('.');
-    ++i;
-    std::size_t before = cleaned.size();
-    digitpart(false);
-    frac_digits = cleaned.size() > before;
-  }
-  if (cleaned.empty() || cleaned == "." || (!int_digits && !frac_digits)) return std::nullopt;
-  if (i < body.size() && (body[i] == 'e' || body[i] == 'E')) {
-    cleaned.push_back('e');
-    ++i;
-    if (i < body.size() && (body[i] == '+' || body[i] == '-')) cleaned.push_back(body[i++]);
-    if (!digitpart(true)) return std::nullopt;
-  }
-  if (i != body.size()) return std::nullopt;
-  double value = std::strtod(cleaned.c_str(), nullptr);
-  return negative ? -value : value;
-}
-
-std::optional<double> float_from_int_literal(std::string_view literal) {
-  std::string copy(literal);
-  double value = std::strtod(copy.c_str(), nullptr);  // correctly rounded, like int.__float__
-  if (std::isinf(value)) return std::nullopt;
-  return value;
 }
 
 }  // namespace mlbert::mllog::pyjson

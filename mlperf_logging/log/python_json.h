@@ -1,7 +1,8 @@
 // Python's `json.loads` dialect, as the official checker applies it to Latin-1 decoded log lines:
 // NaN/Infinity literals, integers of any size up to 4,300 digits, lone surrogate escapes, any byte
 // >= 0x20 inside strings, duplicate keys (the last wins) and a nesting limit like CPython's.
-// Also Python's `float(str)` and a canonical form in which Python `==` becomes string equality.
+// Also a canonical form in which Python `==` becomes string equality. Python's `float()` of what
+// the decoder returns is python_float.h.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -58,16 +59,5 @@ nlohmann::json loads(std::string_view text, bool* int_overflows = nullptr);
 // values are equal (1 == 1.0 == true, -0.0 == 0, dict order ignored, big integers exact).
 // `text` must be valid (it was decoded by loads before); throws DecodeError otherwise.
 std::string canonical(std::string_view text);
-
-// Python's float(s) for a str held as UTF-8: surrounding whitespace, underscores between digits,
-// inf/infinity/nan in any case. std::nullopt where Python raises ValueError.
-std::optional<double> float_from_string(std::string_view utf8);
-
-// Python's float(int) for a decimal integer literal ("-123..."): std::nullopt where Python raises
-// OverflowError (the value rounds past the largest double).
-std::optional<double> float_from_int_literal(std::string_view literal);
-
-// Python's str.isspace() for one code point.
-bool is_python_space(char32_t c);
 
 }  // namespace mlbert::mllog::pyjson

@@ -10,15 +10,14 @@
 #include <regex>
 #include <system_error>
 
+#include "common/utf8.h"
+#include "mlperf_logging/rules/checker.h"
+#include "mlperf_logging/rules/rulesets.h"
+
 namespace mlbert::logging {
 namespace {
 
 constexpr std::string_view kMllogToken = ":::MLLOG ";
-
-// Characters Python's str.strip() removes from a latin-1 decoded line.
-bool is_python_space(unsigned char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
-}
 
 // Run number of "result_<n>.txt", for sorting result_10 after result_9.
 long run_number(const std::filesystem::path& file) {
@@ -56,10 +55,37 @@ std::vector<std::filesystem::path> find_result_files(const std::filesystem::path
   return files;
 }
 
+std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    out.push_back(entry.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::filesystem::path> sorted_subdirectories(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_directory(ec)) out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void require_ruleset_format(std::string_view ruleset) {
   static const std::regex kPattern(R"(\d+\.\d+\.\d+)");
   if (!std::regex_match(ruleset.begin(), ruleset.end(), kPattern)) {
     throw AuditError("ruleset '" + std::string(ruleset) + "' is not of the form M.m.p, e.g. 4.1.0");
+  }
+}
+
+void require_ruleset_with_bert_rules(std::string_view ruleset) {
+  require_ruleset_format(ruleset);
+  if (!mllog::is_supported_ruleset(ruleset)) {
+    throw AuditError("ruleset " + std::string(ruleset) + " has no BERT compliance rules (known: " +
+                     mllog::ruleset_names(&mllog::TrainingRuleset::bert_rules) + ")");
   }
 }
 

@@ -33,8 +33,14 @@ bool is_result_file_name(std::string_view file_name);
 // `dir` does not exist or is not a directory.
 std::vector<std::filesystem::path> find_result_files(const std::filesystem::path& dir);
 
+// What `dir` holds (or only its subfolders), sorted by name; nothing when it cannot be listed.
+std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir);
+std::vector<std::filesystem::path> sorted_subdirectories(const std::filesystem::path& dir);
+
 // Throws AuditError unless `ruleset` looks like "M.m.p" (digits).
 void require_ruleset_format(std::string_view ruleset);
+// Throws AuditError unless `ruleset` looks like "M.m.p" and has BERT compliance rules (checker.h).
+void require_ruleset_with_bert_rules(std::string_view ruleset);
 
 // The ruleset of a published results tree, from a path component "v3.0" or
 // "training_results_v3.0" -> "3.0.0". Empty when no component says.

@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <exception>
 
-#include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/log/mllog.h"
-#include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/log/python_json.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::logging {
@@ -158,14 +158,55 @@ std::optional<double> olympic_average(std::vector<double> minutes, int already_d
   return sum * 1.0 / static_cast<double>(kept.size());
 }
 
-SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& options) {
-  require_ruleset_format(options.ruleset);
-  if (!mllog::is_supported_ruleset(options.ruleset)) {
-    std::string known;
-    for (const auto& r : mllog::supported_rulesets()) known += (known.empty() ? "" : ", ") + r;
-    throw AuditError("ruleset " + options.ruleset +
-                     " has no BERT compliance rules (known: " + known + ")");
+namespace {
+
+// Scores each file into `result.runs`; returns the counted runs' minutes.
+std::vector<double> score_runs(const std::vector<std::filesystem::path>& files,
+                               const std::string& ruleset, SystemScore& result) {
+  std::vector<double> minutes;
+  for (const auto& file : files) {
+    RunScore run;
+    run.file = file;
+    try {
+      score_run(run, ruleset);
+    } catch (const std::exception& e) {  // unreadable file: the run cannot count
+      run.reason = std::string("cannot read: ") + e.what();
+    }
+    if (run.counted) {
+      minutes.push_back(*run.minutes);
+      if (run.run_stop_status && *run.run_stop_status != "success") {
+        result.notes.push_back(file.filename().string() +
+                               " counts although its run_stop status is '" + *run.run_stop_status +
+                               "': the log is compliant, which is all the "
+                               "summarizer asks");
+      }
+    } else {
+      ++result.dropped;
+    }
+    result.runs.push_back(std::move(run));
   }
+  return minutes;
+}
+
+// The factor of the results folder's scaling.json, when it has one (noted in `result`).
+void read_scaling_factor(SystemScore& result) {
+  const auto scaling_file = result.dir / "scaling.json";
+  if (!std::filesystem::is_regular_file(scaling_file)) return;
+  const nlohmann::json scaling = read_json_file(scaling_file);
+  const auto factor = scaling.is_object() ? scaling.find("scaling_factor") : scaling.end();
+  if (!scaling.is_object() || factor == scaling.end() || !factor->is_number()) {
+    throw AuditError(scaling_file.string() + ": field scaling_factor is missing or not a number");
+  }
+  result.scaling_factor = factor->get<double>();
+  result.notes.push_back("applying scaling factor " +
+                         mllog::python_float_repr(result.scaling_factor) + " from " +
+                         scaling_file.string());
+}
+
+}  // namespace
+
+SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& options) {
+  require_ruleset_with_bert_rules(options.ruleset);
   SystemScore result;
   result.ruleset = options.ruleset;
   result.dir = dir;
@@ -184,29 +225,7 @@ SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& o
                            std::to_string(kBertResultFileCount) +
                            " (the summarizer scores whatever is there)");
   }
-
-  std::vector<double> minutes;
-  for (const auto& file : files) {
-    RunScore run;
-    run.file = file;
-    try {
-      score_run(run, options.ruleset);
-    } catch (const std::exception& e) {  // unreadable file: the run cannot count
-      run.reason = std::string("cannot read: ") + e.what();
-    }
-    if (run.counted) {
-      minutes.push_back(*run.minutes);
-      if (run.run_stop_status && *run.run_stop_status != "success") {
-        result.notes.push_back(file.filename().string() +
-                               " counts although its run_stop status is '" + *run.run_stop_status +
-                               "': the log is compliant, which is all the "
-                               "summarizer asks");
-      }
-    } else {
-      ++result.dropped;
-    }
-    result.runs.push_back(std::move(run));
-  }
+  const std::vector<double> minutes = score_runs(files, options.ruleset, result);
 
   constexpr int kMaxDropped = kBertMaxDroppedRuns;
   if (result.dropped > kMaxDropped) {
@@ -216,22 +235,7 @@ SystemScore score_system(const std::filesystem::path& dir, const ScoreOptions& o
   } else if (result.dropped >= 1) {
     result.notes.push_back("dropping the failed run and the fastest run (olympic scoring)");
   }
-
-  if (options.apply_scaling) {
-    const auto scaling_file = result.dir / "scaling.json";
-    if (std::filesystem::is_regular_file(scaling_file)) {
-      const nlohmann::json scaling = read_json_file(scaling_file);
-      const auto factor = scaling.is_object() ? scaling.find("scaling_factor") : scaling.end();
-      if (!scaling.is_object() || factor == scaling.end() || !factor->is_number()) {
-        throw AuditError(scaling_file.string() +
-                         ": field scaling_factor is missing or not a number");
-      }
-      result.scaling_factor = factor->get<double>();
-      result.notes.push_back("applying scaling factor " +
-                             mllog::python_float_repr(result.scaling_factor) + " from " +
-                             scaling_file.string());
-    }
-  }
+  if (options.apply_scaling) read_scaling_factor(result);
   if (result.dropped <= kMaxDropped) {
     if (auto average = olympic_average(minutes, result.dropped, kMaxDropped)) {
       result.score = *average * result.scaling_factor;

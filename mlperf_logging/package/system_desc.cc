@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <fstream>
 #include <system_error>
 
@@ -88,12 +87,6 @@ std::string json_type_name(const nlohmann::json& value) {
   return value.type_name();
 }
 
-int ruleset_major(std::string_view ruleset) {
-  int major = 0;
-  std::from_chars(ruleset.data(), ruleset.data() + ruleset.size(), major);
-  return major;
-}
-
 }  // namespace
 
 std::size_t SystemDescResult::error_count() const {
@@ -117,6 +110,102 @@ bool is_known_training_ruleset(std::string_view ruleset) {
   return mllog::find_training_ruleset(ruleset) != nullptr;
 }
 
+namespace {
+
+// Records findings into a result; warnings become errors with --werror.
+class DescFindings {
+ public:
+  DescFindings(SystemDescResult& result, bool werror)
+      : result_(result),
+        warning_level_(werror ? SystemDescFinding::Level::error
+                              : SystemDescFinding::Level::warning) {}
+  void error(std::string field, std::string text) {
+    result_.findings.push_back(
+        {SystemDescFinding::Level::error, std::move(field), std::move(text)});
+  }
+  void warn(std::string field, std::string text) {
+    result_.findings.push_back({warning_level_, std::move(field), std::move(text)});
+  }
+
+ private:
+  SystemDescResult& result_;
+  SystemDescFinding::Level warning_level_;
+};
+
+std::optional<std::string> text_of(const nlohmann::json& description, std::string_view field) {
+  const auto it = description.find(std::string(field));
+  if (it == description.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+// From 4.0.0 on (the ruleset list's availability_status), status names an availability category.
+void check_status(const nlohmann::json& description, std::string_view ruleset,
+                  DescFindings& findings) {
+  if (!mllog::training_ruleset(ruleset).availability_status || !description.contains("status"))
+    return;
+  const nlohmann::json& status = description["status"];
+  const bool allowed =
+      status.is_string() && std::find(kAvailabilityStatuses.begin(), kAvailabilityStatuses.end(),
+                                      status.get<std::string>()) != kAvailabilityStatuses.end();
+  if (allowed) return;
+  std::string options;
+  for (auto s : kAvailabilityStatuses)
+    options += (options.empty() ? "\"" : ", \"") + std::string(s) + "\"";
+  findings.error("status", "value " + status.dump() +
+                               " is not allowed from ruleset 4.0.0 on; use one of " + options);
+}
+
+// What the official verdict ignores but the result summarizer trips over.
+void check_summarizer_fields(const nlohmann::json& description, DescFindings& findings) {
+  for (const auto& [field, value] : description.items()) {
+    const bool required =
+        std::find(kRequiredFields.begin(), kRequiredFields.end(), field) != kRequiredFields.end();
+    if (!required) continue;
+    if (field == "other_software_stack") {
+      if (!value.is_object() && !value.is_string()) {
+        findings.warn(field, "should be an object (component -> version) or a string, not a " +
+                                 json_type_name(value));
+      }
+    } else if (!value.is_string() && std::find(kJoinedFields.begin(), kJoinedFields.end(), field) !=
+                                         kJoinedFields.end()) {
+      findings.error(field, "must be a string, not a " + json_type_name(value) + " (" +
+                                value.dump() +
+                                "): the official checker cannot process the file otherwise");
+    } else if (!value.is_string()) {
+      findings.warn(field, "should be a string, not a " + json_type_name(value) + " (" +
+                               value.dump() +
+                               "): the result summarizer treats every field as text");
+    }
+  }
+  for (std::string_view field : kIntegerFields) {
+    const auto text = text_of(description, field);
+    if (text && !parses_as_integer(*text)) {
+      findings.warn(std::string(field), "value \"" + *text +
+                                            "\" is not an integer: the result summarizer "
+                                            "multiplies it as one");
+    }
+  }
+}
+
+// Values a later step would misread: a division the package check does not know, empty names.
+void check_misreadable_values(const SystemDescResult& result, const nlohmann::json& description,
+                              DescFindings& findings) {
+  if (result.division && *result.division != "closed" && *result.division != "open") {
+    findings.warn("division",
+                  "value \"" + *result.division +
+                      "\" is neither \"closed\" nor \"open\": the "
+                      "package check would skip the closed-division seed and RCP checks");
+  }
+  if (const auto name = text_of(description, "system_name"); name && name->empty()) {
+    findings.warn("system_name", "is empty");
+  }
+  if (const auto submitter = text_of(description, "submitter"); submitter && submitter->empty()) {
+    findings.warn("submitter", "is empty");
+  }
+}
+
+}  // namespace
+
 SystemDescResult check_system_desc(const nlohmann::json& description, std::string_view ruleset,
                                    const std::filesystem::path& file, bool werror) {
   require_ruleset_format(ruleset);
@@ -127,86 +216,23 @@ SystemDescResult check_system_desc(const nlohmann::json& description, std::strin
   }
   SystemDescResult result;
   result.file = file;
-  const auto warning_level =
-      werror ? SystemDescFinding::Level::error : SystemDescFinding::Level::warning;
-  auto error = [&](std::string field, std::string text) {
-    result.findings.push_back({SystemDescFinding::Level::error, std::move(field), std::move(text)});
-  };
-  auto warn = [&](std::string field, std::string text) {
-    result.findings.push_back({warning_level, std::move(field), std::move(text)});
-  };
-
+  DescFindings findings(result, werror);
   if (!description.is_object()) {
-    error("", "a system description is a JSON object, this file holds a JSON " +
-                  json_type_name(description));
+    findings.error("", "a system description is a JSON object, this file holds a JSON " +
+                           json_type_name(description));
     return result;
   }
   for (std::string_view field : kRequiredFields) {
-    if (!description.contains(std::string(field))) error(std::string(field), "missing field");
+    if (!description.contains(std::string(field)))
+      findings.error(std::string(field), "missing field");
   }
-  auto text_of = [&](std::string_view field) -> std::optional<std::string> {
-    const auto it = description.find(std::string(field));
-    if (it == description.end() || !it->is_string()) return std::nullopt;
-    return it->get<std::string>();
-  };
-  result.system_name = text_of("system_name").value_or("");
-  result.division = text_of("division");
+  result.system_name = text_of(description, "system_name").value_or("");
+  result.division = text_of(description, "division");
   result.has_division = description.contains("division");
-  result.status = text_of("status");
-
-  // From 4.0.0 on (the official test reads "major >= 4"), status names an availability category.
-  if (ruleset_major(ruleset) >= 4 && description.contains("status")) {
-    const nlohmann::json& status = description["status"];
-    const bool allowed =
-        status.is_string() && std::find(kAvailabilityStatuses.begin(), kAvailabilityStatuses.end(),
-                                        status.get<std::string>()) != kAvailabilityStatuses.end();
-    if (!allowed) {
-      std::string options;
-      for (auto s : kAvailabilityStatuses)
-        options += (options.empty() ? "\"" : ", \"") + std::string(s) + "\"";
-      error("status", "value " + status.dump() +
-                          " is not allowed from ruleset 4.0.0 on; use one of " + options);
-    }
-  }
-
-  // What the official verdict ignores but the result summarizer trips over.
-  for (const auto& [field, value] : description.items()) {
-    const bool required =
-        std::find(kRequiredFields.begin(), kRequiredFields.end(), field) != kRequiredFields.end();
-    if (!required) continue;
-    if (field == "other_software_stack") {
-      if (!value.is_object() && !value.is_string()) {
-        warn(field, "should be an object (component -> version) or a string, not a " +
-                        json_type_name(value));
-      }
-    } else if (!value.is_string() && std::find(kJoinedFields.begin(), kJoinedFields.end(), field) !=
-                                         kJoinedFields.end()) {
-      error(field, "must be a string, not a " + json_type_name(value) + " (" + value.dump() +
-                       "): the official checker cannot process the file otherwise");
-    } else if (!value.is_string()) {
-      warn(field, "should be a string, not a " + json_type_name(value) + " (" + value.dump() +
-                      "): the result summarizer treats every field as text");
-    }
-  }
-  for (std::string_view field : kIntegerFields) {
-    const auto text = text_of(field);
-    if (text && !parses_as_integer(*text)) {
-      warn(std::string(field), "value \"" + *text +
-                                   "\" is not an integer: the result summarizer "
-                                   "multiplies it as one");
-    }
-  }
-  if (result.division && *result.division != "closed" && *result.division != "open") {
-    warn("division", "value \"" + *result.division +
-                         "\" is neither \"closed\" nor \"open\": the "
-                         "package check would skip the closed-division seed and RCP checks");
-  }
-  if (const auto name = text_of("system_name"); name && name->empty()) {
-    warn("system_name", "is empty");
-  }
-  if (const auto submitter = text_of("submitter"); submitter && submitter->empty()) {
-    warn("submitter", "is empty");
-  }
+  result.status = text_of(description, "status");
+  check_status(description, ruleset, findings);
+  check_summarizer_fields(description, findings);
+  check_misreadable_values(result, description, findings);
   result.valid = result.error_count() == 0;
   return result;
 }

@@ -12,8 +12,8 @@
 
 #include "common/atomic_file.h"
 #include "mlperf_logging/log/mllog.h"
-#include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/log/python_json.h"
+#include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/rcp/stats.h"
 #include "mlperf_logging/rcp/table.h"
 
@@ -25,18 +25,14 @@ constexpr int kReferenceDrop = 1;             // olympic mean drops one run each
 constexpr double kSubmissionOlympicRuns = kBertResultFileCount - 2 * kReferenceDrop;
 constexpr double kInterpolationReferenceRuns = 2 * kBertResultFileCount;
 
+}  // namespace
+
 std::string batch_size_text(double bs) {
   // Batch sizes are integers in every real log; print them without a ".0".
   if (std::floor(bs) == bs && std::fabs(bs) < 1e15)
     return std::to_string(static_cast<long long>(bs));
   return mllog::python_float_repr(bs);
 }
-
-std::string where(const std::filesystem::path& file, int line) {
-  return file.string() + ":" + std::to_string(line);
-}
-
-}  // namespace
 
 std::string_view to_string(RcpVerdict verdict) {
   switch (verdict) {
@@ -166,6 +162,16 @@ RcpPoint RcpCatalog::interpolate(double batch_size, const RcpPoint& low,
   return point;
 }
 
+RcpCatalog::Match RcpCatalog::match(double batch_size, RcpPass pass) const {
+  if (auto exact = find(batch_size, pass)) return {Match::Kind::exact, exact};
+  const auto below = nearest_below(batch_size, pass);
+  const auto above = nearest_above(batch_size, pass);
+  if (below && above) return {Match::Kind::interpolated, interpolate(batch_size, *below, *above)};
+  if (below) return {Match::Kind::beyond_largest, std::nullopt};
+  if (above) return {Match::Kind::smallest, points(pass).front()};
+  return {Match::Kind::none, std::nullopt};
+}
+
 std::vector<RcpReference> read_rcp_json(const std::filesystem::path& file) {
   const nlohmann::json root = read_json_file(file);
   if (!root.is_object())
@@ -201,17 +207,20 @@ std::vector<RcpReference> read_rcp_json(const std::filesystem::path& file) {
 
 // ---- reading submissions ------------------------------------------------------------------------
 
-RcpRun read_rcp_run(const std::filesystem::path& file, bool bert_train_samples,
-                    std::vector<std::string>& problems) {
-  RcpRun run;
-  run.file = file;
-  run.samples_to_converge = kNotConvergedSamples;
-  std::optional<double> conv_samples;  // the last eval figure seen so far
-  int conv_line = 0;
-  bool use_train_samples = bert_train_samples;
-  const std::size_t problems_before = problems.size();
+namespace {
 
-  for_each_mllog_payload(file, [&](std::string_view payload, int line) {
+// One result file's records as the RCP checker reads them: the batch size, the benchmark, the last
+// eval (or train_samples) figure, and run_stop's verdict on it.
+class RcpRunReader {
+ public:
+  RcpRunReader(const std::filesystem::path& file, bool bert_train_samples,
+               std::vector<std::string>& problems)
+      : problems_(problems), use_train_samples_(bert_train_samples) {
+    run_.file = file;
+    run_.samples_to_converge = kNotConvergedSamples;
+  }
+
+  void on_payload(std::string_view payload, int line) {
     const auto has = [&](std::string_view needle) {
       return payload.find(needle) != std::string_view::npos;
     };
@@ -222,106 +231,129 @@ RcpRun read_rcp_run(const std::filesystem::path& file, bool bert_train_samples,
     const bool wants_stop = has("run_stop");
     if (!(wants_bs || wants_benchmark || mentions_eval || mentions_train || wants_stop)) return;
 
-    nlohmann::json record;
+    line_ = line;
     try {
-      record = mllog::pyjson::loads(payload);  // json.loads, as the official checker decodes
+      record_ = mllog::pyjson::loads(payload);  // json.loads, as the official checker decodes
     } catch (const mllog::pyjson::DecodeError& e) {
-      problems.push_back(where(file, line) + ": malformed MLLOG JSON: " + e.what());
+      problem(std::string("malformed MLLOG JSON: ") + e.what());
       return;
     }
-    if (!record.is_object()) {
-      problems.push_back(where(file, line) + ": MLLOG payload is not a JSON object");
+    if (!record_.is_object()) {
+      problem("MLLOG payload is not a JSON object");
       return;
     }
-    auto field = [&](std::string_view name) -> const nlohmann::json* {
-      auto it = record.find(std::string(name));
-      if (it == record.end()) {
-        problems.push_back(where(file, line) + ": record has no '" + std::string(name) + "' field");
-        return nullptr;
-      }
-      return &*it;
-    };
-    auto metadata_field = [&](std::string_view name) -> const nlohmann::json* {
-      const nlohmann::json* metadata = field("metadata");
-      if (!metadata) return nullptr;
-      if (!metadata->is_object() || !metadata->contains(std::string(name))) {
-        const auto key = record.find("key");
-        const std::string key_text = key == record.end() ? "?"
-                                     : key->is_string()  ? key->get<std::string>()
-                                                         : key->dump();
-        problems.push_back(where(file, line) + ": key '" + key_text + "' has no metadata." +
-                           std::string(name));
-        return nullptr;
-      }
-      return &(*metadata)[std::string(name)];
-    };
-
-    if (wants_bs) {
-      if (const nlohmann::json* value = field("value")) {
-        if (value->is_number()) {
-          run.batch_size = value->get<double>();
-        } else {
-          problems.push_back(where(file, line) + ": global_batch_size value " + value->dump() +
-                             " is not a number");
-        }
-      }
-    }
-    if (wants_benchmark) {
-      if (const nlohmann::json* value = field("value")) {
-        run.benchmark = value->is_string() ? value->get<std::string>() : value->dump();
-        if (*run.benchmark != kBertBenchmark) use_train_samples = false;
-      }
-    }
+    if (wants_bs) read_batch_size();
+    if (wants_benchmark) read_benchmark();
     // Decided after the benchmark line, which may switch train_samples off for non-BERT logs.
-    const bool wants_eval = !use_train_samples && mentions_eval;
-    const bool wants_train = use_train_samples && mentions_train;
-    if (wants_eval) {
-      if (const nlohmann::json* epoch = metadata_field("epoch_num")) {
-        if (epoch->is_number()) {
-          conv_samples = round_to_3_decimals(epoch->get<double>());
-          conv_line = line;
-        } else {
-          problems.push_back(where(file, line) + ": metadata.epoch_num " + epoch->dump() +
-                             " is not a number");
-        }
-      }
-    } else if (wants_train) {
-      if (const nlohmann::json* value = field("value")) {
-        if (value->is_number()) {
-          conv_samples = value->get<double>();
-          conv_line = line;
-        } else {
-          problems.push_back(where(file, line) + ": train_samples value " + value->dump() +
-                             " is not a number");
-        }
-      }
+    if (!use_train_samples_ && mentions_eval) {
+      read_samples(metadata_field("epoch_num"), "metadata.epoch_num", true);
+    } else if (use_train_samples_ && mentions_train) {
+      read_samples(field("value"), "train_samples value", false);
     }
-    if (wants_stop && record.value("key", nlohmann::json()) == "run_stop") {
-      const nlohmann::json* status = metadata_field("status");
-      if (status && *status == "success") {
-        if (!conv_samples) {
-          problems.push_back(where(file, line) + ": run_stop status success but no " +
-                             (use_train_samples ? "train_samples" : "eval_accuracy") +
-                             " record before it says how many samples were trained");
-          run.converged = false;
-          run.samples_to_converge = kNotConvergedSamples;
-        } else {
-          run.converged = true;
-          run.samples_to_converge = *conv_samples;
-          run.note = "samples from line " + std::to_string(conv_line);
-        }
-      } else {
-        run.converged = false;
-        run.samples_to_converge = kNotConvergedSamples;
-        run.note = "run_stop status " + (status ? status->dump() : std::string("missing")) +
-                   " at line " + std::to_string(line);
-      }
-    }
-  });
-  if (!run.converged && run.note.empty()) {
-    run.note = problems.size() > problems_before ? "unreadable records" : "no run_stop record";
+    if (wants_stop && record_.value("key", nlohmann::json()) == "run_stop") read_run_stop();
   }
-  return run;
+
+  RcpRun finish(std::size_t problems_before) {
+    if (!run_.converged && run_.note.empty()) {
+      run_.note = problems_.size() > problems_before ? "unreadable records" : "no run_stop record";
+    }
+    return std::move(run_);
+  }
+
+ private:
+  void problem(const std::string& text) {
+    problems_.push_back(run_.file.string() + ":" + std::to_string(line_) + ": " + text);
+  }
+
+  const nlohmann::json* field(std::string_view name) {
+    auto it = record_.find(std::string(name));
+    if (it == record_.end()) {
+      problem("record has no '" + std::string(name) + "' field");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  const nlohmann::json* metadata_field(std::string_view name) {
+    const nlohmann::json* metadata = field("metadata");
+    if (!metadata) return nullptr;
+    if (!metadata->is_object() || !metadata->contains(std::string(name))) {
+      const auto key = record_.find("key");
+      const std::string key_text = key == record_.end() ? "?"
+                                   : key->is_string()   ? key->get<std::string>()
+                                                        : key->dump();
+      problem("key '" + key_text + "' has no metadata." + std::string(name));
+      return nullptr;
+    }
+    return &(*metadata)[std::string(name)];
+  }
+
+  void read_batch_size() {
+    const nlohmann::json* value = field("value");
+    if (!value) return;
+    if (value->is_number())
+      run_.batch_size = value->get<double>();
+    else
+      problem("global_batch_size value " + value->dump() + " is not a number");
+  }
+
+  void read_benchmark() {
+    const nlohmann::json* value = field("value");
+    if (!value) return;
+    run_.benchmark = value->is_string() ? value->get<std::string>() : value->dump();
+    if (*run_.benchmark != kBertBenchmark) use_train_samples_ = false;
+  }
+
+  // A figure of samples trained: an eval's metadata.epoch_num (rounded as officially) or
+  // train_samples' value.
+  void read_samples(const nlohmann::json* value, const std::string& what, bool rounded) {
+    if (!value) return;
+    if (!value->is_number()) {
+      problem(what + " " + value->dump() + " is not a number");
+      return;
+    }
+    conv_samples_ = rounded ? round_to_3_decimals(value->get<double>()) : value->get<double>();
+    conv_line_ = line_;
+  }
+
+  void read_run_stop() {
+    const nlohmann::json* status = metadata_field("status");
+    run_.converged = false;
+    run_.samples_to_converge = kNotConvergedSamples;
+    if (!status || *status != "success") {
+      run_.note = "run_stop status " + (status ? status->dump() : std::string("missing")) +
+                  " at line " + std::to_string(line_);
+      return;
+    }
+    if (!conv_samples_) {
+      problem(std::string("run_stop status success but no ") +
+              (use_train_samples_ ? "train_samples" : "eval_accuracy") +
+              " record before it says how many samples were trained");
+      return;
+    }
+    run_.converged = true;
+    run_.samples_to_converge = *conv_samples_;
+    run_.note = "samples from line " + std::to_string(conv_line_);
+  }
+
+  RcpRun run_;
+  std::vector<std::string>& problems_;
+  bool use_train_samples_;
+  nlohmann::json record_;               // the record being read
+  int line_ = 0;                        // its line
+  std::optional<double> conv_samples_;  // the last eval figure seen so far
+  int conv_line_ = 0;
+};
+
+}  // namespace
+
+RcpRun read_rcp_run(const std::filesystem::path& file, bool bert_train_samples,
+                    std::vector<std::string>& problems) {
+  const std::size_t problems_before = problems.size();
+  RcpRunReader reader(file, bert_train_samples, problems);
+  for_each_mllog_payload(
+      file, [&](std::string_view payload, int line) { reader.on_payload(payload, line); });
+  return reader.finish(problems_before);
 }
 
 // ---- the check ----------------------------------------------------------------------------------
@@ -358,6 +390,72 @@ bool evaluate(const RcpPoint& reference, std::vector<double> samples, RcpResult&
   return false;
 }
 
+// Every run must name the same benchmark (BERT) and batch size: what is wrong goes to problems.
+void check_runs_agree(RcpResult& result) {
+  const RcpRun& first = result.runs.front();
+  for (const RcpRun& run : result.runs) {
+    if (run.benchmark && *run.benchmark != kBertBenchmark) {
+      result.problems.push_back(run.file.string() + ": submission_benchmark is '" + *run.benchmark +
+                                "'; mlbert rcp checks BERT only");
+    }
+    if (!run.batch_size) {
+      result.problems.push_back(run.file.string() + ": no global_batch_size record");
+    } else if (!std::isfinite(*run.batch_size) || *run.batch_size <= 0) {
+      result.problems.push_back(run.file.string() + ": global_batch_size " +
+                                batch_size_text(*run.batch_size) + " is not a batch size");
+    } else if (first.batch_size && std::isfinite(*first.batch_size) &&
+               *run.batch_size != *first.batch_size) {
+      result.problems.push_back(run.file.string() + ": global_batch_size " +
+                                batch_size_text(*run.batch_size) + " differs from " +
+                                batch_size_text(*first.batch_size) + " in " + first.file.string());
+    }
+  }
+}
+
+// The verdict on converged runs at batch size `bs`, against the reference the catalog matches.
+void judge(const RcpCatalog& catalog, double bs, const std::filesystem::path& dir,
+           const RcpOptions& options, RcpResult& result) {
+  std::vector<double> samples;
+  for (const RcpRun& run : result.runs) samples.push_back(run.samples_to_converge);
+  const std::string missing_message =
+      "Missing RCP, please submit RCP with BS = " + batch_size_text(bs);
+  const RcpCatalog::Match match = catalog.match(bs, options.pass);
+  bool passed = false;
+  switch (match.kind) {
+    case RcpCatalog::Match::Kind::exact:
+    case RcpCatalog::Match::Kind::interpolated:
+      result.message =
+          match.kind == RcpCatalog::Match::Kind::exact ? "RCP found" : "RCP Interpolation";
+      passed = evaluate(*match.point, samples, result, dir, options.write_scaling);
+      result.verdict = passed ? RcpVerdict::pass : RcpVerdict::fail;
+      break;
+    case RcpCatalog::Match::Kind::smallest:
+      // Smaller than every reference: judged against the smallest batch size, which (after
+      // pruning) converges fastest, so converging slower than it is acceptable.
+      passed = evaluate(*match.point, samples, result, dir, options.write_scaling);
+      result.message =
+          passed ? "RCP not found but slower convergence on smaller batch size" : missing_message;
+      result.verdict = passed ? RcpVerdict::pass : RcpVerdict::missing;
+      break;
+    case RcpCatalog::Match::Kind::beyond_largest:
+      result.message = missing_message;
+      result.verdict = RcpVerdict::missing;
+      break;
+    case RcpCatalog::Match::Kind::none:
+      result.message = "Cannot find any RCPs";
+      result.verdict = RcpVerdict::missing;
+      break;
+  }
+  if (!passed && options.bypass &&
+      (result.message == "RCP found" || result.message == "RCP Interpolation" ||
+       result.message == missing_message)) {
+    result.message += " passed using rcp_bypass";
+    result.bypassed = true;
+    passed = true;
+  }
+  result.passed = passed;
+}
+
 }  // namespace
 
 RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions& options) {
@@ -377,25 +475,7 @@ RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions
     result.runs.push_back(read_rcp_run(file, options.bert_train_samples, result.problems));
     if (!result.runs.back().converged) ++not_converged;
   }
-  // Every run must name the same benchmark (BERT) and batch size.
-  for (const RcpRun& run : result.runs) {
-    if (run.benchmark && *run.benchmark != kBertBenchmark) {
-      result.problems.push_back(run.file.string() + ": submission_benchmark is '" + *run.benchmark +
-                                "'; mlbert rcp checks BERT only");
-    }
-    if (!run.batch_size) {
-      result.problems.push_back(run.file.string() + ": no global_batch_size record");
-    } else if (!std::isfinite(*run.batch_size) || *run.batch_size <= 0) {
-      result.problems.push_back(run.file.string() + ": global_batch_size " +
-                                batch_size_text(*run.batch_size) + " is not a batch size");
-    } else if (result.runs.front().batch_size && std::isfinite(*result.runs.front().batch_size) &&
-               *run.batch_size != *result.runs.front().batch_size) {
-      result.problems.push_back(run.file.string() + ": global_batch_size " +
-                                batch_size_text(*run.batch_size) + " differs from " +
-                                batch_size_text(*result.runs.front().batch_size) + " in " +
-                                result.runs.front().file.string());
-    }
-  }
+  check_runs_agree(result);
   const bool batch_size_known =
       std::all_of(result.runs.begin(), result.runs.end(), [&](const RcpRun& run) {
         return run.batch_size && *run.batch_size == *result.runs.front().batch_size;
@@ -406,55 +486,13 @@ RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions
         batch_size_known ? "Malformed result logs" : "Could not detect global_batch_size";
     return result;
   }
-  const double bs = *result.runs.front().batch_size;
-  result.batch_size = bs;
+  result.batch_size = *result.runs.front().batch_size;
   if (not_converged > kBertMaxDroppedRuns) {
     result.verdict = RcpVerdict::fail;
     result.message = "Insufficient convergence";
     return result;
   }
-
-  std::vector<double> samples;
-  for (const RcpRun& run : result.runs) samples.push_back(run.samples_to_converge);
-  const std::string missing_message =
-      "Missing RCP, please submit RCP with BS = " + batch_size_text(bs);
-  bool passed = false;
-  if (auto exact = catalog.find(bs, options.pass)) {
-    result.message = "RCP found";
-    passed = evaluate(*exact, samples, result, dir, options.write_scaling);
-    result.verdict = passed ? RcpVerdict::pass : RcpVerdict::fail;
-  } else {
-    const auto below = catalog.nearest_below(bs, options.pass);
-    const auto above = catalog.nearest_above(bs, options.pass);
-    if (below && above) {
-      result.message = "RCP Interpolation";
-      passed = evaluate(catalog.interpolate(bs, *below, *above), samples, result, dir,
-                        options.write_scaling);
-      result.verdict = passed ? RcpVerdict::pass : RcpVerdict::fail;
-    } else if (below) {
-      result.message = missing_message;
-      result.verdict = RcpVerdict::missing;
-    } else if (above) {
-      // Smaller than every reference: judged against the smallest batch size, which (after
-      // pruning) converges fastest, so converging slower than it is acceptable.
-      passed = evaluate(catalog.points(options.pass).front(), samples, result, dir,
-                        options.write_scaling);
-      result.message =
-          passed ? "RCP not found but slower convergence on smaller batch size" : missing_message;
-      result.verdict = passed ? RcpVerdict::pass : RcpVerdict::missing;
-    } else {
-      result.message = "Cannot find any RCPs";
-      result.verdict = RcpVerdict::missing;
-    }
-  }
-  if (!passed && options.bypass &&
-      (result.message == "RCP found" || result.message == "RCP Interpolation" ||
-       result.message == missing_message)) {
-    result.message += " passed using rcp_bypass";
-    result.bypassed = true;
-    passed = true;
-  }
-  result.passed = passed;
+  judge(catalog, *result.batch_size, dir, options, result);
   return result;
 }
 

@@ -60,6 +60,16 @@ class RcpCatalog {
   // (which, as officially, assumes 2 x 10 reference runs).
   RcpPoint interpolate(double batch_size, const RcpPoint& low, const RcpPoint& high) const;
 
+  // The reference a submission at `batch_size` is judged against, as the official checker picks
+  // it: the point measured there, else the interpolation between its neighbours, else (below every
+  // point) the smallest point; none beyond the largest point or in an empty set.
+  struct Match {
+    enum class Kind { exact, interpolated, smallest, beyond_largest, none };
+    Kind kind = Kind::none;
+    std::optional<RcpPoint> point;  // for exact, interpolated and smallest
+  };
+  Match match(double batch_size, RcpPass pass) const;
+
  private:
   void compute(std::vector<RcpReference> references);
 
@@ -68,6 +78,10 @@ class RcpCatalog {
   std::vector<RcpPoint> all_;
   std::vector<RcpPoint> pruned_;
 };
+
+// A batch size as the messages print it: an integer without ".0", anything else as Python prints
+// the float.
+std::string batch_size_text(double batch_size);
 
 // Samples to converge of one result file, as the RCP checker reads it.
 struct RcpRun {

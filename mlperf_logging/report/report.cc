@@ -10,9 +10,9 @@
 #include <system_error>
 
 #include "common/atomic_file.h"
-#include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/log/parser.h"
-#include "mlperf_logging/rcp/table.h"
+#include "mlperf_logging/package/layout.h"
+#include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::logging {
 namespace {
@@ -101,10 +101,8 @@ RunTrace read_run_trace(const fs::path& file) {
 // A ruleset's compliance verdicts, or why there are none.
 std::string check_runs(SystemReport& report) {
   if (!mllog::is_supported_ruleset(report.ruleset)) {
-    std::string known;
-    for (const auto& r : mllog::supported_rulesets()) known += (known.empty() ? "" : ", ") + r;
-    return "ruleset " + report.ruleset +
-           " has no BERT compliance rules in this mlbert (known: " + known + ")";
+    return "ruleset " + report.ruleset + " has no BERT compliance rules in this mlbert (known: " +
+           mllog::ruleset_names(&mllog::TrainingRuleset::bert_rules) + ")";
   }
   mllog::CheckOptions options;
   options.ruleset = report.ruleset;  // as `mlbert check`: training usage, warnings shown
@@ -133,9 +131,8 @@ bool counts_samples(const SystemReport& report) {
 }
 
 bool has_rcps(std::string_view ruleset) {
-  for (std::string_view r : bert_rcp_rulesets())
-    if (r == ruleset) return true;
-  return false;
+  const mllog::TrainingRuleset* row = mllog::find_training_ruleset(ruleset);
+  return row && row->bert_rcps;
 }
 
 void check_rcp(SystemReport& report) {

@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "mlperf_logging/rules/checker.h"
-#include "mlperf_logging/rcp/rcp.h"
 #include "mlperf_logging/package/score.h"
 #include "mlperf_logging/package/system_desc.h"
+#include "mlperf_logging/rcp/rcp.h"
+#include "mlperf_logging/rules/checker.h"
 
 namespace mlbert::logging {
 

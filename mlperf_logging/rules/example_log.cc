@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "mlperf_logging/rules/bert_tensors.h"
 #include "mlperf_logging/log/mllog.h"
+#include "mlperf_logging/rules/bert_tensors.h"
 #include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::mllog {
@@ -43,28 +43,25 @@ class Writer {
   std::string text_;
 };
 
-bool at_least(const std::string& ruleset, const char* version) {
-  return ruleset >= version;
-}
-
 }  // namespace
 
 std::string example_bert_log(const ExampleLogOptions& o) {
   if (const std::string absence = bert_absence(o.ruleset); !absence.empty())
     throw std::invalid_argument("no compliant BERT log exists for this ruleset: " + absence);
   Writer w(o.start_ms);
-  const std::string& r = o.ruleset;
+  const TrainingRuleset& r = training_ruleset(o.ruleset);
+  const bool samples_count = r.epoch_alternative == "samples_count";
   const int global_batch_size = 448;
   const int samples_per_eval = 150000;  // floor(0.05 * (230.23 * 448 + 3e6), 25000)
 
   w.event(key::cache_clear, true);
   w.start(key::init_start, nullptr);
-  if (r <= std::string("4.1.0")) {
+  if (r.submission_org_platform) {
     w.event(key::submission_org, "mlbert");
     w.event(key::submission_platform, "1xDGX-A100");
   }
   w.event(key::submission_division, o.division);
-  if (r <= std::string("4.0.0")) w.event(key::submission_status, "onprem");
+  if (r.submission_status) w.event(key::submission_status, "onprem");
   w.event(key::submission_benchmark, "bert");
   w.event(key::seed, 12345);
   if (o.weights_initialization) {
@@ -73,7 +70,7 @@ std::string example_bert_log(const ExampleLogOptions& o) {
   }
   w.event(key::global_batch_size, global_batch_size);
   w.event(key::opt_base_learning_rate, 0.000425);
-  w.event(at_least(r, "2.1.0") ? key::opt_lamb_epsilon : key::opt_epsilon, 1e-06);
+  w.event(r.lamb_epsilon_key, 1e-06);
   w.event(key::opt_learning_rate_training_steps, 6700);
   w.event(key::opt_learning_rate_warmup_steps, 0);
   w.event(key::num_warmup_steps, 0);
@@ -96,21 +93,21 @@ std::string example_bert_log(const ExampleLogOptions& o) {
     const int first = e * samples_per_eval;
     const int last = (e + 1) * samples_per_eval;
     Json block = {{"first_epoch_num", first}, {"epoch_count", samples_per_eval}};
-    if (at_least(r, "4.0.0")) block["samples_count"] = first;
+    if (samples_count) block["samples_count"] = first;
     w.start(key::block_start, nullptr, block);
     for (int n = 0; n < o.noise_lines_per_eval; ++n)
       w.chatter("step " + std::to_string(n) + " : loss 2.1537, lr 0.000425, samples " +
                 std::to_string(first + n * global_batch_size));
     w.advance(60000);
     Json at_eval = {{"epoch_num", last}};
-    if (at_least(r, "4.0.0")) at_eval["samples_count"] = last;
+    if (samples_count) at_eval["samples_count"] = last;
     w.start(key::eval_start, nullptr, at_eval);
     w.advance(3000);
     double accuracy = e == evals - 1 ? accuracies[3] : accuracies[e % 3];
     w.event(key::eval_accuracy, accuracy, at_eval);
     w.end(key::eval_stop, nullptr, at_eval);
     Json stop = {{"first_epoch_num", first}};
-    if (at_least(r, "4.0.0")) stop["samples_count"] = last;
+    if (samples_count) stop["samples_count"] = last;
     w.end(key::block_stop, nullptr, stop);
   }
   w.end(key::run_stop, nullptr, {{"status", "success"}});

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "mlperf_logging/rules/bert_tensors.h"
+#include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::test {
 namespace {
@@ -49,10 +50,6 @@ class LogWriter {
   std::ostringstream out_;
 };
 
-bool ruleset_before(const std::string& ruleset, const std::string& version) {
-  return ruleset < version;
-}
-
 }  // namespace
 
 std::string synthetic_bert_log(const SyntheticRun& run) {
@@ -76,11 +73,7 @@ std::string synthetic_bert_log(const SyntheticRun& run) {
     log.point("weights_initialization", nullptr, Json{{"tensor", tensor}});
   }
   log.point("opt_base_learning_rate", 0.0035);
-  if (ruleset_before(run.ruleset, "2.1.0")) {
-    log.point("opt_epsilon", 1e-06);
-  } else {
-    log.point("opt_lamb_epsilon", 1e-06);
-  }
+  log.point(std::string(mllog::training_ruleset(run.ruleset).lamb_epsilon_key), 1e-06);
   log.point("opt_lamb_beta_1", 0.62);
   log.point("opt_lamb_beta_2", 0.9);
   log.point("opt_lamb_weight_decay_rate", 0.01);
@@ -168,7 +161,8 @@ std::string synthetic_system_json(const std::string& system, const std::string& 
   nlohmann::ordered_json desc;
   desc["submitter"] = "mlbert";
   desc["division"] = division;
-  desc["status"] = ruleset >= "4.0.0" ? "Available on-premise" : "onprem";
+  desc["status"] =
+      mllog::training_ruleset(ruleset).availability_status ? "Available on-premise" : "onprem";
   desc["system_name"] = system;
   desc["number_of_nodes"] = "1";
   desc["host_processors_per_node"] = "2";

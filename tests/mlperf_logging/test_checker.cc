@@ -432,6 +432,33 @@ TEST_CASE("the checker knows the rows of the ruleset list that have BERT rules, 
   CHECK(mllog::newest_bert_ruleset() == "5.0.0");
 }
 
+TEST_CASE("the ruleset list says what a BERT log of each ruleset holds, as the official YAML") {
+  std::string org_platform, status, weights, epsilon, lamb_epsilon, alternative, availability;
+  for (const auto& row : mllog::training_rulesets()) {
+    if (!row.bert_rules) continue;
+    const std::string name(row.name);
+    if (row.submission_org_platform) org_platform += name + " ";
+    if (row.submission_status) status += name + " ";
+    if (row.weights_initialization) weights += name + " ";
+    if (row.lamb_epsilon_key == "opt_epsilon") epsilon += name + " ";
+    if (row.lamb_epsilon_key == "opt_lamb_epsilon") lamb_epsilon += name + " ";
+    alternative += name + "=" + std::string(row.epoch_alternative) + " ";
+    if (row.availability_status) availability += name + " ";
+  }
+  CHECK(org_platform == "0.7.0 1.0.0 1.1.0 2.0.0 2.1.0 3.0.0 3.1.0 4.0.0 4.1.0 5.1.0 ");
+  CHECK(status == "0.7.0 1.0.0 1.1.0 2.0.0 2.1.0 3.0.0 3.1.0 4.0.0 ");
+  CHECK(weights == "1.1.0 2.0.0 2.1.0 ");
+  CHECK(epsilon == "0.7.0 1.0.0 1.1.0 2.0.0 ");
+  CHECK(lamb_epsilon == "2.1.0 3.0.0 3.1.0 4.0.0 4.1.0 5.0.0 5.1.0 ");
+  CHECK(alternative ==
+        "0.7.0= 1.0.0= 1.1.0= 2.0.0= 2.1.0= 3.0.0= 3.1.0=step_num 4.0.0=samples_count "
+        "4.1.0=samples_count 5.0.0=samples_count 5.1.0=samples_count ");
+  CHECK(availability == "4.0.0 4.1.0 5.0.0 5.1.0 ");
+  CHECK(&mllog::training_ruleset("4.1.0") == mllog::find_training_ruleset("4.1.0"));
+  CHECK_THROWS_WITH(mllog::training_ruleset("9.9.9"),
+                    Catch::Contains("'9.9.9' is not a training ruleset (known: 0.6.0, "));
+}
+
 TEST_CASE("0.7.0: a 20-minute init window for both divisions, 1.0.0 and 1.1.0 30 minutes") {
   auto init_minutes = [](const std::string& log, int minutes) {
     return edit_key(log, "init_stop", [minutes](const std::string& l) {

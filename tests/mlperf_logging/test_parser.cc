@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mlperf_logging/log/parser.h"
+#include "mlperf_logging/log/python_float.h"
 #include "mlperf_logging/log/python_json.h"
 
 namespace mllog = mlbert::mllog;
