@@ -74,7 +74,7 @@ if ! tar -C "$rootfs" --numeric-owner -c . | podman import \
       --change 'CMD ["/bin/bash"]' \
       --change "LABEL org.opencontainers.image.title=\"Debian $suite minbase (debootstrap)\"" \
       --change "LABEL org.opencontainers.image.source=\"$mirror\"" \
-      - "$name" > /dev/null; then
+      --quiet - "$name" > /dev/null; then
   echo "base_image.sh: podman import of $rootfs as $name failed" >&2
   exit 1
 fi
