@@ -26,6 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The commit the build will record, taken before it starts (a commit made meanwhile would differ).
+expected_revision=$(git -C "$repo" rev-parse HEAD 2> /dev/null || echo unknown)
 step "base image"
 "$repo/scripts/container/base_image.sh" > /dev/null
 step "podman build $tag"
@@ -33,7 +35,6 @@ step "podman build $tag"
   || { tail -n 40 "$work/build.log"; fail "the CPU image did not build (last lines above)"; }
 step "$(grep -o 'built .* in [0-9]* s' "$work/build.log")"
 
-expected_revision=$(git -C "$repo" rev-parse HEAD 2> /dev/null || echo unknown)
 label() { podman image inspect --format "{{index .Labels \"org.opencontainers.image.$1\"}}" "$tag"; }
 revision=$(label revision)
 [[ $revision == "$expected_revision"* ]] \
