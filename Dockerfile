@@ -31,7 +31,7 @@ FROM ${BASE_BUILD} AS build
 ARG MLBERT_CUDA=ON
 ARG CUDA_ARCHITECTURES=80;90
 ARG REVISION=unknown
-ENV DEBIAN_FRONTEND=noninteractive
+ARG DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
 COPY scripts/deps.sh scripts/deps.sh
 RUN scripts/deps.sh install-build && rm -rf /var/lib/apt/lists/*
@@ -57,7 +57,7 @@ LABEL org.opencontainers.image.title="mlbert" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.source="${SOURCE}"
-ENV DEBIAN_FRONTEND=noninteractive
+ARG DEBIAN_FRONTEND=noninteractive
 COPY --from=build /opt/mlbert /opt/mlbert
 # Packages the base already has are kept at its versions (the CUDA runtime image's libraries
 # above all); the others are installed at the versions the binaries were built against.
