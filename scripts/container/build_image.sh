@@ -49,7 +49,6 @@ fi
 
 # The same words `mlbert --version` uses for a checkout (cmake/BuildInfo.cmake), as the image's
 # sources carry no .git.
-revision=unknown
 if revision=$(git -C "$repo" rev-parse HEAD 2> /dev/null); then
   [[ -z $(git -C "$repo" status --porcelain --untracked-files=no) ]] || revision+=" with uncommitted changes"
 else
