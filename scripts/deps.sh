@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one list of Debian packages mlbert needs. Sourced by the Makefile, .ci/run and the Dockerfile.
 # `scripts/deps.sh install` installs the missing ones (as root) or prints the apt-get line;
-# `install-build` only the build set.
+# `install-build` only the build set; `install-infra` the infrastructure tests' set.
 # Build: what compiling and running mlbert needs (also what the Dockerfile installs).
 MLBERT_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -12,6 +12,10 @@ MLBERT_BUILD_PACKAGES=(
 # headless Chromium for the `mlbert report` page tests: ~115 MB download).
 MLBERT_TEST_PACKAGES=(clang libclang-rt-14-dev python3 python3-venv chromium)
 MLBERT_DEBIAN_PACKAGES=("${MLBERT_BUILD_PACKAGES[@]}" "${MLBERT_TEST_PACKAGES[@]}")
+# Infrastructure (tests/infra, installed by .ci/run, not by `make test`): a one-node Slurm with
+# munge (PMIx comes with slurmd's plugins and Open MPI), podman with runc, debootstrap for the
+# local base image, shellcheck for the scripts.
+MLBERT_INFRA_PACKAGES=(slurmctld slurmd slurm-client munge podman runc debootstrap shellcheck)
 
 mlbert_missing_packages() {
   local p missing=()
@@ -25,8 +29,12 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
   case "${1:-list}" in
     list) echo "${MLBERT_DEBIAN_PACKAGES[@]}" ;;
-    install|install-build)
-      if [[ $1 == install-build ]]; then wanted=("${MLBERT_BUILD_PACKAGES[@]}"); else wanted=("${MLBERT_DEBIAN_PACKAGES[@]}"); fi
+    install|install-build|install-infra)
+      case $1 in
+        install) wanted=("${MLBERT_DEBIAN_PACKAGES[@]}") ;;
+        install-build) wanted=("${MLBERT_BUILD_PACKAGES[@]}") ;;
+        install-infra) wanted=("${MLBERT_INFRA_PACKAGES[@]}") ;;
+      esac
       missing=$(mlbert_missing_packages "${wanted[@]}")
       if [[ -z "$missing" ]]; then exit 0; fi
       if [[ $(id -u) -eq 0 ]]; then
@@ -41,6 +49,6 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
         exit 1
       fi
       ;;
-    *) echo "usage: scripts/deps.sh [list|install|install-build]" >&2; exit 2 ;;
+    *) echo "usage: scripts/deps.sh [list|install|install-build|install-infra]" >&2; exit 2 ;;
   esac
 fi
