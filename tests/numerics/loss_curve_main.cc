@@ -157,7 +157,6 @@ int run(const Options& given) {
   if (o.steps < 0 || o.steps > static_cast<int64_t>(batches.size()))
     throw std::runtime_error("--steps " + std::to_string(o.steps) + ": " + o.batches.string() +
                              " holds " + std::to_string(batches.size()) + " batches");
-  if (o.schedule.training_steps == 0) o.schedule.training_steps = o.schedule.decay_steps;
   const bert::ModelLimits limits = test::limits_of(batches);
   std::unique_ptr<bert::Ops> ops = make_backend(o, config, limits);
   bert::ParameterStore params(config, *ops);

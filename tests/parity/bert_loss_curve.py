@@ -410,7 +410,8 @@ def compare_fp32(ours, theirs, our_weights, their_weights):
     b = np.array([s["loss"] for s in theirs])
     failures = []
     if len(a) != len(b) or not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
-        return {"loss": math.inf, "step": 0, "weights": math.inf, "tensor": "?"}, ["curves not comparable"]
+        return ({"loss": math.inf, "step": 0, "weights": math.inf, "tensor": "?", "lr": math.inf},
+                [f"curves not comparable: {len(a)} and {len(b)} steps, or a loss that is not finite"])
     d = np.abs(a - b)
     worst = int(np.argmax(d))
     lr_a = np.array([s["learning_rate"] for s in ours["steps"]])
@@ -497,7 +498,6 @@ def cpu_test(driver, seed, recipes, broken_checks=True):
 # ---- the device stage: bf16 against fp32 within the PyTorch bf16 spread ---------------------
 
 def prepare(args):
-    import torch
     shape, recipe = dict(SHAPES[args.shape]), dict(RECIPES[args.recipe])
     if args.layers:
         shape["layers"] = args.layers
@@ -513,7 +513,6 @@ def prepare(args):
     print(f"prepare: {args.shape} ({shape['layers']} x {shape['hidden']}, "
           f"{sum(p.numel() for p in model.parameters()):,} parameters), {args.recipe}, {args.steps} steps "
           f"of {shape['batch']} sequences up to {shape['seq_len']} tokens, in {args.work}")
-    del torch
     return 0
 
 
