@@ -39,6 +39,8 @@
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
 #   train_large  (optional: runs when time is left) 20 steps of BERT-large itself,
 #             systems/h200_1x1_check_large_bf16.json, into train.log
+#   loss_curve  (optional) scripts/device_loss_curve.sh: 500 steps of BERT-large in bf16 against
+#             PyTorch fp32, within twice the spread of two PyTorch bf16 runs, into train.log
 # --stage LIST (comma-separated) reruns some of them; --only passes a case name to the ops stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,12 +51,12 @@ source "$ROOT/scripts/device_stages.sh"
 BUNDLE_DIR=$ROOT/build-device-bundle
 BUNDLE=$BUNDLE_DIR/bundle.tar.xz
 TARGETS=(mlbert mlbert-core mlbert-shard-reader bert_cuda_unit bert_cuda_check bert_cuda_bench
-  cuda_ops_device_test)
+  cuda_ops_device_test bert_loss_curve)
 MULTIARCH=x86_64-linux-gnu
 # Libraries the device image provides (the bundle must not shadow them): glibc, the C++ runtime,
 # the driver, CUDA 13's cuBLAS(Lt) and the NCCL of the PyTorch wheel.
 DEVICE_LIBS='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl|libnsl|ld-linux-x86-64|linux-vdso|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|libnccl)\.so'
-ALL_STAGES=setup,ops_bf16,ops_fp16,model,bench,train,torch,train_large
+ALL_STAGES=setup,ops_bf16,ops_fp16,model,bench,train,torch,train_large,loss_curve
 
 MODE=run BUILD_DIR="" JOBS=${MLBERT_JOBS:-2} STAGE_LIST=$ALL_STAGES ONLY="" DEADLINE=420
 SEED=$(((RANDOM << 15 | RANDOM) % 1000000))
@@ -404,10 +406,10 @@ export -f setup_stage ops_stage model_stage bench_stage train_stage torch_stage
 
 # Minimum seconds per stage; a stage keeps the minimums of the selected stages after it.
 declare -A MIN=([setup]=10 [ops_bf16]=30 [ops_fp16]=30 [model]=30 [bench]=30 [train]=40 [torch]=60
-  [train_large]=45)
+  [train_large]=45 [loss_curve]=90)
 declare -A CAP=([setup]=45 [ops_bf16]=75 [ops_fp16]=75 [model]=75 [bench]=75 [train]=110 [torch]=170
-  [train_large]=75)
-STAGES_OPTIONAL=" train_large "
+  [train_large]=75 [loss_curve]=200)
+STAGES_OPTIONAL=" train_large loss_curve "
 IFS=, read -r -a SELECTED <<<"$STAGE_LIST"
 for s in "${SELECTED[@]}"; do
   [[ -n ${MIN[$s]:-} ]] || { echo "--stage: unknown stage '$s' (stages: $ALL_STAGES)" >&2; exit 2; }
@@ -483,5 +485,9 @@ for s in "${SELECTED[@]}"; do
         -- bash -c "torch_stage $left"
       stage_amend_detail "$(awk '/^RESULT/ {for (i = 5; i <= NF; ++i) {split($i, kv, "="); v[kv[1]] = kv[2]}
         printf "%s%s/%s %.0f seq/s", (n++ ? "; " : ""), $2, $4, v["seq_per_s"]}' "$log" 2>/dev/null)" ;;
+    loss_curve)
+      stage loss_curve "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$LOGS/train.log" '^loss_curve:' \
+        "$(rerun_of loss_curve)" -- bash "$ROOT/scripts/device_loss_curve.sh" --python "$PY" \
+        --work "$RUNDIR/loss_curve" -- with_bundle "$BIN/bert_loss_curve" ;;
   esac
 done
