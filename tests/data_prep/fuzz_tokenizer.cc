@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
 #include "data_prep/text_input.h"
 #include "data_prep/tokenizer.h"
 
@@ -20,6 +21,7 @@ const mlbert::data::Vocab& fuzz_vocab() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace mlbert;
   using namespace mlbert::data;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const Vocab& vocab = fuzz_vocab();

@@ -10,12 +10,14 @@
 #include <set>
 #include <string>
 
+#include "common/utf8.h"
 #include "data_prep/text_input.h"
 #include "data_prep/tokenizer.h"
 #include "data_prep/vocab.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace mlbert;
   using namespace mlbert::data;
   const auto path = mlbert::fuzz::scratch_dir() / "vocab.txt";
   mlbert::fuzz::write_file(path, data, size);
