@@ -16,6 +16,7 @@
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/report/report.h"
 #include "mlperf_logging/package/score.h"
+#include "simulate/constants.h"
 
 namespace mlbert::simulate {
 namespace {
@@ -673,7 +674,7 @@ void read_network(const PublishedResult& r, const std::optional<AcceleratorDatas
                                 ": accelerator_interconnect states no bandwidth (e.g. 600GB/s)");
   }
   const std::string networking = string_field(r.system, "host_networking");
-  const double reference_gbps = sheet ? sheet->reference_nic_gbps : 200;
+  const double reference_gbps = sheet ? sheet->reference_nic_gbps : kDefaultReferenceNicGbps;
   if (const auto nics = parse_compute_nics(networking)) {
     n.nics_per_node = nics->count;
     n.nic_gbs_per_node = nics->count * nics->gbps_each / 8;
@@ -787,8 +788,10 @@ void read_run(const PublishedResult& r, const NetworkSpec& n, harness::RunSpec& 
     run.eval.interval_samples = *r.eval_every_samples;
     run.eval.start_samples = r.eval_first_samples.value_or(0);
   }
-  run.eval.batch_size = r.eval_batch_size.value_or(16);
-  if (!r.eval_batch_size) notes.push_back("eval batch size not stated: 16 per rank assumed");
+  run.eval.batch_size = r.eval_batch_size.value_or(kAssumedEvalBatchSize);
+  if (!r.eval_batch_size)
+    notes.push_back("eval batch size not stated: " + std::to_string(kAssumedEvalBatchSize) +
+                    " per rank assumed");
   run.max_steps = 0;
 }
 
@@ -800,7 +803,7 @@ void read_reduction(const PublishedResult& r, const NetworkSpec& n, harness::Run
     // the model's fp16 gradients flattened, their norm, the pre-reduction scaling, a
     // reduce-scatter in the node, an allreduce of each shard between nodes, LAMB on the shard, an
     // all-gather of the fp16 parameters in the node.
-    run.bucket_mb = 1e9;
+    run.bucket_mb = kWholeGradientBucketMb;
     notes.push_back(
         "--distributed_lamb: the gradient flattened, normed and scaled (10 bytes per parameter), "
         "reduce-scattered in the node and allreduced between nodes in fp16 after backward, the "
@@ -811,7 +814,7 @@ void read_reduction(const PublishedResult& r, const NetworkSpec& n, harness::Run
     // in DDP (bucket_cap_mb=25) with a comm hook that norms and scales each bucket before its
     // allreduce; take_optimizer_step, the --allreduce_post_accumulation path, runs only with
     // --baseline.
-    run.bucket_mb = 25.0 * sizeof(float) / 2;  // 25 MiB of fp16 gradients per bucket
+    run.bucket_mb = kDdpBucketCapMb * sizeof(float) / 2;  // fp16 gradients in f32 bucket units
     notes.push_back(
         "--local_gradient_clip without --baseline (Samsung's code): DDP allreduces 25 MiB buckets "
         "of fp16 gradients as backward fills them, each normed and scaled first (6 bytes per "
@@ -819,7 +822,7 @@ void read_reduction(const PublishedResult& r, const NetworkSpec& n, harness::Run
         "--allreduce_post_accumulation is unused on this path");
   } else if (r.post_accumulation_allreduce) {
     // NVIDIA's --allreduce_post_accumulation: the whole gradient in one allreduce after backward.
-    run.bucket_mb = 1e9;
+    run.bucket_mb = kWholeGradientBucketMb;
     notes.push_back(
         "--allreduce_post_accumulation: one allreduce of the whole gradient after backward, not "
         "overlapped" +
@@ -830,7 +833,7 @@ void read_reduction(const PublishedResult& r, const NetworkSpec& n, harness::Run
                              "gradients before it (12 more)"
                            : ""));
   } else {
-    run.bucket_mb = 25;
+    run.bucket_mb = harness::RunSpec().bucket_mb;
     notes.push_back("no gradient reduction stated: mlbert's overlapped 25 MiB f32 buckets");
   }
   notes.push_back(r.cuda_graph ? "--use_cuda_graph: kernels replayed from CUDA graphs, no host "

@@ -20,9 +20,6 @@
 namespace mlbert::simulate {
 namespace {
 
-// The two int64 counts the evaluation sums over ranks.
-constexpr double kEvalCountBytes = 16;
-
 std::string format_count(double x) {
   return group_thousands(std::to_string(std::llround(x)));
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bert/config.h"
+#include "simulate/constants.h"
 #include "simulate/kernels.h"
 #include "simulate/network.h"
 #include "simulate/profile.h"
@@ -42,20 +43,6 @@ struct ClusterRun {
 
 // A system file's cluster: topology.* for the machine, run.* for the run.
 ClusterRun cluster_from_system(const harness::SystemConfig& system);
-
-// The host's cost of issuing one kernel. A direct launch: cuLaunchKernel measured at 3.0-3.3 us
-// (meta-pytorch/tritonbench#1017). An eager PyTorch op from Python with autograd: ~7 us before its
-// launch (pytorch/pytorch#41383: 6.8 us measured per op with autograd; a maintainer's figure
-// without it is ~2 us, half of it Python).
-inline constexpr double kDriverLaunchSeconds = 3e-6;
-inline constexpr double kPytorchEagerOpSeconds = 7e-6;
-
-// Compute that runs while a collective runs beside it on the same GPU is slower: the collective's
-// kernels hold SMs and memory bandwidth. Lee et al., "Characterizing Compute-Communication Overlap
-// in GPU-Accelerated Distributed Deep Learning" (arXiv 2507.03114, 2025) measured 18.9% on average
-// and 40.0% at most (GPT and LLaMA training on 4 A100s, H100s, MI250s or MI210s), against the same
-// compute with no communication beside it.
-inline constexpr double kOverlapComputeSlowdown = 0.189;
 
 enum class OptimizerShard { none, node, world };
 const char* to_string(OptimizerShard shard);
