@@ -21,12 +21,13 @@
 #include <vector>
 
 #include "bert/config.h"
+#include "harness/config/system_config.h"
 #include "simulate/constants.h"
+#include "simulate/convergence.h"
 #include "simulate/kernels.h"
 #include "simulate/network.h"
 #include "simulate/profile.h"
 #include "simulate/workload.h"
-#include "harness/config/system_config.h"
 
 namespace mlbert::simulate {
 
@@ -35,7 +36,7 @@ struct ClusterRun {
   std::string name;         // the system (file stem or result folder)
   std::string accelerator;  // accelerator model name
   NetworkSpec network;      // nodes, GPUs per node, links
-  harness::RunSpec run;              // the harness's run settings
+  harness::RunSpec run;     // the harness's run settings
   bert::BertConfig model;
   std::vector<std::string> notes;  // where values came from when not stated (results folders)
   int world() const { return network.ranks(); }
@@ -117,20 +118,6 @@ struct SimulationOptions {
 // and holds for, one such way; a step replayed from CUDA graphs has none of an eagerly issued
 // step's host costs.
 std::string describe_implementation(const SimulationOptions& options);
-
-struct Convergence {
-  double target_samples = 0;  // what the run must train: RCP mean or the stated figure
-  std::string source;         // where the target came from
-  std::int64_t eval_interval = 0;
-  std::int64_t steps = 0, evals = 0, samples = 0;  // at the eval that reaches the target
-  bool reached = true;                             // false when run.max_steps stops the run first
-};
-
-// Samples to converge and where the run stops: the stated run.samples_to_converge, else (LAMB)
-// the RCP mean of the run's ruleset at its global batch size, interpolated between RCP batch
-// sizes as the RCP checker does; then the first eval of the run's cadence at or past it. Throws
-// std::invalid_argument saying why when neither applies.
-Convergence convergence_for(const harness::RunSpec& run);
 
 // Per-step times in seconds; they add up to the step.
 struct StepBreakdown {
