@@ -10,6 +10,7 @@
 #include "bert/parameters.h"
 #include "simulate/device_bench.h"
 #include "simulate/kernels.h"
+#include "simulate/result_model.h"
 
 namespace mlbert::simulate {
 namespace {

@@ -14,6 +14,7 @@
 
 #include "simulate/calibrate.h"
 #include "simulate/report.h"
+#include "simulate/result_model.h"
 #include "simulate/settings.h"
 #include "simulate/simulator.h"
 
