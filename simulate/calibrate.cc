@@ -10,6 +10,7 @@
 #include "bert/parameters.h"
 #include "simulate/device_bench.h"
 #include "simulate/kernels.h"
+#include "simulate/result_model.h"
 
 namespace mlbert::simulate {
 namespace {
@@ -29,6 +30,88 @@ std::string today() {
   return text;
 }
 
+// Tensor rates searched: 0.01 to 100,000 TFLOP/s.
+constexpr double kLowestRate = 1e10, kHighestRate = 1e17;
+
+// The tensor rate where `too_slow` turns false (true below it, false above), bisected on a log
+// scale between kLowestRate and kHighestRate to a relative 1e-9.
+template <typename TooSlow>
+double bisect_rate(TooSlow too_slow) {
+  double lo = kLowestRate, hi = kHighestRate;
+  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (too_slow(mid) ? lo : hi) = mid;
+  }
+  return std::sqrt(lo * hi);
+}
+
+// What a device check's measurement is fitted with: mlbert's traced bert-large at the measured
+// copy bandwidth and SMs, issued from C++ as bert_cuda_bench issues it.
+struct MeasuredFit {
+  explicit MeasuredFit(const DeviceBench& bench)
+      : plan(trace_kernel_plan(bert::BertConfig::preset("bert-large"))) {
+    for (const auto& info : bert::bert_parameter_layout(bert::BertConfig::preset("bert-large")))
+      parameters += static_cast<double>(info.numel);
+    rates.memory_bytes_per_second = bench.copy_bytes_per_second;
+    rates.multiprocessors = bench.multiprocessors;
+    rates.host_seconds_per_kernel = kDriverLaunchSeconds;
+  }
+  // Forward and backward of one micro-batch at a tensor rate.
+  double fwd_bwd(double tensor, const MicroBatchShape& shape) const {
+    KernelRates r = rates;
+    r.tensor_flops_per_second = tensor;
+    return KernelPlan::time(plan.train, shape, r).seconds;
+  }
+
+  KernelPlan plan;
+  KernelRates rates;
+  double parameters = 0;
+};
+
+// Every measured step against its prediction at the fitted rate.
+json measured_checks(const DeviceBench& bench, const DeviceBenchStep& chosen,
+                     const MeasuredFit& fit, double tensor) {
+  json checks = json::array();
+  for (const DeviceBenchStep& s : bench.steps) {
+    const double predicted = fit.fwd_bwd(tensor, s.shape);
+    checks.push_back({{"dtype", s.dtype},
+                      {"mix", s.mix},
+                      {"fitted", &s == &chosen},
+                      {"measured_fwd_bwd_ms", s.fwd_bwd_seconds * 1e3},
+                      {"predicted_fwd_bwd_ms", predicted * 1e3},
+                      {"error", predicted / s.fwd_bwd_seconds - 1}});
+  }
+  return checks;
+}
+
+json measured_provenance(const std::filesystem::path& bench_file,
+                         const BenchCalibrationOptions& options, const DeviceBench& bench,
+                         const std::optional<AcceleratorDatasheet>& sheet, double tensor,
+                         json checks) {
+  return {
+      {"kind", "measured"},
+      {"source", bench_file.string()},
+      {"command", options.command},
+      {"date", today()},
+      {"device", bench.device},
+      {"fit",
+       {{"tensor_tflops", tensor / 1e12},
+        {"fraction_of_gemm_ceiling", tensor / bench.gemm_flops_per_second},
+        {"fraction_of_fp16_peak", sheet ? tensor / (sheet->peak_tflops_fp16 * 1e12) : 0.0},
+        {"fitted_to", options.dtype + " " + options.mix}}},
+      {"checks", std::move(checks)},
+      {"derived",
+       {"kernels: mlbert's model traced, issued from C++ (3 us a kernel), GEMM and attention at "
+        "the fitted tensor rate, wave-quantized over the device's " +
+            std::to_string(bench.multiprocessors) + " SMs",
+        "memory rate: the measured device-to-device copy, " +
+            std::to_string(bench.copy_bytes_per_second / 1e9) + " GB/s read + write",
+        "optimizer: the measured global norm + LAMB of the " + options.dtype + " " + options.mix +
+            " step per parameter; Adam at 30/50 of it (mlbert's kernels' bytes)",
+        "run start: not measured by the bench; " + std::to_string(options.run_start_seconds) +
+            " s as stated"}}};
+}
+
 }  // namespace
 
 AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
@@ -42,32 +125,14 @@ AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
                              options.mix + " measurement to fit");
   const std::string accelerator = options.accelerator.empty() ? bench.device : options.accelerator;
   const auto sheet = datasheet_for(accelerator);
-  const bert::BertConfig config = bert::BertConfig::preset("bert-large");
-  const KernelPlan plan = trace_kernel_plan(config);
-  double parameters = 0;
-  for (const auto& info : bert::bert_parameter_layout(config))
-    parameters += static_cast<double>(info.numel);
-
-  KernelRates rates;
-  rates.memory_bytes_per_second = bench.copy_bytes_per_second;
-  rates.multiprocessors = bench.multiprocessors;
-  rates.host_seconds_per_kernel = kDriverLaunchSeconds;  // bert_cuda_bench issues from C++
-  const auto fwd_bwd = [&](double tensor, const MicroBatchShape& shape) {
-    KernelRates r = rates;
-    r.tensor_flops_per_second = tensor;
-    return KernelPlan::time(plan.train, shape, r).seconds;
-  };
-  double lo = 1e10, hi = 1e17;
-  if (fwd_bwd(hi, chosen->shape) > chosen->fwd_bwd_seconds)
+  const MeasuredFit fit(bench);
+  if (fit.fwd_bwd(kHighestRate, chosen->shape) > chosen->fwd_bwd_seconds)
     throw std::invalid_argument(
         bench_file.string() + ": the " + options.dtype + " " + options.mix +
         " forward+backward measured is shorter than its memory-bound kernels at the measured copy "
         "bandwidth and their issue alone; no tensor rate fits");
-  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    (fwd_bwd(mid, chosen->shape) > chosen->fwd_bwd_seconds ? lo : hi) = mid;
-  }
-  const double tensor = std::sqrt(lo * hi);
+  const double tensor = bisect_rate(
+      [&](double rate) { return fit.fwd_bwd(rate, chosen->shape) > chosen->fwd_bwd_seconds; });
   if (sheet && tensor > sheet->peak_tflops_fp16 * 1e12)
     throw std::invalid_argument(
         bench_file.string() + ": the fit needs " + std::to_string(tensor / 1e12) +
@@ -84,42 +149,12 @@ AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
   p.multiprocessors = bench.multiprocessors;
   // The bench's optimizer: the global gradient norm and mlbert's LAMB; Adam moves 30 of LAMB's 50
   // bytes per parameter in mlbert's kernels.
-  p.optimizer_seconds_per_parameter_lamb = chosen->optimizer_seconds / parameters;
+  p.optimizer_seconds_per_parameter_lamb = chosen->optimizer_seconds / fit.parameters;
   p.optimizer_seconds_per_parameter_adam =
       p.optimizer_seconds_per_parameter_lamb * kAdamBytesPerParameter / kLambBytesPerParameter;
   p.run_start_seconds = options.run_start_seconds;
-  json checks = json::array();
-  for (const DeviceBenchStep& s : bench.steps) {
-    const double predicted = fwd_bwd(tensor, s.shape);
-    checks.push_back({{"dtype", s.dtype},
-                      {"mix", s.mix},
-                      {"fitted", &s == &*chosen},
-                      {"measured_fwd_bwd_ms", s.fwd_bwd_seconds * 1e3},
-                      {"predicted_fwd_bwd_ms", predicted * 1e3},
-                      {"error", predicted / s.fwd_bwd_seconds - 1}});
-  }
-  p.provenance = {
-      {"kind", "measured"},
-      {"source", bench_file.string()},
-      {"command", options.command},
-      {"date", today()},
-      {"device", bench.device},
-      {"fit",
-       {{"tensor_tflops", tensor / 1e12},
-        {"fraction_of_gemm_ceiling", tensor / bench.gemm_flops_per_second},
-        {"fraction_of_fp16_peak", sheet ? tensor / (sheet->peak_tflops_fp16 * 1e12) : 0.0},
-        {"fitted_to", options.dtype + " " + options.mix}}},
-      {"checks", checks},
-      {"derived",
-       {"kernels: mlbert's model traced, issued from C++ (3 us a kernel), GEMM and attention at "
-        "the fitted tensor rate, wave-quantized over the device's " +
-            std::to_string(bench.multiprocessors) + " SMs",
-        "memory rate: the measured device-to-device copy, " +
-            std::to_string(bench.copy_bytes_per_second / 1e9) + " GB/s read + write",
-        "optimizer: the measured global norm + LAMB of the " + options.dtype + " " + options.mix +
-            " step per parameter; Adam at 30/50 of it (mlbert's kernels' bytes)",
-        "run start: not measured by the bench; " + std::to_string(options.run_start_seconds) +
-            " s as stated"}}};
+  p.provenance = measured_provenance(bench_file, options, bench, sheet, tensor,
+                                     measured_checks(bench, *chosen, fit, tensor));
   return p;
 }
 
@@ -311,24 +346,16 @@ AcceleratorProfile fitted_profile(const FitCase& c, double flops_per_second, dou
   return profile;
 }
 
-// Tensor rates searched: 0.01 to 100,000 TFLOP/s.
-constexpr double kLowestRate = 1e10, kHighestRate = 1e17;
-
 }  // namespace
 
 AcceleratorProfile calibrate(const PublishedResult& result, const CalibrationOptions& options) {
   const FitCase c = prepare(result, options);
   // The predicted time falls as the rate grows.
-  double lo = kLowestRate, hi = kHighestRate;
-  if (c.predicted(hi) > c.observed)
+  if (c.predicted(kHighestRate) > c.observed)
     throw std::invalid_argument(result.dir.string() +
                                 ": the runs are shorter than their memory-bound kernels, "
                                 "communication and optimizer alone; no tensor rate fits");
-  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    (c.predicted(mid) > c.observed ? lo : hi) = mid;
-  }
-  const double rate = std::sqrt(lo * hi);
+  const double rate = bisect_rate([&](double mid) { return c.predicted(mid) > c.observed; });
   check_below_peak(c, rate);
   return fitted_profile(c, rate, 0, nullptr, options);
 }
@@ -364,17 +391,12 @@ AcceleratorProfile calibrate(const PublishedResult& result, const PublishedResul
   // monotone in the rate (each fixed cost grows with the rate, the one of more work per step
   // faster), so bisect on its sign.
   const auto gap = [&](double rate) { return a.fixed_step(rate) - b.fixed_step(rate); };
-  double lo = kLowestRate, hi = kHighestRate;
-  const double gap_lo = gap(lo), gap_hi = gap(hi);
+  const double gap_lo = gap(kLowestRate), gap_hi = gap(kHighestRate);
   if ((gap_lo > 0) == (gap_hi > 0))
     throw std::invalid_argument(both +
                                 ": no tensor rate gives the two results the same fixed cost "
                                 "per step; they do not look like one implementation");
-  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    ((gap(mid) > 0) == (gap_lo > 0) ? lo : hi) = mid;
-  }
-  const double rate = std::sqrt(lo * hi);
+  const double rate = bisect_rate([&](double mid) { return (gap(mid) > 0) == (gap_lo > 0); });
   check_below_peak(a, rate);
   const double fixed = a.fixed_step(rate);
   if (fixed < 0)

@@ -67,15 +67,4 @@ struct BenchCalibrationOptions {
 AcceleratorProfile measured_profile(const std::filesystem::path& bench_file,
                                     const BenchCalibrationOptions& options);
 
-// Bytes the optimizer moves per parameter in mlbert's kernels (bert/ops.h): Adam/AdamW read the
-// f32 master, gradient and both moments and write master, moments and the compute copy (30);
-// LAMB adds the update written as scratch and the per-tensor norm pass (50).
-inline constexpr double kAdamBytesPerParameter = 30;
-inline constexpr double kLambBytesPerParameter = 50;
-
-// The run start a calibration records where its logs cannot separate it (rulesets 0.x, whose
-// first evaluation is not one cadence interval from sample 0): the one fitted to the v1.0
-// single-node NVIDIA result (systems/profiles/a100-sxm4-80gb.json), rounded.
-inline constexpr double kUnseparatedRunStartSeconds = 2.57;
-
 }  // namespace mlbert::simulate

@@ -8,7 +8,7 @@
 #include "common/input_file.h"
 #include "simulate/calibrate.h"
 #include "simulate/report.h"
-#include "simulate/results.h"
+#include "simulate/result_model.h"
 #include "simulate/settings.h"
 #include "simulate/simulator.h"
 #include "common/cli.h"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bert/config.h"
+#include "simulate/constants.h"
 
 namespace mlbert::simulate {
 
@@ -67,10 +68,9 @@ struct KernelTime {
   double host_bound_seconds() const { return seconds - gpu_seconds; }
 };
 
-// Output tiles of the wave-quantization model (NVIDIA, "Matrix Multiplication Background User's
-// Guide": a GEMM runs in waves of one tile per multiprocessor; the last wave may be partial).
-inline constexpr double kGemmTileRows = 128, kGemmTileCols = 128;
-// Fraction of the tensor rate a GEMM reaches with `tiles` output tiles on `multiprocessors`.
+// Fraction of the tensor rate a GEMM reaches with `tiles` output tiles (kGemmTileRows x
+// kGemmTileCols) on `multiprocessors`: whole waves of one tile per multiprocessor, the last one
+// possibly partial.
 double wave_efficiency(double tiles, int multiprocessors);
 
 // A point of the micro-step where the gradient buffer's prefix [0, flat_prefix) is final: after
@@ -89,9 +89,6 @@ struct HostEvent {
   int syncs = 0;
   double host_seconds = 0;
 };
-// One read-back: the device-to-host copy's latency and the host resuming (the same figure the
-// simulator uses for after-allreduce clipping's norm).
-inline constexpr double kReadBackSeconds = 20e-6;
 
 struct KernelPlan {
   std::vector<Kernel> train;          // forward_backward of one micro-batch

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "simulate/constants.h"
+
 namespace mlbert::simulate {
 
 enum class Algorithm { ring, tree, hierarchical };
@@ -27,8 +29,8 @@ struct NetworkSpec {
   double nvlink_gbs = 0;        // per GPU and direction, line rate (GB/s)
   int nics_per_node = 0;        // compute NICs
   double nic_gbs_per_node = 0;  // sum over the compute NICs, per direction, line rate (GB/s)
-  double nvlink_efficiency = 0.70;
-  double nic_efficiency = 0.96;
+  double nvlink_efficiency = kNvlinkEfficiency;
+  double nic_efficiency = kNicEfficiency;
   AlgorithmChoice algorithm = AlgorithmChoice::fastest;
   bool infinite = false;  // the model check: every collective costs nothing
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "harness/config/system_config.h"
+#include "simulate/constants.h"
 
 namespace mlbert::simulate {
 
@@ -106,9 +107,6 @@ struct AcceleratorDatasheet {
   int nvlink_domain = 0;      // GPUs one NVLink fabric joins across nodes (GB200 NVL72: 72)
 };
 std::optional<AcceleratorDatasheet> datasheet_for(const std::string& accelerator_model_name);
-
-// Fraction of HBM peak a bandwidth-bound pass reaches (assumption, typical of STREAM-like kernels).
-inline constexpr double kMemoryBandwidthFraction = 0.85;
 
 // Two accelerators of the same silicon: both datasheets known, with equal dense fp16 peaks and
 // SM counts (A100 SXM 40 GB and 80 GB, A800; H100 SXM, H800, H200 and GH200), differing in HBM

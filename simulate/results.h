@@ -2,13 +2,10 @@
 // `mlbert simulate` reads it: what the machine was, how the run was set up, and what each run did.
 //
 // Design choice: everything comes from the log toolkit (its parser for the MLLOG records, its
-// result-file discovery, ruleset-from-path and scoring) or from the system description's own
-// fields; a value neither states is a documented default, recorded in ClusterRun::notes so the
-// output names it. Launch-line flags of NVIDIA's BERT implementation, which most GPU submissions
-// derive from, and of Samsung's changes to it are read from the log text when present (load
-// balancing, stratified quotas, Adam, bucket clipping, the gradient path: DistributedFusedLAMB, a
-// flat allreduce after backward or Samsung's DDP buckets; CUDA graphs, padded shapes): they say
-// what the MLLOG keys do not, and the code they select is what the simulation options describe.
+// result-file discovery, ruleset-from-path and scoring), from the system description's own fields
+// or from the launch line the logs echo (launch_line.h); what they imply for how the
+// implementation ran is derived once into PublishedResult::launch (published_launch.h). A value
+// none states is a documented default, recorded in ClusterRun::notes so the output names it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "simulate/simulator.h"
+#include "simulate/launch_line.h"
+#include "simulate/published_launch.h"
 
 namespace mlbert::simulate {
 
@@ -42,7 +40,7 @@ struct PublishedRun {
   // The samples at each eval_accuracy (its epoch_num), 0 where not stated (1,000 or less).
   std::vector<std::int64_t> eval_samples;
   std::vector<TimedEval> timed_evals;  // eval_start .. eval_stop pairs, in order
-  std::string status;              // run_stop's metadata.status
+  std::string status;                  // run_stop's metadata.status
   // Steps trained but not in `samples`: the loss-scale overflows the log announces (skipped_steps).
   std::int64_t skipped_steps = 0;
   std::int64_t steps(std::int64_t global_batch_size) const {
@@ -76,34 +74,12 @@ struct PublishedResult {
   std::int64_t global_batch_size = 0;
   int gradient_accumulation = 1;
   std::int64_t eval_samples = 10000;
-  std::optional<std::string> opt_name;    // MLLOG opt_name, when logged
-  std::vector<std::string> launch_flags;  // the recognized launch-line flags found in the logs
-  // The logs hold no launch flag and the framework is PyTorch: the run is taken to have used
-  // NVIDIA's reference launch (kReferenceLaunchFlags), which the PyTorch submissions derive from.
-  bool reference_launch = false;
-  std::optional<int> eval_batch_size;
-  // --eval_iter_samples / --eval_iter_start_samples of the launch line: the run's eval cadence.
-  std::optional<std::int64_t> eval_every_samples, eval_first_samples;
+  std::optional<std::string> opt_name;            // MLLOG opt_name, when logged
   std::optional<std::int64_t> device_batch_size;  // MLLOG d_batch_size: rows per GPU per micro-step
-  // Samples per packed row (packing_factor): the samples per GPU and micro-step over the rows.
-  int packing = 1;
-  std::optional<std::vector<int>> stratified_quotas;
-  bool global_exchange = false, group_exchange = false, bucket_clipping = false, adam = false;
-  bool post_accumulation_allreduce = false;  // one allreduce of all gradients after backward
-  bool fp16_allreduce = false;
-  bool distributed_lamb = false;  // apex DistributedFusedLAMB: the optimizer sharded by node
-  bool baseline = false;          // Samsung's --baseline: NVIDIA's gradient path, not its own
-  bool cuda_graph = false;        // --use_cuda_graph: the step replayed as CUDA graphs
-  bool padded = false;            // --pad_fmha: static padded shapes, attention on real lengths
-  // A stated launch of NVIDIA's run_pretraining.py with none of --unpad, --unpad_fmha, --pad_fmha
-  // or packing: its model never removes the padding (v0.7's configs at scale), so every kernel,
-  // attention too, runs on sequences x max_seq_length tokens.
-  bool full_padding = false;
-  bool unpad = false;             // --unpad / --unpad_fmha: sequence lengths read back per step
-  bool fmha = false;              // --unpad_fmha: the FMHA module (its QKV weights are buffers)
-  bool dense_seq_output = false;  // --dense_seq_output: masked positions as a dynamic shape
-  bool apex_amp = false;          // --use_apex_amp: apex amp O2 and its dynamic loss scaler
-  std::string framework;          // system.json framework, e.g. "PyTorch NVIDIA Release 21.08"
+  std::string framework;   // system.json framework, e.g. "PyTorch NVIDIA Release 21.08"
+  LaunchLine launch_line;  // of the first result file
+  // What the fields above imply for how the implementation ran (derive_launch).
+  PublishedLaunch launch;
 
   // Olympic mean of the run times in seconds (drop fastest and slowest, no compliance filter).
   double olympic_seconds() const;
@@ -151,92 +127,5 @@ struct OfficialScore {
   std::string note;
 };
 OfficialScore official_score(const PublishedResult& result);
-
-// The compute NICs a system description's host_networking states. A labelled text ("Storage: ...,
-// Compute: 8x ConnectX-6 IB HDR 200Gb/Sec, Management: ...") is read in its compute part only, else
-// every part not labelled storage, management or front end. A part may list several adapters
-// (", ", "; ", " + "): the compute fabric is the one of the most bandwidth ("1x Ethernet 40Gb/Sec,
-// 8x ConnectX-6 IB HDR 200Gb/Sec" is the eight HDR NICs), one naming storage or management only
-// when no other states a speed. An adapter's speed: the first number with Gb/s, Gbps, Gbit/s, GbE
-// or G (Tb/s x 1000), else an InfiniBand generation (EDR 100, HDR 200, NDR 400, XDR 800; "HDR100"
-// 100). Its count: "8x" before the speed (an item without a speed counts with the next: "2x
-// ConnectX-6, 100Gb/s"), else "x 8" after it, else one NIC (count_stated false). nullopt when no
-// adapter states a speed.
-struct ComputeNics {
-  int count = 1;         // per node
-  double gbps_each = 0;  // line rate of each, Gb/s
-  bool count_stated = false;
-};
-std::optional<ComputeNics> parse_compute_nics(const std::string& host_networking);
-
-// The most ranks a published result may describe: the deal holds every rank's samples of a step.
-inline constexpr std::int64_t kMaxSimulatedRanks = 1 << 20;
-
-// The machine and the run of a published result. Throws std::invalid_argument with the field
-// named when system.json or the logs leave the shape undetermined (nodes, GPUs, batch size).
-ClusterRun cluster_from_result(const PublishedResult& result);
-
-// How the published implementation ran where its launch line and system description say: its
-// gradient reduction (one flat allreduce after backward, in fp16; or apex's DistributedFusedLAMB,
-// sharded by node), its own passes over the gradients, the host's cost per kernel (an eager
-// framework from Python, or CUDA graphs) and padded shapes; `base` (mlbert's) for the rest.
-SimulationOptions simulation_options_for(const PublishedResult& result, SimulationOptions base);
-
-// Times what the result's longest run did: its steps at `global_batch_size` (the result's, or a
-// --set one) and its evaluations, into o.steps and o.evals.
-void time_longest_run(const PublishedResult& result, std::int64_t global_batch_size,
-                      SimulationOptions& o);
-
-// Is the result's framework one whose ops Python issues one by one (PyTorch)?
-bool eager_framework(const PublishedResult& result);
-
-// What NVIDIA's reference launch of its PyTorch BERT passes to every run, whatever the config:
-// the `run_and_time.sh` of its v1.1 to v3.1 results puts `--distributed_lamb` (apex
-// DistributedFusedLAMB) in the base command (the config's EXTRA_PARAMS, which add CUDA graphs,
-// padding or packing per scale, are not in the result folder). Applied to a PyTorch result whose
-// logs echo no launch flag (PublishedResult::reference_launch).
-inline constexpr const char* kReferenceLaunchFlags = "--distributed_lamb";
-
-// Bytes per parameter of the published implementations' passes over the gradients per step.
-// DistributedFusedLAMB (NVIDIA's optim/distributed_fused_lamb.py): flatten the fp16 gradients
-// (read 2, write 2), their L2 norm (2), the pre-reduction scaling (2 + 2).
-inline constexpr double kDistributedLambPassBytes = 10;
-// --allreduce_post_accumulation (take_optimizer_step of NVIDIA's run_pretraining.py): amp's
-// unscale of the fp16 gradients into f32 master gradients (2 + 4), the scaling into the flat fp16
-// allreduce buffer (4 + 2) and back into the master gradients (2 + 4).
-inline constexpr double kPostAccumulationPassBytes = 18;
-// --local_gradient_clip in that path (Samsung's --baseline): the master gradients' norm (4) and
-// scaling (4 + 4).
-inline constexpr double kLocalClipPassBytes = 12;
-// Samsung's own path (--local_gradient_clip without --baseline, run_pretraining.py of its v1.1
-// results): DDP allreduces 25 MiB buckets of the fp16 gradients as backward fills them, a comm hook
-// first taking each bucket's norm (2) and scaling it in place (2 + 2); after backward amp unscales
-// the fp16 gradients into the f32 master gradients (2 + 4).
-inline constexpr double kDdpBucketNormBytes = 6;
-inline constexpr double kAmpUnscaleBytes = 6;
-
-// Host-side facts of the published PyTorch implementations (NVIDIA's and Samsung's
-// run_pretraining.py, modeling.py, padding.py and fmha.py; apex at Samsung's pinned commit;
-// PyTorch 1.9 DistributedDataParallel), each a read-back that empties the GPU's queue:
-// unpadding's generate_mask reads back nonzero() of the mask, the longest sequence and the token
-// count before the encoder;
-inline constexpr int kUnpadReadBacks = 3;
-// --dense_seq_output gathers the masked positions through nonzero() and a boolean-mask index;
-inline constexpr int kDenseSeqOutputReadBacks = 2;
-// Samsung's DDP communication hook passes the bucket's clip coefficient, a CUDA tensor, as the
-// float argument of apex's multi_tensor_scale (a read-back per bucket), around six eager ops with
-// a launch each (the bucket's L2 norm, clamp, scale, reciprocal, the in-place scaling, the NCCL
-// allreduce);
-inline constexpr int kBucketHookOps = 6;
-// after backward apex amp's dynamic loss scaler reads its overflow flag (update_scale), then per
-// parameter tensor amp allocates the f32 master gradient (empty_like, an eager op without a
-// kernel) and Samsung's zero_grad detaches and zeroes the fp16 gradient (two eager ops, one
-// launch);
-inline constexpr int kAmpEagerOpsPerTensor = 3;
-inline constexpr int kAmpLaunchesPerTensor = 1;
-// and DDP, constructed with broadcast_buffers on (its default), broadcasts every module buffer from
-// rank 0 before each forward: the FMHA module registers each layer's fused QKV weight and bias
-// (3H x H + 3H) as buffers, in fp16 under amp O2.
-inline constexpr double kFmhaBufferBytesPerElement = 2;
 
 }  // namespace mlbert::simulate

@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "bert/config.h"
+#include "harness/config/system_config.h"
+#include "simulate/constants.h"
+#include "simulate/convergence.h"
 #include "simulate/kernels.h"
 #include "simulate/network.h"
 #include "simulate/profile.h"
 #include "simulate/workload.h"
-#include "harness/config/system_config.h"
 
 namespace mlbert::simulate {
 
@@ -34,7 +36,7 @@ struct ClusterRun {
   std::string name;         // the system (file stem or result folder)
   std::string accelerator;  // accelerator model name
   NetworkSpec network;      // nodes, GPUs per node, links
-  harness::RunSpec run;              // the harness's run settings
+  harness::RunSpec run;     // the harness's run settings
   bert::BertConfig model;
   std::vector<std::string> notes;  // where values came from when not stated (results folders)
   int world() const { return network.ranks(); }
@@ -42,20 +44,6 @@ struct ClusterRun {
 
 // A system file's cluster: topology.* for the machine, run.* for the run.
 ClusterRun cluster_from_system(const harness::SystemConfig& system);
-
-// The host's cost of issuing one kernel. A direct launch: cuLaunchKernel measured at 3.0-3.3 us
-// (meta-pytorch/tritonbench#1017). An eager PyTorch op from Python with autograd: ~7 us before its
-// launch (pytorch/pytorch#41383: 6.8 us measured per op with autograd; a maintainer's figure
-// without it is ~2 us, half of it Python).
-inline constexpr double kDriverLaunchSeconds = 3e-6;
-inline constexpr double kPytorchEagerOpSeconds = 7e-6;
-
-// Compute that runs while a collective runs beside it on the same GPU is slower: the collective's
-// kernels hold SMs and memory bandwidth. Lee et al., "Characterizing Compute-Communication Overlap
-// in GPU-Accelerated Distributed Deep Learning" (arXiv 2507.03114, 2025) measured 18.9% on average
-// and 40.0% at most (GPT and LLaMA training on 4 A100s, H100s, MI250s or MI210s), against the same
-// compute with no communication beside it.
-inline constexpr double kOverlapComputeSlowdown = 0.189;
 
 enum class OptimizerShard { none, node, world };
 const char* to_string(OptimizerShard shard);
@@ -130,20 +118,6 @@ struct SimulationOptions {
 // and holds for, one such way; a step replayed from CUDA graphs has none of an eagerly issued
 // step's host costs.
 std::string describe_implementation(const SimulationOptions& options);
-
-struct Convergence {
-  double target_samples = 0;  // what the run must train: RCP mean or the stated figure
-  std::string source;         // where the target came from
-  std::int64_t eval_interval = 0;
-  std::int64_t steps = 0, evals = 0, samples = 0;  // at the eval that reaches the target
-  bool reached = true;                             // false when run.max_steps stops the run first
-};
-
-// Samples to converge and where the run stops: the stated run.samples_to_converge, else (LAMB)
-// the RCP mean of the run's ruleset at its global batch size, interpolated between RCP batch
-// sizes as the RCP checker does; then the first eval of the run's cadence at or past it. Throws
-// std::invalid_argument saying why when neither applies.
-Convergence convergence_for(const harness::RunSpec& run);
 
 // Per-step times in seconds; they add up to the step.
 struct StepBreakdown {

@@ -14,6 +14,7 @@
 
 #include "simulate/calibrate.h"
 #include "simulate/report.h"
+#include "simulate/result_model.h"
 #include "simulate/settings.h"
 #include "simulate/simulator.h"
 
@@ -33,14 +34,8 @@ SystemConfig system_with(const std::filesystem::path& file, const std::vector<Se
                       file);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::filesystem::path source = MLBERT_SOURCE_DIR;
-  const std::filesystem::path shared = argc > 1 ? argv[1] : MLBERT_SHARED_DIR;
-  const AcceleratorProfile shipped = load_profile(source / "systems/profiles/a100-sxm4-80gb.json");
-
-  // ---- speed
+// Speed: the deal alone (the baseline), the whole 1,024-rank run, a 6-value sweep over nodes.
+void speed(const std::filesystem::path& source, const AcceleratorProfile& shipped) {
   const ClusterRun samsung =
       cluster_from_system(load_system((source / "systems/samsung_dgxa100_128x8.json").string()));
   const SimulationOptions options;
@@ -70,16 +65,23 @@ int main(int argc, char** argv) {
       "  --sweep nodes=16,32,64,128,256,512 (128 to 4,096 ranks)  %7.3f s  (target < 10 s)\n",
       sweep);
   (void)work;
+}
 
-  // ---- accuracy: calibrate on one single-node result, predict the others
-  const auto fixtures = shared / "fixtures";
-  if (!std::filesystem::exists(fixtures)) {
-    std::printf("\n%s is absent: no accuracy table\n", fixtures.string().c_str());
-    return 0;
-  }
+// A published result against its prediction with `profile`, adapted to the result's accelerator
+// when `adapt` (a profile of the same silicon).
+ResultComparison compared(const PublishedResult& r, const AcceleratorProfile& profile, bool adapt) {
+  const ClusterRun cluster = cluster_from_result(r);
+  SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  time_longest_run(r, r.global_batch_size, o);
+  return compare_with_result(
+      r, predict(cluster, adapt ? adapt_profile(profile, cluster.accelerator) : profile, o));
+}
+
+// The A100 results: a profile calibrated on one single-node result predicting the others, and
+// the two 128-node system files.
+void a100_accuracy(const std::filesystem::path& source, const std::filesystem::path& fixtures,
+                   const CalibrationOptions& calibration) {
   const auto calibration_dir = fixtures / "mlperf_logs_early/v1.0/NVIDIA/dgxa100_ngc21.05_pytorch";
-  CalibrationOptions calibration;
-  calibration.command = "simulate_bench";
   AcceleratorProfile profile = calibrate(read_published_result(calibration_dir), calibration);
   profile.path = "calibrated in memory";
   std::printf("\ncalibration (fitted): %s -> tensor rate %.1f TFLOP/s, run start %.2f s\n",
@@ -94,19 +96,17 @@ int main(int argc, char** argv) {
       "mlperf_logs/v2.0/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch",
   };
   for (const char* rest : results) {
-    const PublishedResult r = read_published_result(fixtures / rest);
-    ClusterRun cluster = cluster_from_result(r);
-    SimulationOptions o = simulation_options_for(r, SimulationOptions());
-    time_longest_run(r, r.global_batch_size, o);
-    const ResultComparison c = compare_with_result(r, predict(cluster, profile, o));
+    const ResultComparison c = compared(read_published_result(fixtures / rest), profile, false);
     std::printf("%-58s %9.2fs %9.2fs %+7.1f%%%s\n", rest, c.published_olympic, c.predicted_olympic,
                 (c.predicted_olympic / c.published_olympic - 1) * 100,
                 rest == results[0] ? "  (calibration)" : "");
   }
-  const Prediction s = predict(samsung, profile, options);
-  const ClusterRun nvidia =
-      cluster_from_system(load_system((source / "systems/dgxa100_128x8.json").string()));
-  const Prediction n = predict(nvidia, profile, options);
+  const SimulationOptions options;
+  const auto system = [&](const char* name) {
+    return cluster_from_system(load_system((source / "systems" / name).string()));
+  };
+  const Prediction s = predict(system("samsung_dgxa100_128x8.json"), profile, options);
+  const Prediction n = predict(system("dgxa100_128x8.json"), profile, options);
   std::printf("%-58s %9s %9.2fs\n", "--system samsung_dgxa100_128x8 (v1.1 25.06 s, v2.0 22.32 s)",
               "", s.total_seconds);
   std::printf("%-58s %9.2fs %9.2fs %+7.1f%%\n", "--system dgxa100_128x8 (NVIDIA v1.1, 128 nodes)",
@@ -114,9 +114,11 @@ int main(int argc, char** argv) {
   std::printf("%-58s %10.3f %10.3f %+7.1f%%\n", "Samsung / NVIDIA at 128 nodes (v1.1)",
               25.06 / 33.45, s.total_seconds / n.total_seconds,
               (s.total_seconds / n.total_seconds / (25.06 / 33.45) - 1) * 100);
+}
 
-  // ---- Hopper: each profile calibrated on its one result, adapted to the other chip (the same
-  // silicon: H100 SXM and H200 differ in HBM only) and predicting the other's result.
+// Hopper: each profile calibrated on its one result, adapted to the other chip (the same
+// silicon: H100 SXM and H200 differ in HBM only) and predicting the other's result.
+void hopper_accuracy(const std::filesystem::path& fixtures, const CalibrationOptions& calibration) {
   const char* hopper[] = {"mlperf_logs/v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch",
                           "mlperf_logs/v4.0/NVIDIA/h200_ngc23.09_pytorch"};
   std::printf("\n%-58s %10s %10s %8s\n", "Hopper: calibrated on one, predicting the other",
@@ -125,17 +127,32 @@ int main(int argc, char** argv) {
     const PublishedResult source_result = read_published_result(fixtures / hopper[from]);
     AcceleratorProfile fitted = calibrate(source_result, calibration);
     fitted.path = "calibrated in memory";
-    const PublishedResult r = read_published_result(fixtures / hopper[1 - from]);
-    ClusterRun cluster = cluster_from_result(r);
-    const AcceleratorProfile adapted = adapt_profile(fitted, cluster.accelerator);
-    SimulationOptions o = simulation_options_for(r, SimulationOptions());
-    time_longest_run(r, r.global_batch_size, o);
-    const ResultComparison c = compare_with_result(r, predict(cluster, adapted, o));
+    const ResultComparison c =
+        compared(read_published_result(fixtures / hopper[1 - from]), fitted, true);
     std::printf("%-58s %9.2fs %9.2fs %+7.1f%%  (profile fitted to %s: %.1f TFLOP/s)\n",
                 hopper[1 - from], c.published_olympic, c.predicted_olympic,
                 (c.predicted_olympic / c.published_olympic - 1) * 100,
                 source_result.dir.parent_path().parent_path().filename().string().c_str(),
                 fitted.provenance["fit"]["tensor_tflops"].get<double>());
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::filesystem::path source = MLBERT_SOURCE_DIR;
+  const std::filesystem::path shared = argc > 1 ? argv[1] : MLBERT_SHARED_DIR;
+  speed(source, load_profile(source / "systems/profiles/a100-sxm4-80gb.json"));
+
+  // ---- accuracy: calibrate on one result, predict the others
+  const auto fixtures = shared / "fixtures";
+  if (!std::filesystem::exists(fixtures)) {
+    std::printf("\n%s is absent: no accuracy table\n", fixtures.string().c_str());
+    return 0;
+  }
+  CalibrationOptions calibration;
+  calibration.command = "simulate_bench";
+  a100_accuracy(source, fixtures, calibration);
+  hopper_accuracy(fixtures, calibration);
   return 0;
 }

@@ -11,7 +11,7 @@
 
 #include "simulate/calibrate.h"
 #include "simulate/report.h"
-#include "simulate/results.h"
+#include "simulate/result_model.h"
 #include "tests/common/shared_fixtures.h"
 
 namespace {
@@ -38,8 +38,8 @@ TEST_CASE("a published single-node result reads as 1 x 8 A100 with its runs and 
   CHECK(r.runs[0].evals == 20);
   CHECK(r.runs[0].seconds == Approx(1433.884));
   CHECK(r.runs[0].status == "success");
-  CHECK(r.global_exchange);
-  CHECK(r.eval_batch_size == 16);
+  CHECK(r.launch_line.exchange_padding);
+  CHECK(r.launch_line.eval_batch_size == 16);
   const ClusterRun c = cluster_from_result(r);
   CHECK(c.network.nodes == 1);
   CHECK(c.network.gpus_per_node == 8);
@@ -48,9 +48,9 @@ TEST_CASE("a published single-node result reads as 1 x 8 A100 with its runs and 
   CHECK(c.run.load_balancing == LoadBalancing::global_exchange);
   CHECK(c.run.optimizer.kind == OptimizerKind::lamb);
   // Its launch line: apex's DistributedFusedLAMB over the node, eager PyTorch, unpadded.
-  CHECK(r.distributed_lamb);
-  CHECK_FALSE(r.cuda_graph);
-  CHECK_FALSE(r.padded);
+  CHECK(r.launch.gradient_path.value == GradientPath::distributed_lamb);
+  CHECK(r.launch.host_issue.value != HostIssue::cuda_graphs);
+  CHECK_FALSE(r.launch.padded());
   const SimulationOptions o = simulation_options_for(r, SimulationOptions());
   CHECK(o.optimizer_shard == OptimizerShard::node);
   CHECK(o.host_seconds_per_kernel == Approx(kPytorchEagerOpSeconds + kDriverLaunchSeconds));
@@ -73,9 +73,9 @@ TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node ex
   for (const auto& run : r.runs) CHECK(run.samples == 2932736);
   // Its own gradient path: overlapped 25 MiB fp16 buckets (DDP), each normed and scaled before
   // its allreduce; --allreduce_post_accumulation is on the line but only --baseline uses it.
-  CHECK_FALSE(r.distributed_lamb);
-  CHECK_FALSE(r.baseline);
-  CHECK_FALSE(r.cuda_graph);
+  CHECK(r.launch.gradient_path.value != GradientPath::distributed_lamb);
+  CHECK_FALSE(r.launch_line.baseline);
+  CHECK(r.launch.host_issue.value != HostIssue::cuda_graphs);
   CHECK(c.run.bucket_mb == 50);  // 25 MiB of fp16 in mlbert's f32 bucket units
   const SimulationOptions o = simulation_options_for(r, SimulationOptions());
   CHECK(o.optimizer_shard == OptimizerShard::none);
@@ -85,10 +85,10 @@ TEST_CASE("Samsung's result reads as 128 x 8 with 4 HDR NICs, stratified node ex
   CHECK(o.gradient_pass_bytes_per_parameter == kAmpUnscaleBytes);
   // Its code's host side, from the same line: unpadding and the dense sequence output read back,
   // the DDP hook reads each bucket's clip coefficient back, apex amp's scaler reads its flag.
-  CHECK(r.unpad);
-  CHECK(r.fmha);
-  CHECK(r.dense_seq_output);
-  CHECK(r.apex_amp);
+  CHECK(r.launch_line.unpad);
+  CHECK(r.launch_line.unpad_fmha);
+  CHECK(r.launch_line.dense_seq_output);
+  CHECK(r.launch_line.use_apex_amp);
   CHECK(o.sync_per_bucket);
   CHECK(o.sync_after_backward);
   CHECK(o.forward_broadcast_bytes > 150e6);
@@ -309,7 +309,8 @@ TEST_CASE("two results at different batches per GPU fit the tensor rate and a fi
   CHECK_THROWS_WITH(calibrate(a, other_round, options),
                     Catch::Contains("different rounds (1.0.0, 1.1.0)"));
   PublishedResult graphs = b;  // the same runs, read as replayed from CUDA graphs
-  graphs.cuda_graph = true;
+  graphs.launch_line.use_cuda_graph = true;
+  graphs.launch = derive_launch(graphs);
   CHECK_THROWS_WITH(calibrate(a, graphs, options),
                     Catch::Contains("the two ran differently as their logs read") &&
                         Catch::Contains("replayed from CUDA graphs"));

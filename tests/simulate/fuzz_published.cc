@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "simulate/results.h"
+#include "simulate/result_model.h"
 #include "mlperf_logging/rules/checker.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
@@ -43,7 +43,7 @@ void published(const std::filesystem::path& dir, std::string_view text,
     return;
   }
   if (r.runs.size() != 1 || r.global_batch_size < 1 || r.runs[0].samples == 0) std::abort();
-  if (r.eval_batch_size && *r.eval_batch_size < 1) std::abort();
+  if (r.launch_line.eval_batch_size && *r.launch_line.eval_batch_size < 1) std::abort();
   for (const sim::TimedEval& e : r.runs[0].timed_evals)
     if (e.samples && *e.samples <= 1000) std::abort();
   // Without a cadence, and with one (the samples between evaluations where the log states none).

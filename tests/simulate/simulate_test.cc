@@ -20,7 +20,8 @@
 #include "simulate/calibrate.h"
 #include "simulate/network.h"
 #include "simulate/report.h"
-#include "simulate/results.h"
+#include "simulate/host_networking.h"
+#include "simulate/result_model.h"
 #include "simulate/settings.h"
 #include "simulate/simulator.h"
 #include "harness/config/system_config.h"
@@ -50,6 +51,14 @@ std::filesystem::path fresh_temp_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// `r` as if its logs echoed the launch line `launch`: its flags read, its launch derived.
+void launch_as(PublishedResult& r, const std::string& launch) {
+  const auto log = fresh_temp_dir("mlbert_simulate_launch_line") / "result_0.txt";
+  std::ofstream(log) << launch << "\n";
+  r.launch_line = read_launch_line(log);
+  r.launch = derive_launch(r);
 }
 
 // A profile of round numbers (A100-like: 150 TFLOP/s tensor rate, 1.7 TB/s, 108 SMs).
@@ -604,47 +613,47 @@ TEST_CASE("packed rows cost what rows of full length cost, not what their sample
 TEST_CASE("a published launch line sets how the implementation ran", "[simulate]") {
   PublishedResult r;
   r.framework = "PyTorch NVIDIA Release 21.05";
+  const auto options_for = [&](const std::string& launch) {
+    launch_as(r, launch);
+    return simulation_options_for(r, SimulationOptions());
+  };
   // An eager framework from Python, mlbert's gradient path when nothing else is stated.
-  SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  SimulationOptions o = options_for("python train.py --eval_batch_size=16");
   CHECK(o.host_seconds_per_kernel == Approx(kPytorchEagerOpSeconds + kDriverLaunchSeconds));
   CHECK(o.optimizer_shard == OptimizerShard::none);
   CHECK(o.gradient_pass_bytes_per_parameter == 0);
   CHECK(o.overlap);
   CHECK_FALSE(o.padded);
   // NVIDIA's single-node v1.0 line: --distributed_lamb with --allreduce_post_accumulation(_fp16).
-  r.distributed_lamb = r.post_accumulation_allreduce = r.fp16_allreduce = true;
-  o = simulation_options_for(r, SimulationOptions());
+  const std::string flat = " --allreduce_post_accumulation --allreduce_post_accumulation_fp16";
+  o = options_for("python train.py --distributed_lamb" + flat);
   CHECK(o.optimizer_shard == OptimizerShard::node);
   CHECK(o.gradient_wire_bytes == 2);
   CHECK(o.gradient_pass_bytes_per_parameter == kDistributedLambPassBytes);
   CHECK_FALSE(o.overlap);
   // NVIDIA's flat allreduce after backward, without the sharded optimizer.
-  r.distributed_lamb = false;
-  o = simulation_options_for(r, SimulationOptions());
+  o = options_for("python train.py" + flat);
   CHECK(o.optimizer_shard == OptimizerShard::none);
   CHECK_FALSE(o.overlap);
   CHECK(o.gradient_pass_bytes_per_parameter == kPostAccumulationPassBytes);
   // Samsung's line has --allreduce_post_accumulation too, but --local_gradient_clip without
   // --baseline takes its DDP path: overlapped fp16 buckets, each normed and scaled first.
-  r.bucket_clipping = true;
-  o = simulation_options_for(r, SimulationOptions());
+  o = options_for("python train.py --local_gradient_clip" + flat);
   CHECK(o.overlap);
   CHECK(o.gradient_wire_bytes == 2);
   CHECK(o.bucket_norm_bytes_per_element == kDdpBucketNormBytes);
   CHECK(o.gradient_pass_bytes_per_parameter == kAmpUnscaleBytes);
   // With --baseline it is NVIDIA's flat path with the local clip before the allreduce.
-  r.baseline = true;
-  o = simulation_options_for(r, SimulationOptions());
+  o = options_for("python train.py --local_gradient_clip --baseline" + flat);
   CHECK_FALSE(o.overlap);
   CHECK(o.gradient_pass_bytes_per_parameter == kPostAccumulationPassBytes + kLocalClipPassBytes);
-  r.baseline = false;
   // NVIDIA's at scale: the step in CUDA graphs on padded shapes.
-  r.cuda_graph = r.padded = true;
-  o = simulation_options_for(r, SimulationOptions());
+  o = options_for("python train.py --local_gradient_clip --use_cuda_graph --pad_fmha" + flat);
   CHECK(o.host_seconds_per_kernel == 0);
   CHECK(o.padded);
   // No framework stated: mlbert's own launches.
   PublishedResult bare;
+  bare.launch = derive_launch(bare);
   CHECK(simulation_options_for(bare, SimulationOptions()).host_seconds_per_kernel ==
         kDriverLaunchSeconds);
   const SimulationOptions none = simulation_options_for(bare, SimulationOptions());
@@ -657,9 +666,12 @@ TEST_CASE("the published implementation's read-backs, host loops and buffer broa
           "[simulate]") {
   PublishedResult r;
   r.framework = "PyTorch NVIDIA Release 21.09";
-  r.unpad = r.fmha = r.dense_seq_output = true;
+  const auto options_for = [&](const std::string& launch) {
+    launch_as(r, launch);
+    return simulation_options_for(r, SimulationOptions());
+  };
   // NVIDIA's eager path: unpadding and the dense sequence output read back; no hook, no scaler.
-  SimulationOptions o = simulation_options_for(r, SimulationOptions());
+  SimulationOptions o = options_for("python train.py --unpad_fmha --dense_seq_output");
   CHECK(o.syncs_before_encoder == kUnpadReadBacks);
   CHECK(o.syncs_before_heads == kDenseSeqOutputReadBacks);
   CHECK_FALSE(o.sync_per_bucket);
@@ -667,8 +679,8 @@ TEST_CASE("the published implementation's read-backs, host loops and buffer broa
   CHECK(o.forward_broadcast_bytes == 0);
   // Samsung's DDP path with apex amp: a read-back per bucket, one after backward with the
   // per-tensor loops, and DDP broadcasting the FMHA layers' QKV buffers before every forward.
-  r.bucket_clipping = r.apex_amp = true;
-  o = simulation_options_for(r, SimulationOptions());
+  o = options_for(
+      "python train.py --unpad_fmha --dense_seq_output --local_gradient_clip --use_apex_amp");
   CHECK(o.sync_per_bucket);
   CHECK(o.bucket_hook_seconds == Approx(kBucketHookOps * 10e-6));
   CHECK(o.sync_after_backward);
@@ -690,10 +702,10 @@ TEST_CASE("the published implementation's read-backs, host loops and buffer broa
       apply_result_settings({parse_setting("simulate.broadcast_mb=-1")}, cluster, what_if),
       Catch::Contains("simulate.broadcast_mb=-1: a number >= 0"));
   // Without FMHA no buffers; CUDA graphs replay the step with no read-back at all.
-  r.fmha = false;
-  CHECK(simulation_options_for(r, SimulationOptions()).forward_broadcast_bytes == 0);
-  r.cuda_graph = true;
-  o = simulation_options_for(r, SimulationOptions());
+  const std::string samsung_unfused =
+      "python train.py --unpad --dense_seq_output --local_gradient_clip --use_apex_amp";
+  CHECK(options_for(samsung_unfused).forward_broadcast_bytes == 0);
+  o = options_for(samsung_unfused + " --use_cuda_graph");
   CHECK(o.syncs_before_encoder == 0);
   CHECK_FALSE(o.sync_per_bucket);
   CHECK_FALSE(o.sync_after_backward);
@@ -1271,8 +1283,8 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
     INFO(launch);
     const fs::path dir = published_folder("mlbert_published_reference", nics, records, launch);
     const PublishedResult r = read_published_result(dir, "1.1.0");
-    CHECK(r.reference_launch);
-    CHECK(r.distributed_lamb);
+    CHECK(r.launch.reference_launch.value);
+    CHECK(r.launch.gradient_path.value == GradientPath::distributed_lamb);
     const SimulationOptions o = simulation_options_for(r, SimulationOptions());
     CHECK(o.optimizer_shard == OptimizerShard::node);
     CHECK(o.gradient_wire_bytes == 2);
@@ -1288,8 +1300,8 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
       published_folder("mlbert_published_own_launch", nics, records,
                        "python run_pretraining.py --local_gradient_clip --exchange_padding");
   const PublishedResult own = read_published_result(samsung, "1.1.0");
-  CHECK_FALSE(own.reference_launch);
-  CHECK_FALSE(own.distributed_lamb);
+  CHECK_FALSE(own.launch.reference_launch.value);
+  CHECK(own.launch.gradient_path.value != GradientPath::distributed_lamb);
   CHECK(simulation_options_for(own, SimulationOptions()).overlap);
   // Not PyTorch (MXNet, TensorFlow): NVIDIA's PyTorch launch says nothing of it.
   const fs::path mxnet = published_folder("mlbert_published_mxnet", nics, records);
@@ -1297,8 +1309,8 @@ TEST_CASE("a PyTorch folder without launch flags runs NVIDIA's reference launch"
   system["framework"] = "MXNet NVIDIA Release 21.09";
   std::ofstream(mxnet / "system.json") << system.dump();
   const PublishedResult other = read_published_result(mxnet, "1.1.0");
-  CHECK_FALSE(other.reference_launch);
-  CHECK_FALSE(other.distributed_lamb);
+  CHECK_FALSE(other.launch.reference_launch.value);
+  CHECK(other.launch.gradient_path.value != GradientPath::distributed_lamb);
 }
 
 TEST_CASE("a log's loss-scale overflow announcements count skipped steps once each", "[simulate]") {
@@ -1338,8 +1350,8 @@ TEST_CASE("NVIDIA's run_pretraining.py without --unpad pads every sequence", "[s
       "--dense_seq_output --fused_mha --allreduce_post_accumulation";
   const fs::path dir = published_folder("mlbert_published_no_unpad", nics, records, padded_launch);
   const PublishedResult r = read_published_result(dir, "0.7.0");
-  CHECK(r.full_padding);
-  CHECK_FALSE(r.reference_launch);
+  CHECK(r.launch.shapes.value == Shapes::fully_padded);
+  CHECK_FALSE(r.launch.reference_launch.value);
   const SimulationOptions o = simulation_options_for(r, SimulationOptions());
   CHECK(o.padded);
   CHECK(o.padded_attention);
@@ -1354,12 +1366,12 @@ TEST_CASE("NVIDIA's run_pretraining.py without --unpad pads every sequence", "[s
     const fs::path other =
         published_folder("mlbert_published_unpad", nics, records, padded_launch + flag);
     const PublishedResult u = read_published_result(other, "0.7.0");
-    CHECK_FALSE(u.full_padding);
+    CHECK(u.launch.shapes.value != Shapes::fully_padded);
     CHECK_FALSE(simulation_options_for(u, SimulationOptions()).padded_attention);
   }
   const fs::path own = published_folder("mlbert_published_other_script", nics, records,
                                         "python train.py --train_batch_size=20 --fused_mha");
-  CHECK_FALSE(read_published_result(own, "0.7.0").full_padding);
+  CHECK(read_published_result(own, "0.7.0").launch.shapes.value != Shapes::fully_padded);
 }
 
 TEST_CASE("the launch line's --eval_iter_samples is the run's evaluation cadence", "[simulate]") {
@@ -1374,10 +1386,10 @@ TEST_CASE("the launch line's --eval_iter_samples is the run's evaluation cadence
                        "python run_pretraining.py --unpad --eval_iter_start_samples=3000000 "
                        "--eval_iter_samples=500000 --eval_batch_size=16");
   const PublishedResult r = read_published_result(dir, "0.7.0");
-  REQUIRE(r.eval_every_samples);
-  CHECK(*r.eval_every_samples == 500000);
-  REQUIRE(r.eval_first_samples);
-  CHECK(*r.eval_first_samples == 3000000);
+  REQUIRE(r.launch_line.eval_every_samples);
+  CHECK(*r.launch_line.eval_every_samples == 500000);
+  REQUIRE(r.launch_line.eval_first_samples);
+  CHECK(*r.launch_line.eval_first_samples == 3000000);
   const ClusterRun c = cluster_from_result(r);
   CHECK_FALSE(c.run.eval.mlperf_cadence);
   CHECK(c.run.eval.interval_samples == 500000);
@@ -1390,7 +1402,7 @@ TEST_CASE("the launch line's --eval_iter_samples is the run's evaluation cadence
     INFO(launch);
     const PublishedResult u = read_published_result(
         published_folder("mlbert_published_eval_rule", nics, records, launch), "1.0.0");
-    CHECK_FALSE(u.eval_every_samples);
+    CHECK_FALSE(u.launch_line.eval_every_samples);
     const ClusterRun rule = cluster_from_result(u);
     CHECK(rule.run.eval.mlperf_cadence);
     CHECK(eval_interval(rule.run) == mlperf_eval_interval(5120));
@@ -1413,9 +1425,9 @@ TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "
   // 2 rows for 4 samples: 2 per row; padded rows, CUDA graphs (NVIDIA's packed configs), no
   // exchange padding.
   const PublishedResult packed = folder("mlbert_published_packed", "2");
-  CHECK(packed.packing == 2);
-  CHECK(packed.padded);
-  CHECK(packed.cuda_graph);
+  CHECK(packed.launch.packing == 2);
+  CHECK(packed.launch.padded());
+  CHECK(packed.launch.host_issue.value == HostIssue::cuda_graphs);
   const ClusterRun cluster = cluster_from_result(packed);
   CHECK(cluster.run.load_balancing == LoadBalancing::none);
   const SimulationOptions o = simulation_options_for(packed, SimulationOptions());
@@ -1429,8 +1441,8 @@ TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "
   for (const char* rows : {"4", "3", "0", "8"}) {
     INFO(rows);
     const PublishedResult r = folder("mlbert_published_unpacked", rows);
-    CHECK(r.packing == 1);
-    CHECK_FALSE(r.padded);
+    CHECK(r.launch.packing == 1);
+    CHECK_FALSE(r.launch.padded());
     CHECK(cluster_from_result(r).run.load_balancing == LoadBalancing::global_exchange);
   }
   // Counts far past any machine: no packing, no overflow (UBSan in the sanitizer run), no error
@@ -1446,15 +1458,15 @@ TEST_CASE("a logged d_batch_size under the samples per GPU means packed rows", "
     system["accelerators_per_node"] = "2000000000";
     std::ofstream(dir / "system.json") << system.dump();
     const PublishedResult huge = read_published_result(dir, "2.0.0");
-    CHECK(huge.packing == 1);
+    CHECK(huge.launch.packing == 1);
     CHECK_THROWS_AS(cluster_from_result(huge), std::invalid_argument);
   }
   // A launch line of its own: the rows are padded, but graphs and balancing are what it says.
   const PublishedResult own =
       folder("mlbert_published_packed_own", "2", "python run_pretraining.py --exchange_padding");
-  CHECK(own.packing == 2);
-  CHECK(own.padded);
-  CHECK_FALSE(own.cuda_graph);
+  CHECK(own.launch.packing == 2);
+  CHECK(own.launch.padded());
+  CHECK(own.launch.host_issue.value != HostIssue::cuda_graphs);
   CHECK(cluster_from_result(own).run.load_balancing == LoadBalancing::global_exchange);
 }
 
@@ -1714,8 +1726,8 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
                          "python run.py --optimizer=" + std::string(200000, 'a') +
                              " --split_batch_cnt" + std::string(200000, ' ') + "4 4 4 4");
   r = read_published_result(dir, "1.1.0");
-  CHECK_FALSE(r.adam);
-  CHECK(r.stratified_quotas == std::vector<int>{4, 4, 4, 4});
+  CHECK_FALSE(r.launch_line.adam);
+  CHECK(r.launch_line.stratified_quotas == std::vector<int>{4, 4, 4, 4});
   CHECK_NOTHROW(cluster_from_result(r));
   fs::remove_all(dir);
 
@@ -1723,8 +1735,8 @@ TEST_CASE("a published folder's bad values are named errors, its long texts no c
   dir = published_folder("mlbert_published_quotas", "", good,
                          "python run.py --split_batch_cnt 6 3 2 5 '--optimizer=FusedAdam'");
   r = read_published_result(dir, "1.1.0");
-  CHECK(r.stratified_quotas == std::vector<int>{6, 3, 2, 5});
-  CHECK(r.adam);
+  CHECK(r.launch_line.stratified_quotas == std::vector<int>{6, 3, 2, 5});
+  CHECK(r.launch_line.adam);
   fs::remove_all(dir);
 }
 
