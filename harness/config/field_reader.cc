@@ -33,17 +33,40 @@ FieldReader FieldReader::child(const std::string& key, bool required) const {
   return FieldReader(&value, where(key), problems_);
 }
 
+namespace {
+
+// What a typed read accepts, and how its messages name it.
+struct Kind {
+  const char* name;  // "a number": "missing (a number is required)", "must be a number, found ..."
+  bool (*accepts)(const json&);
+  bool show_value;  // the message also shows the value found
+};
+const Kind kNumber{"a number", [](const json& v) { return v.is_number(); }, false};
+const Kind kInteger{"an integer", [](const json& v) { return v.is_number_integer(); }, true};
+const Kind kBoolean{"true or false", [](const json& v) { return v.is_boolean(); }, false};
+const Kind kString{"a string", [](const json& v) { return v.is_string(); }, false};
+
+// The value at `key` of `r` when it is there and of `kind`; else nullptr, the problem recorded.
+const json* value_of(const FieldReader& r, const std::string& key, bool required,
+                     const Kind& kind) {
+  if (!r.has(key)) {
+    if (required && r.valid())
+      r.problem(key, std::string("missing (") + kind.name + " is required)");
+    return nullptr;
+  }
+  const json& value = (*r.raw())[key];
+  if (kind.accepts(value)) return &value;
+  r.problem(key, std::string("must be ") + kind.name + ", found " + value.type_name() +
+                     (kind.show_value ? " " + value.dump() : ""));
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<double> FieldReader::number(const std::string& key, bool required) const {
-  if (!has(key)) {
-    if (required && valid()) problem(key, "missing (a number is required)");
-    return std::nullopt;
-  }
-  const json& value = (*object_)[key];
-  if (!value.is_number()) {
-    problem(key, "must be a number, found " + std::string(value.type_name()));
-    return std::nullopt;
-  }
-  const double number = value.get<double>();
+  const json* value = value_of(*this, key, required, kNumber);
+  if (!value) return std::nullopt;
+  const double number = value->get<double>();
   if (!std::isfinite(number)) {
     problem(key, "must be finite");
     return std::nullopt;
@@ -52,42 +75,18 @@ std::optional<double> FieldReader::number(const std::string& key, bool required)
 }
 
 std::optional<std::int64_t> FieldReader::integer(const std::string& key, bool required) const {
-  if (!has(key)) {
-    if (required && valid()) problem(key, "missing (an integer is required)");
-    return std::nullopt;
-  }
-  const json& value = (*object_)[key];
-  if (!value.is_number_integer()) {
-    problem(key, "must be an integer, found " + std::string(value.type_name()) + " " + value.dump());
-    return std::nullopt;
-  }
-  return value.get<std::int64_t>();
+  const json* value = value_of(*this, key, required, kInteger);
+  return value ? std::optional(value->get<std::int64_t>()) : std::nullopt;
 }
 
 std::optional<bool> FieldReader::boolean(const std::string& key, bool required) const {
-  if (!has(key)) {
-    if (required && valid()) problem(key, "missing (true or false is required)");
-    return std::nullopt;
-  }
-  const json& value = (*object_)[key];
-  if (!value.is_boolean()) {
-    problem(key, "must be true or false, found " + std::string(value.type_name()));
-    return std::nullopt;
-  }
-  return value.get<bool>();
+  const json* value = value_of(*this, key, required, kBoolean);
+  return value ? std::optional(value->get<bool>()) : std::nullopt;
 }
 
 std::optional<std::string> FieldReader::string(const std::string& key, bool required) const {
-  if (!has(key)) {
-    if (required && valid()) problem(key, "missing (a string is required)");
-    return std::nullopt;
-  }
-  const json& value = (*object_)[key];
-  if (!value.is_string()) {
-    problem(key, "must be a string, found " + std::string(value.type_name()));
-    return std::nullopt;
-  }
-  return value.get<std::string>();
+  const json* value = value_of(*this, key, required, kString);
+  return value ? std::optional(value->get<std::string>()) : std::nullopt;
 }
 
 std::optional<std::size_t> FieldReader::choice(const std::string& key,
