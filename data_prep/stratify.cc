@@ -1,5 +1,6 @@
-// Stratification: reads each input shard, routes its samples to per-(bin, shard) writers, commits
-// all writers at the end (each a temp file + rename).
+// Stratification: a first pass places every sample in its (bin, shard) from the lengths alone;
+// then the output shards are built group by group within the memory budget (shard_groups.h), each
+// committed as a temp file + rename.
 #include "data_prep/stratify.h"
 
 #include "data_prep/length_index.h"

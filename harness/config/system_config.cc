@@ -1,5 +1,6 @@
 // Loading and validating systems/*.json. Every check appends to one problem list so a user fixes
-// a bad file in one pass; the messages name the file and the JSON path of the field.
+// a bad file in one pass; the messages name the file and the JSON path of the field. Each object
+// is read by a table of its fields (field_reader.h); the rules that join fields follow its table.
 #include "harness/config/system_config.h"
 
 #include "common/input_file.h"
@@ -8,7 +9,6 @@
 #include "mlperf_logging/package/system_desc.h"
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <numeric>
