@@ -13,15 +13,9 @@
 
 #include "data_prep/length_index.h"
 #include "data_prep/py_random.h"
+#include "data_prep/shard_groups.h"
 
 namespace mlbert::data {
-
-namespace {
-// In-memory cost of a sequence held for a ShardWriter plus its share of the HDF5 image at commit
-// (as in stratify.cc).
-constexpr int64_t kBytesPerSample = 256;
-constexpr int64_t kBytesPerToken = 8;
-}  // namespace
 
 double PackingReport::efficiency() const {
   return rows ? static_cast<double>(tokens) / (static_cast<double>(rows) * max_seq_length) : 0.0;
@@ -93,25 +87,30 @@ std::vector<std::vector<int64_t>> plan_packing(const std::vector<int32_t>& lengt
   return rows;
 }
 
-PackingReport pack(const std::vector<std::filesystem::path>& inputs,
-                   const std::filesystem::path& output_dir, const PackingOptions& o) {
-  if (o.shards < 1) throw std::invalid_argument("packing: shards must be >= 1");
-  // Pass 1: lengths only, as one global sequence index over the inputs in order.
-  std::vector<int32_t> lengths;
-  std::vector<int64_t> first_index;  // [f] = global index of row 0 of inputs[f]
-  for (const auto& in : inputs) {
-    if (inspect_shard(in).layout == Layout::kPacked) {
-      throw std::runtime_error(in.string() + ": already packed");
-    }
-    first_index.push_back(static_cast<int64_t>(lengths.size()));
-    const auto file_lengths = read_lengths(in);
-    lengths.insert(lengths.end(), file_lengths.begin(), file_lengths.end());
-  }
-  first_index.push_back(static_cast<int64_t>(lengths.size()));
-  auto rows = plan_packing(lengths, o.max_seq_length, o.max_sequences_per_row);
-  PyRandom rng(o.seed);
-  rng.shuffle(rows);
+namespace {
 
+// Pass 1's result: the lengths of all input sequences as one global sequence index.
+struct InputLengths {
+  std::vector<int32_t> lengths;
+  std::vector<int64_t> first_index;  // [f] = global index of row 0 of inputs[f]; [n] = total
+};
+
+InputLengths read_input_lengths(const std::vector<std::filesystem::path>& inputs) {
+  InputLengths in;
+  for (const auto& path : inputs) {
+    if (inspect_shard(path).layout == Layout::kPacked) {
+      throw std::runtime_error(path.string() + ": already packed");
+    }
+    in.first_index.push_back(static_cast<int64_t>(in.lengths.size()));
+    const auto file_lengths = read_lengths(path);
+    in.lengths.insert(in.lengths.end(), file_lengths.begin(), file_lengths.end());
+  }
+  in.first_index.push_back(static_cast<int64_t>(in.lengths.size()));
+  return in;
+}
+
+PackingReport report_of(const std::vector<int32_t>& lengths,
+                        const std::vector<std::vector<int64_t>>& rows, const PackingOptions& o) {
   PackingReport report;
   report.max_seq_length = o.max_seq_length;
   report.sequences = static_cast<int64_t>(lengths.size());
@@ -119,6 +118,55 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
   report.rows_with_k.assign(static_cast<size_t>(o.max_sequences_per_row) + 1, 0);
   for (int32_t l : lengths) report.tokens += l;
   for (const auto& r : rows) ++report.rows_with_k[r.size()];
+  return report;
+}
+
+// The sequences of the group's rows (row r goes to shard r % shards), read from every input once
+// and keyed by their global index.
+std::unordered_map<int64_t, Sample> read_group_sequences(
+    const std::vector<std::filesystem::path>& inputs, const InputLengths& in,
+    const std::vector<std::vector<int64_t>>& rows, size_t shards, size_t first, size_t last,
+    const ReadOptions& read_options) {
+  std::vector<int64_t> wanted;  // global indexes of the group's sequences, ascending
+  for (size_t r = first; r < rows.size(); ++r) {
+    if (r % shards >= first && r % shards < last) {
+      wanted.insert(wanted.end(), rows[r].begin(), rows[r].end());
+    }
+  }
+  std::sort(wanted.begin(), wanted.end());
+  std::unordered_map<int64_t, Sample> held;
+  held.reserve(wanted.size());
+  auto next = wanted.begin();
+  for (size_t f = 0; f < inputs.size(); ++f) {
+    std::vector<int64_t> file_rows;
+    for (; next != wanted.end() && *next < in.first_index[f + 1]; ++next) {
+      file_rows.push_back(*next - in.first_index[f]);
+    }
+    if (file_rows.empty()) continue;
+    std::vector<Sample> samples = read_rows(inputs[f], file_rows, read_options);
+    for (size_t k = 0; k < file_rows.size(); ++k) {
+      const int64_t i = in.first_index[f] + file_rows[k];
+      if (samples[k].length() != in.lengths[static_cast<size_t>(i)]) {
+        throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(file_rows[k]) +
+                                 " changed length between passes");
+      }
+      held.emplace(i, std::move(samples[k]));
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
+PackingReport pack(const std::vector<std::filesystem::path>& inputs,
+                   const std::filesystem::path& output_dir, const PackingOptions& o) {
+  if (o.shards < 1) throw std::invalid_argument("packing: shards must be >= 1");
+  const InputLengths in = read_input_lengths(inputs);
+  const std::vector<int32_t>& lengths = in.lengths;
+  auto rows = plan_packing(lengths, o.max_seq_length, o.max_sequences_per_row);
+  PyRandom rng(o.seed);
+  rng.shuffle(rows);
+  PackingReport report = report_of(lengths, rows, o);
 
   std::error_code ec;
   std::filesystem::create_directories(output_dir, ec);
@@ -126,54 +174,21 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
   format.max_seq_length = o.max_seq_length;
   format.max_sequences_per_row = o.max_sequences_per_row;
   const auto shards = static_cast<size_t>(o.shards);
-  // Row r goes to shard r % shards; each shard's estimated in-memory size sets the groups.
   std::vector<int64_t> shard_bytes(shards, 0);
   for (size_t r = 0; r < rows.size(); ++r) {
-    for (int64_t i : rows[r]) {
-      shard_bytes[r % shards] += kBytesPerSample + kBytesPerToken * lengths[static_cast<size_t>(i)];
-    }
+    for (int64_t i : rows[r]) shard_bytes[r % shards] += held_bytes(lengths[static_cast<size_t>(i)]);
   }
 
-  // Pass 2, in groups of output shards that fit the memory budget: read from every input just the
-  // sequences of those shards' rows, then write the rows in order and commit the group.
-  for (size_t first = 0; first < shards;) {
-    size_t last = first + 1;
-    int64_t group_bytes = shard_bytes[first];
-    while (last < shards && group_bytes + shard_bytes[last] <= o.memory_budget_bytes) {
-      group_bytes += shard_bytes[last++];
-    }
+  // Pass 2, group by group: just the sequences of the group's rows, then the rows written in
+  // order and the group committed.
+  for (const auto& [first, last] : shard_groups(shard_bytes, o.memory_budget_bytes)) {
     std::vector<std::unique_ptr<ShardWriter>> writers;
     for (size_t s = first; s < last; ++s) {
       char name[64];
       std::snprintf(name, sizeof name, "packed_%05zu-of-%05zu.hdf5", s, shards);
       writers.push_back(std::make_unique<ShardWriter>(output_dir / name, Layout::kPacked, format));
     }
-    std::vector<int64_t> wanted;  // global indexes of the group's sequences, ascending
-    for (size_t r = first; r < rows.size(); ++r) {
-      if (r % shards >= first && r % shards < last) {
-        wanted.insert(wanted.end(), rows[r].begin(), rows[r].end());
-      }
-    }
-    std::sort(wanted.begin(), wanted.end());
-    std::unordered_map<int64_t, Sample> held;
-    held.reserve(wanted.size());
-    auto next = wanted.begin();
-    for (size_t f = 0; f < inputs.size(); ++f) {
-      std::vector<int64_t> file_rows;
-      for (; next != wanted.end() && *next < first_index[f + 1]; ++next) {
-        file_rows.push_back(*next - first_index[f]);
-      }
-      if (file_rows.empty()) continue;
-      std::vector<Sample> samples = read_rows(inputs[f], file_rows, o.read_options);
-      for (size_t k = 0; k < file_rows.size(); ++k) {
-        const int64_t i = first_index[f] + file_rows[k];
-        if (samples[k].length() != lengths[static_cast<size_t>(i)]) {
-          throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(file_rows[k]) +
-                                   " changed length between passes");
-        }
-        held.emplace(i, std::move(samples[k]));
-      }
-    }
+    auto held = read_group_sequences(inputs, in, rows, shards, first, last, o.read_options);
     for (size_t r = first; r < rows.size(); ++r) {
       const size_t s = r % shards;
       if (s < first || s >= last) continue;
@@ -190,7 +205,6 @@ PackingReport pack(const std::vector<std::filesystem::path>& inputs,
       report.outputs.push_back(w->path());
     }
     ++report.groups;
-    first = last;
   }
   // The length index of the output: a packed row's length is the tokens of its sequences.
   std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "common/atomic_file.h"
@@ -68,40 +70,39 @@ void check_output_dir(const std::filesystem::path& dir) {
   }
 }
 
-PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
-  validate(options.pretraining);
-  const auto files = expand_inputs(options.inputs);
+namespace {
+
+// The output directory (or the joint output's) can be written, and no two inputs share a shard.
+void check_outputs(const PrepOptions& options, const std::vector<std::filesystem::path>& files) {
   if (options.joint) {
     const auto parent = options.output.has_parent_path() ? options.output.parent_path() : ".";
     check_output_dir(parent);
-  } else {
-    check_output_dir(options.output);
-    std::vector<std::filesystem::path> names;
-    for (const auto& f : files) names.push_back(shard_name_for(options.output, f));
-    std::sort(names.begin(), names.end());
-    if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end()) {
-      throw std::runtime_error("two inputs would both write " + dup->string() +
-                               "; give inputs distinct file names or use --joint");
-    }
+    return;
   }
-  int64_t total_bytes = 0;
-  for (const auto& f : files) total_bytes += static_cast<int64_t>(std::filesystem::file_size(f));
+  check_output_dir(options.output);
+  std::vector<std::filesystem::path> names;
+  for (const auto& f : files) names.push_back(shard_name_for(options.output, f));
+  std::sort(names.begin(), names.end());
+  if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end()) {
+    throw std::runtime_error("two inputs would both write " + dup->string() +
+                             "; give inputs distinct file names or use --joint");
+  }
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const Tokenizer tokenizer(vocab, options.flavor);
-  Progress progress("prep", static_cast<int64_t>(files.size()), total_bytes, options.progress);
-  PrepResult result;
-  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;  // for the length index
-  std::mutex result_mutex;
+// Turns groups of input files into shards; safe to call from several threads at once.
+class ShardMaker {
+ public:
+  ShardMaker(const PrepOptions& options, const Vocab& vocab, Progress& progress)
+      : options_(options), vocab_(vocab), tokenizer_(vocab, options.flavor), progress_(progress) {}
 
-  // One unit of work: some input files -> one shard.
-  auto process = [&](const std::vector<std::filesystem::path>& group,
-                     const std::filesystem::path& out_path) {
+  // Some input files -> one shard at `out_path`.
+  void make(const std::vector<std::filesystem::path>& group,
+            const std::filesystem::path& out_path) {
     std::vector<Document> documents;
     ReadStats stats;
     for (const auto& f : group) {
-      read_documents(f, tokenizer, options.invalid_utf8, documents, &stats,
-                     [&](int64_t b) { progress.add_bytes(b); });
+      read_documents(f, tokenizer_, options_.invalid_utf8, documents, &stats,
+                     [&](int64_t b) { progress_.add_bytes(b); });
     }
     int64_t doc_count = 0;
     for (const auto& d : documents) doc_count += d.empty() ? 0 : 1;
@@ -111,70 +112,113 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
       throw std::runtime_error(names +
                                ": no text to make samples from (empty, or only blank lines)");
     }
-    std::vector<Sample> samples = create_samples(documents, vocab, options.pretraining);
+    std::vector<Sample> samples = create_samples(documents, vocab_, options_.pretraining);
     documents.clear();
     documents.shrink_to_fit();
-    int64_t tokens = 0;
+    std::vector<int32_t> lengths = write_shard(out_path, std::move(samples));
+    const int64_t n = static_cast<int64_t>(lengths.size());
+    const int64_t tokens = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
+    progress_.add_samples(n);
+    std::lock_guard lock(mutex_);
+    result_.documents += doc_count;
+    result_.samples += n;
+    result_.tokens += tokens;
+    result_.replaced_lines += stats.replaced_lines;
+    result_.bytes += stats.bytes;
+    result_.files += static_cast<int64_t>(group.size());
+    result_.outputs.push_back(out_path);
+    lengths_of_shard_[out_path] = std::move(lengths);
+  }
+
+  PrepResult& result() { return result_; }
+  // Every shard's sample lengths, for the length index.
+  const std::map<std::filesystem::path, std::vector<int32_t>>& lengths_of_shard() const {
+    return lengths_of_shard_;
+  }
+
+ private:
+  // Writes the shard; returns its samples' lengths.
+  std::vector<int32_t> write_shard(const std::filesystem::path& out_path,
+                                   std::vector<Sample> samples) const {
     ShardFormat format;
-    format.max_seq_length = options.pretraining.max_seq_length;
-    format.max_predictions_per_seq = options.pretraining.max_predictions_per_seq;
-    ShardWriter writer(out_path, options.layout, format);
-    const int64_t n = static_cast<int64_t>(samples.size());
+    format.max_seq_length = options_.pretraining.max_seq_length;
+    format.max_predictions_per_seq = options_.pretraining.max_predictions_per_seq;
+    ShardWriter writer(out_path, options_.layout, format);
     std::vector<int32_t> lengths;
     lengths.reserve(samples.size());
     for (Sample& s : samples) {
-      tokens += s.length();
       lengths.push_back(s.length());
       writer.add(std::move(s));
     }
     samples.clear();
     writer.commit();
-    progress.add_samples(n);
-    std::lock_guard lock(result_mutex);
-    result.documents += doc_count;
-    result.samples += n;
-    result.tokens += tokens;
-    result.replaced_lines += stats.replaced_lines;
-    result.bytes += stats.bytes;
-    result.files += static_cast<int64_t>(group.size());
-    result.outputs.push_back(out_path);
-    lengths_of_shard[out_path] = std::move(lengths);
-  };
+    return lengths;
+  }
 
+  const PrepOptions& options_;
+  const Vocab& vocab_;
+  const Tokenizer tokenizer_;
+  Progress& progress_;
+  std::mutex mutex_;
+  PrepResult result_;
+  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard_;
+};
+
+// Calls `work(i)` for i in [0, count) on `threads` threads (this one included), each taking the
+// next index; the first error stops the others from taking more and is rethrown here.
+void for_each_on_threads(std::size_t count, int threads, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    while (!failed) {
+      const size_t i = next++;
+      if (i >= count) return;
+      try {
+        work(i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace
+
+PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
+  validate(options.pretraining);
+  const auto files = expand_inputs(options.inputs);
+  check_outputs(options, files);
+  int64_t total_bytes = 0;
+  for (const auto& f : files) total_bytes += static_cast<int64_t>(std::filesystem::file_size(f));
+
+  const auto start = std::chrono::steady_clock::now();
+  Progress progress("prep", static_cast<int64_t>(files.size()), total_bytes, options.progress);
+  ShardMaker maker(options, vocab, progress);
   if (options.joint) {
-    process(files, options.output);
+    maker.make(files, options.output);
     for (size_t i = 0; i < files.size(); ++i) progress.file_done();
   } else {
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int threads =
         std::min<int>(options.threads > 0 ? options.threads : hw, static_cast<int>(files.size()));
-    std::atomic<size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::exception_ptr first_error;
-    std::mutex error_mutex;
-    auto worker = [&] {
-      while (!failed) {
-        const size_t i = next++;
-        if (i >= files.size()) return;
-        try {
-          process({files[i]}, shard_name_for(options.output, files[i]));
-          progress.file_done();
-        } catch (...) {
-          std::lock_guard lock(error_mutex);
-          if (!first_error) first_error = std::current_exception();
-          failed = true;
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    if (first_error) std::rethrow_exception(first_error);
+    for_each_on_threads(files.size(), threads, [&](size_t i) {
+      maker.make({files[i]}, shard_name_for(options.output, files[i]));
+      progress.file_done();
+    });
   }
   progress.finish();
   // The length index of every shard in the output (a trainer's global-deal plans from it).
-  index_shards(options.output, lengths_of_shard);
+  index_shards(options.output, maker.lengths_of_shard());
+  PrepResult result = std::move(maker.result());
   std::sort(result.outputs.begin(), result.outputs.end());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -1,8 +1,10 @@
-// Stratification: reads each input shard, routes its samples to per-(bin, shard) writers, commits
-// all writers at the end (each a temp file + rename).
+// Stratification: a first pass places every sample in its (bin, shard) from the lengths alone;
+// then the output shards are built group by group within the memory budget (shard_groups.h), each
+// committed as a temp file + rename.
 #include "data_prep/stratify.h"
 
 #include "data_prep/length_index.h"
+#include "data_prep/shard_groups.h"
 
 #include <cstdio>
 #include <map>
@@ -10,12 +12,6 @@
 #include <stdexcept>
 
 namespace mlbert::data {
-
-namespace {
-// In-memory cost of a sample held by a ShardWriter plus its share of the HDF5 image at commit.
-constexpr int64_t kBytesPerSample = 256;
-constexpr int64_t kBytesPerToken = 8;
-}  // namespace
 
 int bin_of(int32_t length, const std::vector<int32_t>& upper_bounds) {
   for (size_t k = 0; k < upper_bounds.size(); ++k) {
@@ -32,8 +28,9 @@ std::filesystem::path stratified_shard_path(const std::filesystem::path& output,
   return output / dir / name;
 }
 
-StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
-                        const std::filesystem::path& output, const StratifyOptions& o) {
+namespace {
+
+void check_options(const StratifyOptions& o) {
   if (o.upper_bounds.empty()) throw std::invalid_argument("stratify: no bins");
   for (size_t k = 0; k < o.upper_bounds.size(); ++k) {
     if (o.upper_bounds[k] < 1 || (k > 0 && o.upper_bounds[k] <= o.upper_bounds[k - 1])) {
@@ -41,23 +38,28 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
     }
   }
   if (o.shards_per_bin < 1) throw std::invalid_argument("stratify: shards per bin must be >= 1");
-  const size_t bins = o.upper_bounds.size();
-  const auto shards = static_cast<size_t>(o.shards_per_bin);
-  StratifyResult result;
-  result.samples_per_bin.assign(bins, 0);
-  result.samples_per_shard.assign(bins, std::vector<int64_t>(shards, 0));
+}
 
-  // Pass 1: lengths only. Every sample gets its output shard (bin, round-robin index), and every
-  // output shard its estimated in-memory size.
-  std::vector<std::vector<uint32_t>> placement(inputs.size());  // bin * shards + shard in bin
-  std::vector<int64_t> shard_bytes(bins * shards, 0);
-  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;  // for the length index
+// Where every input sample goes, from its length: output shard bin * shards + shard in bin.
+struct Placement {
+  std::vector<std::vector<uint32_t>> shard_of;  // [input][row]
+  std::vector<int64_t> shard_bytes;             // each output shard's estimated memory
+};
+
+// Pass 1, lengths only: each sample's bin, dealt round-robin to the bin's shards (counted in
+// `result`).
+Placement place_samples(const std::vector<std::filesystem::path>& inputs, const StratifyOptions& o,
+                        StratifyResult& result) {
+  const auto shards = static_cast<size_t>(o.shards_per_bin);
+  Placement placement;
+  placement.shard_of.resize(inputs.size());
+  placement.shard_bytes.assign(o.upper_bounds.size() * shards, 0);
   for (size_t f = 0; f < inputs.size(); ++f) {
     if (inspect_shard(inputs[f]).layout == Layout::kPacked) {
       throw std::runtime_error(inputs[f].string() + ": stratify takes fixed or varlen shards");
     }
     const auto lengths = read_lengths(inputs[f]);
-    placement[f].reserve(lengths.size());
+    placement.shard_of[f].reserve(lengths.size());
     for (size_t r = 0; r < lengths.size(); ++r) {
       const int b = bin_of(lengths[r], o.upper_bounds);
       if (b < 0) {
@@ -71,43 +73,61 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
       ++result.samples_per_bin[bi];
       ++result.samples_per_shard[bi][s];
       const size_t id = bi * shards + s;
-      placement[f].push_back(static_cast<uint32_t>(id));
-      shard_bytes[id] += kBytesPerSample + kBytesPerToken * lengths[r];
+      placement.shard_of[f].push_back(static_cast<uint32_t>(id));
+      placement.shard_bytes[id] += held_bytes(lengths[r]);
     }
   }
+  return placement;
+}
 
-  // Pass 2, in groups of output shards that fit the memory budget: read the rows of those shards
-  // from every input (in input order, so each shard keeps the input order), then commit the group.
-  for (size_t first = 0; first < shard_bytes.size();) {
-    size_t last = first + 1;
-    int64_t group_bytes = shard_bytes[first];
-    while (last < shard_bytes.size() && group_bytes + shard_bytes[last] <= o.memory_budget_bytes) {
-      group_bytes += shard_bytes[last++];
+// Writers of output shards [first, last), their bin directories created.
+std::vector<std::unique_ptr<ShardWriter>> open_writers(const std::filesystem::path& output,
+                                                       const StratifyOptions& o, size_t first,
+                                                       size_t last) {
+  const auto shards = static_cast<size_t>(o.shards_per_bin);
+  std::vector<std::unique_ptr<ShardWriter>> writers;
+  for (size_t id = first; id < last; ++id) {
+    const size_t b = id / shards, s = id % shards;
+    const int32_t lo = b == 0 ? 1 : o.upper_bounds[b - 1] + 1, hi = o.upper_bounds[b];
+    const auto path =
+        stratified_shard_path(output, lo, hi, static_cast<int32_t>(s), o.shards_per_bin);
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) {
+      throw std::runtime_error(path.parent_path().string() +
+                               ": cannot create bin directory: " + ec.message());
     }
-    std::vector<std::unique_ptr<ShardWriter>> writers;
-    for (size_t id = first; id < last; ++id) {
-      const size_t b = id / shards, s = id % shards;
-      const int32_t lo = b == 0 ? 1 : o.upper_bounds[b - 1] + 1, hi = o.upper_bounds[b];
-      const auto path =
-          stratified_shard_path(output, lo, hi, static_cast<int32_t>(s), o.shards_per_bin);
-      std::error_code ec;
-      std::filesystem::create_directories(path.parent_path(), ec);
-      if (ec) {
-        throw std::runtime_error(path.parent_path().string() +
-                                 ": cannot create bin directory: " + ec.message());
-      }
-      writers.push_back(std::make_unique<ShardWriter>(path, o.layout, o.read_options.format));
-    }
+    writers.push_back(std::make_unique<ShardWriter>(path, o.layout, o.read_options.format));
+  }
+  return writers;
+}
+
+}  // namespace
+
+StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
+                        const std::filesystem::path& output, const StratifyOptions& o) {
+  check_options(o);
+  const auto shards = static_cast<size_t>(o.shards_per_bin);
+  StratifyResult result;
+  result.samples_per_bin.assign(o.upper_bounds.size(), 0);
+  result.samples_per_shard.assign(o.upper_bounds.size(), std::vector<int64_t>(shards, 0));
+  const Placement placement = place_samples(inputs, o, result);
+
+  // Pass 2, group by group: the rows of the group's shards from every input (in input order, so
+  // each shard keeps the input order), then the group committed.
+  std::map<std::filesystem::path, std::vector<int32_t>> lengths_of_shard;  // for the length index
+  for (const auto& [first, last] : shard_groups(placement.shard_bytes, o.memory_budget_bytes)) {
+    auto writers = open_writers(output, o, first, last);
     for (size_t f = 0; f < inputs.size(); ++f) {
+      const std::vector<uint32_t>& shard_of = placement.shard_of[f];
       std::vector<int64_t> rows;
-      for (size_t r = 0; r < placement[f].size(); ++r) {
-        const size_t id = placement[f][r];
-        if (id >= first && id < last) rows.push_back(static_cast<int64_t>(r));
+      for (size_t r = 0; r < shard_of.size(); ++r) {
+        if (shard_of[r] >= first && shard_of[r] < last) rows.push_back(static_cast<int64_t>(r));
       }
       if (rows.empty()) continue;
       std::vector<Sample> samples = read_rows(inputs[f], rows, o.read_options);
       for (size_t k = 0; k < rows.size(); ++k) {
-        const size_t id = placement[f][static_cast<size_t>(rows[k])];
+        const size_t id = shard_of[static_cast<size_t>(rows[k])];
         if (bin_of(samples[k].length(), o.upper_bounds) != static_cast<int>(id / shards)) {
           throw std::runtime_error(inputs[f].string() + ": row " + std::to_string(rows[k]) +
                                    " changed length between passes");
@@ -121,7 +141,6 @@ StratifyResult stratify(const std::vector<std::filesystem::path>& inputs,
       result.outputs.push_back(w->path());
     }
     ++result.groups;
-    first = last;
   }
   index_shards(output, lengths_of_shard);
   return result;

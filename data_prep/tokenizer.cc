@@ -6,6 +6,8 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
 
 #include "data_prep/text_input.h"
 
@@ -192,97 +194,126 @@ bool is_cjk_ideograph(char32_t cp) {
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
+namespace {
+
+// Cuts one line of valid UTF-8 into its basic words, handing each to `sink` as it completes.
+// A whitespace token of ASCII only takes the fast path: lower-cased byte by byte as it is read,
+// split at ASCII punctuation. The first non-ASCII code point moves the token (its ASCII prefix
+// included) to code points, normalized as a whole when the token ends: the flavour's lower-casing
+// and accent stripping, then the split at punctuation.
+template <typename Sink>
+class WordSplitter {
+ public:
+  WordSplitter(TokenizerFlavor flavor, Sink& sink) : flavor_(flavor), sink_(sink) {}
+
+  void split(std::string_view text) {
+    size_t pos = 0;
+    while (pos < text.size()) {
+      const auto byte = static_cast<unsigned char>(text[pos]);
+      if (byte < 0x80 && token_ascii_) {
+        ++pos;
+        if (byte == ' ' || byte == '\t' || byte == '\n' || byte == '\r') {
+          finish_token();
+        } else if (byte < 0x20 || byte == 0x7F || byte == 0) {
+          // control character: removed
+        } else {
+          ascii_token_.push_back(static_cast<char>(byte >= 'A' && byte <= 'Z' ? byte + 32 : byte));
+        }
+        continue;
+      }
+      code_point(decode_utf8(text, pos));
+    }
+    finish_token();
+  }
+
+ private:
+  void code_point(char32_t cp) {
+    if (is_removed(cp, flavor_)) return;
+    if (is_separator(cp)) {
+      finish_token();
+      return;
+    }
+    if (is_cjk_ideograph(cp)) {  // a word of its own
+      finish_token();
+      token_ascii_ = false;
+      token_.push_back(cp);
+      finish_token();
+      return;
+    }
+    if (token_ascii_) {
+      // Switch to the code point path; the (already lower-cased) ASCII prefix moves along.
+      token_ascii_ = false;
+      token_.clear();
+      for (char c : ascii_token_) token_.push_back(static_cast<unsigned char>(c));
+      ascii_token_.clear();
+    }
+    token_.push_back(cp);
+  }
+
+  void finish_token() {
+    if (token_ascii_) {
+      if (!ascii_token_.empty()) emit_ascii(ascii_token_);
+      ascii_token_.clear();
+      return;
+    }
+    if (flavor_ == TokenizerFlavor::kReference) {
+      python_lower(token_, lowered_);
+      nfd_strip_accents(lowered_, stripped_);
+    } else {
+      nfd_strip_accents(token_, lowered_);
+      stripped_.clear();
+      for (char32_t cp : lowered_) lower_char(cp, stripped_);
+    }
+    emit_normalized(stripped_);
+    token_.clear();
+    token_ascii_ = true;
+  }
+
+  void emit_ascii(std::string_view t) {
+    size_t start = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (is_ascii_punct(static_cast<unsigned char>(t[i]))) {
+        if (i > start) sink_(t.substr(start, i - start));
+        sink_(t.substr(i, 1));
+        start = i + 1;
+      }
+    }
+    if (start < t.size()) sink_(t.substr(start));
+  }
+
+  void emit_normalized(const std::u32string& t) {
+    word_.clear();
+    for (char32_t cp : t) {
+      if (is_punctuation(cp)) {
+        if (!word_.empty()) sink_(std::string_view(word_));
+        word_.clear();
+        append_utf8(word_, cp);
+        sink_(std::string_view(word_));
+        word_.clear();
+      } else {
+        append_utf8(word_, cp);
+      }
+    }
+    if (!word_.empty()) sink_(std::string_view(word_));
+  }
+
+  TokenizerFlavor flavor_;
+  Sink& sink_;
+  bool token_ascii_ = true;
+  std::string ascii_token_;    // current whitespace token (ASCII fast path)
+  std::u32string token_;       // current whitespace token (code point path)
+  std::u32string lowered_, stripped_;
+  std::string word_;           // current output word (UTF-8)
+};
+
+}  // namespace
+
 template <typename Sink>
 void Tokenizer::for_each_word(std::string_view text, Sink&& sink) const {
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
     throw InvalidUtf8Error(bad);
   }
-  std::string word;      // current output word (UTF-8)
-  std::u32string token;  // current whitespace token (non-ASCII path)
-  std::u32string lowered, stripped;
-  bool token_ascii = true;
-  std::string ascii_token;  // current whitespace token (ASCII fast path)
-
-  auto emit_ascii = [&](std::string_view t) {
-    size_t start = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (is_ascii_punct(static_cast<unsigned char>(t[i]))) {
-        if (i > start) sink(t.substr(start, i - start));
-        sink(t.substr(i, 1));
-        start = i + 1;
-      }
-    }
-    if (start < t.size()) sink(t.substr(start));
-  };
-  auto finish_token = [&]() {
-    if (token_ascii) {
-      if (!ascii_token.empty()) emit_ascii(ascii_token);
-      ascii_token.clear();
-      return;
-    }
-    // Non-ASCII: the ASCII prefix collected so far joins the code point buffer.
-    if (flavor_ == TokenizerFlavor::kReference) {
-      python_lower(token, lowered);
-      nfd_strip_accents(lowered, stripped);
-    } else {
-      nfd_strip_accents(token, lowered);
-      stripped.clear();
-      for (char32_t cp : lowered) lower_char(cp, stripped);
-    }
-    word.clear();
-    for (char32_t cp : stripped) {
-      if (is_punctuation(cp)) {
-        if (!word.empty()) sink(std::string_view(word));
-        word.clear();
-        append_utf8(word, cp);
-        sink(std::string_view(word));
-        word.clear();
-      } else {
-        append_utf8(word, cp);
-      }
-    }
-    if (!word.empty()) sink(std::string_view(word));
-    token.clear();
-    token_ascii = true;
-  };
-
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[pos]);
-    if (byte < 0x80 && token_ascii) {
-      ++pos;
-      if (byte == ' ' || byte == '\t' || byte == '\n' || byte == '\r') {
-        finish_token();
-      } else if (byte < 0x20 || byte == 0x7F || byte == 0) {
-        // control character: removed
-      } else {
-        ascii_token.push_back(static_cast<char>(byte >= 'A' && byte <= 'Z' ? byte + 32 : byte));
-      }
-      continue;
-    }
-    const char32_t cp = decode_utf8(text, pos);
-    if (is_removed(cp, flavor_)) continue;
-    if (is_separator(cp)) {
-      finish_token();
-      continue;
-    }
-    if (is_cjk_ideograph(cp)) {
-      finish_token();
-      token_ascii = false;
-      token.push_back(cp);
-      finish_token();
-      continue;
-    }
-    if (token_ascii) {
-      // Switch to the code point path; the (already lower-cased) ASCII prefix moves along.
-      token_ascii = false;
-      token.clear();
-      for (char c : ascii_token) token.push_back(static_cast<unsigned char>(c));
-      ascii_token.clear();
-    }
-    token.push_back(cp);
-  }
-  finish_token();
+  WordSplitter<std::remove_reference_t<Sink>>(flavor_, sink).split(text);
 }
 
 void Tokenizer::wordpiece(std::string_view w, std::vector<int32_t>& ids) const {

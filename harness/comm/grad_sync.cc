@@ -71,8 +71,10 @@ void GradientSync::begin(double loss_scale) {
 
 void GradientSync::on_grad_ready(std::size_t ready_elements) {
   if (!armed_) return;  // an earlier micro-batch of gradient accumulation: nothing to send yet
+  const bool none_sent = next_bucket_ == 0;
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].end <= ready_elements)
     launch(next_bucket_++);
+  if (none_sent && next_bucket_ > 0 && first_launch_) first_launch_();
 }
 
 void GradientSync::norm_into(std::size_t begin, std::size_t end, bert::Tensor total) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -65,6 +66,9 @@ class GradientSync {
   void begin(double loss_scale);
   // The model's callback: launches every bucket complete within [0, ready_elements).
   void on_grad_ready(std::size_t ready_elements);
+  // Called when on_grad_ready starts a step's first allreduce, so from then on the peers are
+  // inside that collective while backward goes on; nothing is called by default.
+  void on_first_launch(std::function<void()> listener) { first_launch_ = std::move(listener); }
   // Launches what is left, waits for every bucket, checks for overflow, and computes the
   // optimizer's grad_scale.
   SyncResult finish();
@@ -93,6 +97,7 @@ class GradientSync {
   double loss_scale_ = 1;
   bool armed_ = false;
   std::size_t next_bucket_ = 0;
+  std::function<void()> first_launch_;
   std::vector<std::unique_ptr<PendingCollective>> pending_;
   std::vector<double> local_norms_;
   bool local_overflow_ = false;

@@ -167,32 +167,16 @@ class MpiCommunicator::ProgressEngine {
   // bucket, long enough not to steal a core from backward on small machines.
   static constexpr std::chrono::microseconds kPollInterval{50};
 
+  // Issues what was submitted, tests what is in flight, and naps when nothing completed.
   void run() {
     std::unique_lock lock(mutex_);
     for (;;) {
       work_.wait(lock, [&] { return stop_ || !queued_.empty() || !active_.empty(); });
       if (stop_ && queued_.empty() && active_.empty()) return;
-      // Issue new requests in submission order (the same order on every rank).
       std::deque<std::shared_ptr<AllreduceRequest>> issue;
       issue.swap(queued_);
       lock.unlock();
-      for (auto& r : issue) {
-        int code;
-        {
-          auto mpi_lock = runtime_.lock_if_needed();
-          code =
-              MPI_Iallreduce(MPI_IN_PLACE, r->data, r->count, r->type, r->op, comm_, &r->request);
-        }
-        if (code != MPI_SUCCESS) {
-          try {
-            check_mpi(code, "MPI_Iallreduce");
-          } catch (const CommunicatorError& e) {
-            r->error = e.what();
-          }
-        }
-      }
-      std::vector<MPI_Request> requests;
-      std::vector<std::shared_ptr<AllreduceRequest>> testing;
+      start(issue);
       lock.lock();
       for (auto& r : issue) {
         if (r->error.empty())
@@ -200,45 +184,9 @@ class MpiCommunicator::ProgressEngine {
         else
           r->finished = true;
       }
-      testing = active_;
+      const std::vector<std::shared_ptr<AllreduceRequest>> testing = active_;
       lock.unlock();
-
-      bool completed_any = false;
-      if (!testing.empty()) {
-        for (auto& r : testing) requests.push_back(r->request);
-        std::vector<int> indices(requests.size());
-        int completed = 0;
-        int code;
-        {
-          auto mpi_lock = runtime_.lock_if_needed();
-          code = MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &completed,
-                              indices.data(), MPI_STATUSES_IGNORE);
-        }
-        lock.lock();
-        if (code != MPI_SUCCESS) {
-          std::string error;
-          try {
-            check_mpi(code, "MPI_Testsome");
-          } catch (const CommunicatorError& e) {
-            error = e.what();
-          }
-          for (auto& r : active_) {
-            r->error = error;
-            r->finished = true;
-          }
-          active_.clear();
-          completed_any = true;
-        } else if (completed != MPI_UNDEFINED && completed > 0) {
-          for (int i = 0; i < completed; ++i) {
-            auto& r = testing[indices[i]];
-            r->request = MPI_REQUEST_NULL;
-            r->finished = true;
-            active_.erase(std::find(active_.begin(), active_.end(), r));
-          }
-          completed_any = true;
-        }
-        lock.unlock();
-      }
+      const bool completed_any = !testing.empty() && test(testing);
       lock.lock();
       if (completed_any) {
         done_.notify_all();
@@ -254,6 +202,63 @@ class MpiCommunicator::ProgressEngine {
         }
       }
     }
+  }
+
+  // Starts the requests in submission order (the same order on every rank); a request MPI
+  // refuses keeps the error.
+  void start(const std::deque<std::shared_ptr<AllreduceRequest>>& issue) {
+    for (auto& r : issue) {
+      int code;
+      {
+        auto mpi_lock = runtime_.lock_if_needed();
+        code = MPI_Iallreduce(MPI_IN_PLACE, r->data, r->count, r->type, r->op, comm_, &r->request);
+      }
+      if (code != MPI_SUCCESS) {
+        try {
+          check_mpi(code, "MPI_Iallreduce");
+        } catch (const CommunicatorError& e) {
+          r->error = e.what();
+        }
+      }
+    }
+  }
+
+  // Tests the requests in flight (`testing`, a copy of active_) once; marks the completed ones
+  // finished (all of them, with the error, when the test fails). Returns whether any finished.
+  bool test(const std::vector<std::shared_ptr<AllreduceRequest>>& testing) {
+    std::vector<MPI_Request> requests;
+    for (auto& r : testing) requests.push_back(r->request);
+    std::vector<int> indices(requests.size());
+    int completed = 0;
+    int code;
+    {
+      auto mpi_lock = runtime_.lock_if_needed();
+      code = MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &completed,
+                          indices.data(), MPI_STATUSES_IGNORE);
+    }
+    std::lock_guard lock(mutex_);
+    if (code != MPI_SUCCESS) {
+      std::string error;
+      try {
+        check_mpi(code, "MPI_Testsome");
+      } catch (const CommunicatorError& e) {
+        error = e.what();
+      }
+      for (auto& r : active_) {
+        r->error = error;
+        r->finished = true;
+      }
+      active_.clear();
+      return true;
+    }
+    if (completed == MPI_UNDEFINED || completed == 0) return false;
+    for (int i = 0; i < completed; ++i) {
+      auto& r = testing[indices[i]];
+      r->request = MPI_REQUEST_NULL;
+      r->finished = true;
+      active_.erase(std::find(active_.begin(), active_.end(), r));
+    }
+    return true;
   }
 
   MpiRuntime& runtime_;

@@ -1,13 +1,14 @@
 // Loading and validating systems/*.json. Every check appends to one problem list so a user fixes
-// a bad file in one pass; the messages name the file and the JSON path of the field.
+// a bad file in one pass; the messages name the file and the JSON path of the field. Each object
+// is read by a table of its fields (field_reader.h); the rules that join fields follow its table.
 #include "harness/config/system_config.h"
 
 #include "common/input_file.h"
+#include "harness/config/field_reader.h"
 #include "mlperf_logging/rules/rulesets.h"
 #include "mlperf_logging/package/system_desc.h"
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -18,126 +19,24 @@ namespace mlbert::harness {
 namespace {
 
 using nlohmann::json;
+using namespace field_table;
 
-// Reads typed fields from one JSON object and records problems with their path.
-class FieldReader {
- public:
-  FieldReader(const json* object, std::string path, std::vector<std::string>* problems)
-      : object_(object), path_(std::move(path)), problems_(problems) {}
+// The names each enum is written with (in files, logs and messages), in the order of its values.
+const std::vector<std::string> kAcceleratorKinds = {"gpu", "cpu"};
+const std::vector<std::string> kDivisions = {"closed", "open"};
+const std::vector<std::string> kBackends = {"cpu", "cuda"};
+const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
+const std::vector<std::string> kOptimizers = {"lamb", "adam", "adamw"};
+const std::vector<std::string> kLrScheduleStyles = {"reference", "nvidia"};
+const std::vector<std::string> kClippingModes = {"after-allreduce", "bucket-before-allreduce",
+                                                 "none"};
+const std::vector<std::string> kSamplers = {"random", "stratified"};
+const std::vector<std::string> kLoadBalancings = {"none", "global-exchange", "node-exchange",
+                                                  "global-deal"};
 
-  std::string where(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-  bool has(const std::string& key) const {
-    return object_ && object_->is_object() && object_->contains(key);
-  }
-  void problem(const std::string& key, const std::string& text) const {
-    problems_->push_back(where(key) + ": " + text);
-  }
-
-  FieldReader child(const std::string& key, bool required) const {
-    if (!has(key)) {
-      if (required) problem(key, "missing (an object is required)");
-      return FieldReader(nullptr, where(key), problems_);
-    }
-    const json& value = (*object_)[key];
-    if (!value.is_object()) {
-      problem(key, "must be an object, found " + std::string(value.type_name()));
-      return FieldReader(nullptr, where(key), problems_);
-    }
-    return FieldReader(&value, where(key), problems_);
-  }
-  bool valid() const { return object_ != nullptr; }
-  const json* raw() const { return object_; }
-
-  std::optional<double> number(const std::string& key, bool required) const {
-    if (!has(key)) {
-      if (required && valid()) problem(key, "missing (a number is required)");
-      return std::nullopt;
-    }
-    const json& value = (*object_)[key];
-    if (!value.is_number()) {
-      problem(key, "must be a number, found " + std::string(value.type_name()));
-      return std::nullopt;
-    }
-    const double number = value.get<double>();
-    if (!std::isfinite(number)) {
-      problem(key, "must be finite");
-      return std::nullopt;
-    }
-    return number;
-  }
-
-  std::optional<std::int64_t> integer(const std::string& key, bool required) const {
-    if (!has(key)) {
-      if (required && valid()) problem(key, "missing (an integer is required)");
-      return std::nullopt;
-    }
-    const json& value = (*object_)[key];
-    if (!value.is_number_integer()) {
-      problem(key,
-              "must be an integer, found " + std::string(value.type_name()) + " " + value.dump());
-      return std::nullopt;
-    }
-    return value.get<std::int64_t>();
-  }
-
-  std::optional<bool> boolean(const std::string& key, bool required) const {
-    if (!has(key)) {
-      if (required && valid()) problem(key, "missing (true or false is required)");
-      return std::nullopt;
-    }
-    const json& value = (*object_)[key];
-    if (!value.is_boolean()) {
-      problem(key, "must be true or false, found " + std::string(value.type_name()));
-      return std::nullopt;
-    }
-    return value.get<bool>();
-  }
-
-  std::optional<std::string> string(const std::string& key, bool required) const {
-    if (!has(key)) {
-      if (required && valid()) problem(key, "missing (a string is required)");
-      return std::nullopt;
-    }
-    const json& value = (*object_)[key];
-    if (!value.is_string()) {
-      problem(key, "must be a string, found " + std::string(value.type_name()));
-      return std::nullopt;
-    }
-    return value.get<std::string>();
-  }
-
-  // A string that must be one of `choices`; returns its index.
-  std::optional<std::size_t> choice(const std::string& key, const std::vector<std::string>& choices,
-                                    bool required) const {
-    const auto text = string(key, required);
-    if (!text) return std::nullopt;
-    const auto it = std::find(choices.begin(), choices.end(), *text);
-    if (it == choices.end()) {
-      std::string list;
-      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + ("\"" + c + "\"");
-      problem(key, "\"" + *text + "\" is not one of " + list);
-      return std::nullopt;
-    }
-    return static_cast<std::size_t>(it - choices.begin());
-  }
-
- private:
-  const json* object_;
-  std::string path_;
-  std::vector<std::string>* problems_;
-};
-
-template <typename T>
-void assign(T& target, const std::optional<T>& value) {
-  if (value) target = *value;
-}
-
-void check_positive(const FieldReader& r, const std::string& key, double value, bool strict) {
-  if (strict ? !(value > 0) : !(value >= 0))
-    r.problem(key, "must be " + std::string(strict ? "> 0" : ">= 0") + ", found " +
-                       std::to_string(value));
+// The string at `key`, or "" when it is absent or not a string.
+std::string string_or_empty(const json& object, const char* key) {
+  return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : "";
 }
 
 // Parses "128" or "8"; returns nullopt for anything else ("", "8 GPUs").
@@ -152,7 +51,27 @@ std::optional<std::int64_t> parse_count(const std::string& text) {
   return value;
 }
 
+// The array at `key` of `r`, or nullptr (a problem recorded when it is there but no array).
+const json* array_field(const FieldReader& r, const char* key) {
+  if (!r.has(key)) return nullptr;
+  const json& value = (*r.raw())[key];
+  if (value.is_array()) return &value;
+  r.problem(key, "must be an array");
+  return nullptr;
+}
+
+// A reader of element i of an array field, or an invalid one (a problem recorded) when the
+// element is no object.
+FieldReader element(const FieldReader& r, const char* key, const json& array, std::size_t i,
+                    std::vector<std::string>& problems) {
+  const std::string path = r.where(key) + "[" + std::to_string(i) + "]";
+  if (array[i].is_object()) return FieldReader(&array[i], path, &problems);
+  problems.push_back(path + ": must be an object");
+  return FieldReader(nullptr, path, &problems);
+}
+
 // ---------------------------------------------------------------------------------------------
+// the official fields
 
 void read_description(const json& root, SystemConfig& config, std::vector<std::string>& problems) {
   config.description = json::object();
@@ -174,126 +93,84 @@ void read_description(const json& root, SystemConfig& config, std::vector<std::s
       problems.push_back(field + ": must be a string, found " + std::string(value.type_name()));
     }
   }
-  const auto string_field = [&](const char* key) -> std::string {
-    return root.contains(key) && root[key].is_string() ? root[key].get<std::string>() : "";
-  };
-  const std::string division = string_field("division");
+  const std::string division = string_or_empty(root, "division");
   if (root.contains("division") && division != "closed" && division != "open")
     problems.push_back("division: \"" + division + "\" is not \"closed\" or \"open\"");
   for (const char* key : {"submitter", "system_name"})
-    if (root.contains(key) && string_field(key).empty())
+    if (root.contains(key) && string_or_empty(root, key).empty())
       problems.push_back(std::string(key) + ": must not be empty");
 }
 
-void read_topology(const FieldReader& r, Topology& topology, std::vector<std::string>& problems) {
+// ---------------------------------------------------------------------------------------------
+// topology
+
+void read_accelerator(const FieldReader& r, AcceleratorSpec& accelerator) {
   if (!r.valid()) return;
-  if (auto v = r.integer("nodes", true)) {
-    topology.nodes = static_cast<int>(*v);
-    if (*v < 1 || *v > 100000) r.problem("nodes", "must be in 1..100000");
-  }
-  if (auto v = r.integer("ranks_per_node", true)) {
-    topology.ranks_per_node = static_cast<int>(*v);
-    if (*v < 1 || *v > 1024) r.problem("ranks_per_node", "must be in 1..1024");
-  }
-  const FieldReader accel = r.child("accelerator", true);
-  if (accel.valid()) {
-    static const std::vector<std::string> kinds = {"gpu", "cpu"};
-    if (auto k = accel.choice("kind", kinds, true)) topology.accelerator.kind = kinds[*k];
-    assign(topology.accelerator.model, accel.string("model", true));
-    const bool gpu = topology.accelerator.kind == "gpu";
-    for (auto [key, target] :
-         {std::pair{"peak_tflops_bf16", &topology.accelerator.peak_tflops_bf16},
-          std::pair{"peak_tflops_fp16", &topology.accelerator.peak_tflops_fp16},
-          std::pair{"peak_tflops_fp32", &topology.accelerator.peak_tflops_fp32},
-          std::pair{"memory_gib", &topology.accelerator.memory_gib},
-          std::pair{"memory_bandwidth_tbs", &topology.accelerator.memory_bandwidth_tbs}}) {
-      const bool required = gpu && std::string(key) != "peak_tflops_fp32";
-      if (auto v = accel.number(key, required)) {
-        *target = *v;
-        check_positive(accel, key, *v, required);
-      }
-    }
-  }
-  if (auto link = r.child("intra_node", false); link.valid()) {
-    assign(topology.intra_node_link, link.string("link", true));
-    if (auto v = link.number("bandwidth_gbs", true)) {
-      topology.intra_node_bandwidth_gbs = *v;
-      check_positive(link, "bandwidth_gbs", *v, false);
-    }
-  }
-  const FieldReader cpu = r.child("cpu", true);
-  if (cpu.valid()) {
-    for (auto [key, target] : {std::pair{"sockets", &topology.cpu.sockets},
-                               std::pair{"cores_per_socket", &topology.cpu.cores_per_socket},
-                               std::pair{"threads_per_core", &topology.cpu.threads_per_core},
-                               std::pair{"numa_nodes", &topology.cpu.numa_nodes}}) {
-      if (auto v = cpu.integer(key, true)) {
-        *target = static_cast<int>(*v);
-        if (*v < 1 || *v > 4096) cpu.problem(key, "must be in 1..4096");
-      }
-    }
-    const int cores = topology.cpu.sockets * topology.cpu.cores_per_socket;
-    if (topology.cpu.numa_nodes > 0 && cores % topology.cpu.numa_nodes != 0)
-      cpu.problem("numa_nodes", std::to_string(cores) + " cores do not split evenly into " +
-                                    std::to_string(topology.cpu.numa_nodes) + " NUMA nodes");
-  }
+  read_fields(r, {{"kind", one_of(&accelerator.kind, kAcceleratorKinds), true},
+                  {"model", &accelerator.model, true}});
+  // A GPU states its datasheet figures (fp32 optional); a CPU may, and they are 0 by default.
+  const bool gpu = accelerator.kind == "gpu";
+  const Rule figure = gpu ? positive() : non_negative();
+  read_fields(r, {{"peak_tflops_bf16", &accelerator.peak_tflops_bf16, gpu, figure},
+                  {"peak_tflops_fp16", &accelerator.peak_tflops_fp16, gpu, figure},
+                  {"peak_tflops_fp32", &accelerator.peak_tflops_fp32, false, non_negative()},
+                  {"memory_gib", &accelerator.memory_gib, gpu, figure},
+                  {"memory_bandwidth_tbs", &accelerator.memory_bandwidth_tbs, gpu, figure}});
+}
 
-  std::set<std::string> nic_names;
-  if (r.has("nics")) {
-    const json& nics = (*r.raw())["nics"];
-    if (!nics.is_array()) {
-      r.problem("nics", "must be an array");
-    } else {
-      for (std::size_t i = 0; i < nics.size(); ++i) {
-        const std::string path = r.where("nics") + "[" + std::to_string(i) + "]";
-        if (!nics[i].is_object()) {
-          problems.push_back(path + ": must be an object");
-          continue;
-        }
-        FieldReader nr(&nics[i], path, &problems);
-        NicSpec nic;
-        assign(nic.name, nr.string("name", true));
-        if (auto v = nr.integer("port", false)) nic.port = static_cast<int>(*v);
-        if (auto v = nr.number("bandwidth_gbps", true)) {
-          nic.bandwidth_gbps = *v;
-          check_positive(nr, "bandwidth_gbps", *v, true);
-        }
-        if (auto v = nr.integer("numa_node", true)) {
-          nic.numa_node = static_cast<int>(*v);
-          if (*v < 0 || *v >= topology.cpu.numa_nodes)
-            nr.problem("numa_node", "must be in 0.." + std::to_string(topology.cpu.numa_nodes - 1));
-        }
-        if (!nic.name.empty() && !nic_names.insert(nic.name).second)
-          nr.problem("name", "\"" + nic.name + "\" is listed twice");
-        topology.nics.push_back(nic);
-      }
-    }
-  }
+void read_cpu(const FieldReader& r, CpuSpec& cpu) {
+  if (!r.valid()) return;
+  read_fields(r, {{"sockets", &cpu.sockets, true, in_range(1, 4096)},
+                  {"cores_per_socket", &cpu.cores_per_socket, true, in_range(1, 4096)},
+                  {"threads_per_core", &cpu.threads_per_core, true, in_range(1, 4096)},
+                  {"numa_nodes", &cpu.numa_nodes, true, in_range(1, 4096)}});
+  const int cores = cpu.sockets * cpu.cores_per_socket;
+  if (cpu.numa_nodes > 0 && cores % cpu.numa_nodes != 0)
+    r.problem("numa_nodes", std::to_string(cores) + " cores do not split evenly into " +
+                                std::to_string(cpu.numa_nodes) + " NUMA nodes");
+}
 
-  // local_ranks: required when there are several ranks per node or NICs to pick from.
-  const bool need_affinity = topology.accelerator.kind == "gpu";
+// Returns the NICs' names (for local_ranks to name).
+std::set<std::string> read_nics(const FieldReader& r, Topology& topology,
+                                std::vector<std::string>& problems) {
+  std::set<std::string> names;
+  const json* nics = array_field(r, "nics");
+  if (!nics) return names;
+  for (std::size_t i = 0; i < nics->size(); ++i) {
+    const FieldReader nr = element(r, "nics", *nics, i, problems);
+    if (!nr.valid()) continue;
+    NicSpec nic;
+    read_fields(nr, {{"name", &nic.name, true},
+                     {"port", &nic.port, false},
+                     {"bandwidth_gbps", &nic.bandwidth_gbps, true, positive()},
+                     {"numa_node", &nic.numa_node, true,
+                      in_range(0, topology.cpu.numa_nodes - 1)}});
+    if (!nic.name.empty() && !names.insert(nic.name).second)
+      nr.problem("name", "\"" + nic.name + "\" is listed twice");
+    topology.nics.push_back(nic);
+  }
+  return names;
+}
+
+// local_ranks: where each GPU's rank lives; required on GPU systems.
+void read_local_ranks(const FieldReader& r, const std::set<std::string>& nic_names,
+                      Topology& topology, std::vector<std::string>& problems) {
   if (!r.has("local_ranks")) {
-    if (need_affinity) r.problem("local_ranks", "missing (one entry per GPU: numa_node, nic)");
+    if (topology.accelerator.kind == "gpu")
+      r.problem("local_ranks", "missing (one entry per GPU: numa_node, nic)");
     topology.local_ranks.assign(std::max(topology.ranks_per_node, 1), LocalRankAffinity{});
     return;
   }
-  const json& locals = (*r.raw())["local_ranks"];
-  if (!locals.is_array()) {
-    r.problem("local_ranks", "must be an array");
-    return;
-  }
-  if (static_cast<int>(locals.size()) != topology.ranks_per_node)
-    r.problem("local_ranks", "has " + std::to_string(locals.size()) +
+  const json* locals = array_field(r, "local_ranks");
+  if (!locals) return;
+  if (static_cast<int>(locals->size()) != topology.ranks_per_node)
+    r.problem("local_ranks", "has " + std::to_string(locals->size()) +
                                  " entries but ranks_per_node is " +
                                  std::to_string(topology.ranks_per_node));
   std::map<int, int> ranks_per_numa;
-  for (std::size_t i = 0; i < locals.size(); ++i) {
-    const std::string path = r.where("local_ranks") + "[" + std::to_string(i) + "]";
-    if (!locals[i].is_object()) {
-      problems.push_back(path + ": must be an object");
-      continue;
-    }
-    FieldReader lr(&locals[i], path, &problems);
+  for (std::size_t i = 0; i < locals->size(); ++i) {
+    const FieldReader lr = element(r, "local_ranks", *locals, i, problems);
+    if (!lr.valid()) continue;
     LocalRankAffinity affinity;
     if (auto v = lr.integer("numa_node", true)) {
       affinity.numa_node = static_cast<int>(*v);
@@ -316,215 +193,177 @@ void read_topology(const FieldReader& r, Topology& topology, std::vector<std::st
                                    std::to_string(cores_per_numa) + " cores");
 }
 
-void read_run(const FieldReader& r, RunSpec& run, std::vector<std::string>& problems) {
+void read_topology(const FieldReader& r, Topology& topology, std::vector<std::string>& problems) {
   if (!r.valid()) return;
-  // The rulesets with BERT: 5.1.0 has rules here only to fail BERT logs, as officially.
-  if (auto v = r.choice("ruleset", mllog::bert_rulesets(), true))
-    run.ruleset = mllog::bert_rulesets()[*v];
-  static const std::vector<std::string> divisions = {"closed", "open"};
-  if (auto v = r.choice("division", divisions, true)) run.division = divisions[*v];
-  static const std::vector<std::string> backends = {"cpu", "cuda"};
-  if (auto v = r.choice("backend", backends, true)) run.backend = backends[*v];
-  static const std::vector<std::string> precisions = {"fp32", "fp16", "bf16"};
-  if (auto v = r.choice("precision", precisions, true)) run.precision = static_cast<Precision>(*v);
-  if (run.backend == "cpu" && run.precision != Precision::fp32)
-    r.problem("precision", "the cpu backend computes in fp32 only");
-
-  if (const FieldReader model = r.child("model", true); model.valid()) {
-    assign(run.model.preset, model.string("preset", true));
-    if (auto path = model.string("config_path", run.model.preset == "file"))
-      run.model.config_path = *path;
-    assign(run.model.vocab_from_data, model.boolean("vocab_from_data", false));
-    if (model.has("overrides")) {
-      run.model.overrides = (*model.raw())["overrides"];
-      if (!run.model.overrides.is_object()) model.problem("overrides", "must be an object");
-    }
-  }
-  if (auto v = r.integer("per_rank_batch", true)) {
-    run.per_rank_batch = static_cast<int>(*v);
-    if (*v < 1 || *v > 65536) r.problem("per_rank_batch", "must be in 1..65536");
-  }
-  if (auto v = r.integer("gradient_accumulation", true)) {
-    run.gradient_accumulation = static_cast<int>(*v);
-    if (*v < 1 || *v > 65536) r.problem("gradient_accumulation", "must be in 1..65536");
-  }
-  assign(run.global_batch_size, r.integer("global_batch_size", true));
-
-  if (const FieldReader opt = r.child("optimizer", true); opt.valid()) {
-    static const std::vector<std::string> names = {"lamb", "adam", "adamw"};
-    if (auto v = opt.choice("name", names, true))
-      run.optimizer.kind = static_cast<OptimizerKind>(*v);
-    if (auto v = opt.number("learning_rate", true)) {
-      run.optimizer.learning_rate = *v;
-      check_positive(opt, "learning_rate", *v, true);
-    }
-    for (auto [key, target] :
-         {std::pair{"beta1", &run.optimizer.beta1}, std::pair{"beta2", &run.optimizer.beta2}}) {
-      if (auto v = opt.number(key, true)) {
-        *target = *v;
-        if (!(*v >= 0 && *v < 1)) opt.problem(key, "must be in [0, 1)");
-      }
-    }
-    if (auto v = opt.number("epsilon", true)) {
-      run.optimizer.epsilon = *v;
-      check_positive(opt, "epsilon", *v, true);
-    }
-    if (auto v = opt.number("weight_decay", true)) {
-      run.optimizer.weight_decay = *v;
-      check_positive(opt, "weight_decay", *v, false);
-    }
-  }
-
-  if (const FieldReader lr = r.child("lr_schedule", true); lr.valid()) {
-    static const std::vector<std::string> styles = {"reference", "nvidia"};
-    if (auto v = lr.choice("style", styles, false))
-      run.lr_schedule.style = static_cast<LrScheduleStyle>(*v);
-    assign(run.lr_schedule.warmup_steps, lr.integer("warmup_steps", true));
-    assign(run.lr_schedule.start_warmup_step, lr.integer("start_warmup_step", true));
-    assign(run.lr_schedule.training_steps, lr.integer("training_steps", true));
-    run.lr_schedule.decay_steps = run.lr_schedule.training_steps;
-    assign(run.lr_schedule.decay_steps, lr.integer("decay_steps", false));
-    assign(run.lr_schedule.poly_power, lr.number("poly_power", true));
-    assign(run.lr_schedule.end_learning_rate, lr.number("end_learning_rate", true));
-    const auto& s = run.lr_schedule;
-    if (s.warmup_steps < 0) lr.problem("warmup_steps", "must be >= 0");
-    if (s.start_warmup_step > 0)
-      lr.problem("start_warmup_step", "must be <= 0 (a positive offset gives negative rates)");
-    if (s.training_steps < 1) lr.problem("training_steps", "must be >= 1");
-    if (s.decay_steps < 1) lr.problem("decay_steps", "must be >= 1");
-    if (!(s.poly_power > 0)) lr.problem("poly_power", "must be > 0");
-    if (s.end_learning_rate < 0 || s.end_learning_rate > run.optimizer.learning_rate)
-      lr.problem("end_learning_rate", "must be in [0, optimizer.learning_rate]");
-    if (s.style == LrScheduleStyle::nvidia && s.decay_steps <= s.warmup_steps)
-      lr.problem("decay_steps",
-                 "must exceed warmup_steps for the nvidia style (it divides by "
-                 "decay_steps - warmup_steps)");
-  }
-
-  if (const FieldReader clip = r.child("clipping", true); clip.valid()) {
-    static const std::vector<std::string> modes = {"after-allreduce", "bucket-before-allreduce",
-                                                   "none"};
-    if (auto v = clip.choice("mode", modes, true)) run.clipping = static_cast<ClippingMode>(*v);
-    if (auto v = clip.number("max_norm", run.clipping == ClippingMode::after_allreduce)) {
-      run.max_grad_norm = *v;
-      check_positive(clip, "max_norm", *v, true);
-    }
-  }
-  if (const FieldReader ls = r.child("loss_scale", run.precision == Precision::fp16); ls.valid()) {
-    if (auto v = ls.number("initial", true)) {
-      run.loss_scale.initial = *v;
-      check_positive(ls, "initial", *v, true);
-    }
-    assign(run.loss_scale.dynamic, ls.boolean("dynamic", true));
-    assign(run.loss_scale.growth_interval, ls.integer("growth_interval", false));
-    if (run.loss_scale.growth_interval < 1) ls.problem("growth_interval", "must be >= 1");
-  }
-  if (auto v = r.number("bucket_mb", false)) {
-    run.bucket_mb = *v;
-    check_positive(r, "bucket_mb", *v, true);
-  }
-
-  if (const FieldReader sampler = r.child("sampler", true); sampler.valid()) {
-    static const std::vector<std::string> names = {"random", "stratified"};
-    if (auto v = sampler.choice("name", names, true)) run.sampler = static_cast<SamplerKind>(*v);
-    if (run.sampler == SamplerKind::stratified) {
-      if (!sampler.has("quotas") || !(*sampler.raw())["quotas"].is_array()) {
-        sampler.problem("quotas", "missing (an array of 4 per-bin counts is required)");
-      } else {
-        const json& quotas = (*sampler.raw())["quotas"];
-        for (const auto& q : quotas) {
-          if (!q.is_number_integer() || q.get<std::int64_t>() < 0) {
-            sampler.problem("quotas", "entries must be integers >= 0");
-            break;
-          }
-          run.stratified_quotas.push_back(q.get<int>());
-        }
-        if (quotas.size() != 4)
-          sampler.problem("quotas", "must have 4 entries (one per length bin)");
-        const int sum =
-            std::accumulate(run.stratified_quotas.begin(), run.stratified_quotas.end(), 0);
-        if (sum != run.per_rank_batch)
-          sampler.problem("quotas", "sum to " + std::to_string(sum) + " but per_rank_batch is " +
-                                        std::to_string(run.per_rank_batch));
-      }
-    }
-  }
-  static const std::vector<std::string> balancing = {"none", "global-exchange", "node-exchange",
-                                                     "global-deal"};
-  if (auto v = r.choice("load_balancing", balancing, true))
-    run.load_balancing = static_cast<LoadBalancing>(*v);
-
-  if (const FieldReader eval = r.child("eval", true); eval.valid()) {
-    if (eval.has("cadence") && (*eval.raw())["cadence"].is_string()) {
-      if ((*eval.raw())["cadence"] != "mlperf")
-        eval.problem("cadence", "must be \"mlperf\" or an interval in samples");
-      run.eval.mlperf_cadence = true;
-    } else if (auto v = eval.integer("cadence", true)) {
-      run.eval.mlperf_cadence = false;
-      run.eval.interval_samples = *v;
-      if (*v < 1) eval.problem("cadence", "must be >= 1 samples");
-    }
-    assign(run.eval.start_samples, eval.integer("start_samples", false));
-    if (run.eval.start_samples < 0) eval.problem("start_samples", "must be >= 0");
-    assign(run.eval.eval_samples, eval.integer("eval_samples", true));
-    if (run.eval.eval_samples < 1) eval.problem("eval_samples", "must be >= 1");
-    if (auto v = eval.integer("batch_size", false)) {
-      run.eval.batch_size = static_cast<int>(*v);
-      if (*v < 1) eval.problem("batch_size", "must be >= 1");
-    }
-  }
-  if (auto v = r.number("target_accuracy", true)) {
-    run.target_accuracy = *v;
-    if (!(*v > 0 && *v < 1)) r.problem("target_accuracy", "must be in (0, 1)");
-  }
-  if (auto v = r.integer("max_steps", true)) {
-    run.max_steps = *v;
-    if (*v < 1) r.problem("max_steps", "must be >= 1");
-  }
-  assign(run.max_samples, r.integer("max_samples", false));
-  assign(run.seed, r.integer("seed", false));
-  if (auto v = r.number("watchdog_seconds", false)) {
-    run.watchdog_seconds = *v;
-    check_positive(r, "watchdog_seconds", *v, true);
-  }
-  if (auto v = r.integer("max_seq_length", false)) {
-    run.max_seq_length = static_cast<int>(*v);
-    if (*v < 8 || *v > 4096) r.problem("max_seq_length", "must be in 8..4096");
-  }
-  if (auto v = r.integer("max_predictions_per_seq", false)) {
-    run.max_predictions_per_seq = static_cast<int>(*v);
-    if (*v < 1 || *v > run.max_seq_length)
-      r.problem("max_predictions_per_seq", "must be in 1..max_seq_length");
-  }
-  assign(run.warmup_iterations, r.integer("warmup_iterations", false));
-  if (run.warmup_iterations < 0) r.problem("warmup_iterations", "must be >= 0");
-  assign(run.samples_to_converge, r.integer("samples_to_converge", false));
-  if (run.samples_to_converge < 0) r.problem("samples_to_converge", "must be >= 0");
-  (void)problems;
+  read_fields(r, {{"nodes", &topology.nodes, true, in_range(1, 100000)},
+                  {"ranks_per_node", &topology.ranks_per_node, true, in_range(1, 1024)}});
+  read_accelerator(r.child("accelerator", true), topology.accelerator);
+  if (const FieldReader link = r.child("intra_node", false); link.valid())
+    read_fields(link, {{"link", &topology.intra_node_link, true},
+                       {"bandwidth_gbs", &topology.intra_node_bandwidth_gbs, true, non_negative()}});
+  read_cpu(r.child("cpu", true), topology.cpu);
+  const std::set<std::string> nic_names = read_nics(r, topology, problems);
+  read_local_ranks(r, nic_names, topology, problems);
 }
 
-// Cross-field rules: the things a single field cannot know.
-void check_consistency(SystemConfig& config, std::vector<std::string>& problems) {
+// ---------------------------------------------------------------------------------------------
+// run
+
+void read_model(const FieldReader& r, ModelSpec& model) {
+  if (!r.valid()) return;
+  read_fields(r, {{"preset", &model.preset, true}});
+  if (auto path = r.string("config_path", model.preset == "file")) model.config_path = *path;
+  read_fields(r, {{"vocab_from_data", &model.vocab_from_data, false}});
+  if (r.has("overrides")) {
+    model.overrides = (*r.raw())["overrides"];
+    if (!model.overrides.is_object()) r.problem("overrides", "must be an object");
+  }
+}
+
+void read_optimizer(const FieldReader& r, OptimizerSpec& optimizer) {
+  if (!r.valid()) return;
+  read_fields(r, {{"name", one_of(&optimizer.kind, kOptimizers), true},
+                  {"learning_rate", &optimizer.learning_rate, true, positive()},
+                  {"beta1", &optimizer.beta1, true, in_half_open_unit_interval()},
+                  {"beta2", &optimizer.beta2, true, in_half_open_unit_interval()},
+                  {"epsilon", &optimizer.epsilon, true, positive()},
+                  {"weight_decay", &optimizer.weight_decay, true, non_negative()}});
+}
+
+void read_lr_schedule(const FieldReader& r, LrScheduleSpec& s, double learning_rate) {
+  if (!r.valid()) return;
+  read_fields(r, {{"style", one_of(&s.style, kLrScheduleStyles), false},
+                  {"warmup_steps", &s.warmup_steps, true},
+                  {"start_warmup_step", &s.start_warmup_step, true},
+                  {"training_steps", &s.training_steps, true}});
+  s.decay_steps = s.training_steps;
+  read_fields(r, {{"decay_steps", &s.decay_steps, false},
+                  {"poly_power", &s.poly_power, true},
+                  {"end_learning_rate", &s.end_learning_rate, true}});
+  // Checked once all are read, as they are held: an absent or unreadable field's default too.
+  if (s.warmup_steps < 0) r.problem("warmup_steps", "must be >= 0");
+  if (s.start_warmup_step > 0)
+    r.problem("start_warmup_step", "must be <= 0 (a positive offset gives negative rates)");
+  if (s.training_steps < 1) r.problem("training_steps", "must be >= 1");
+  if (s.decay_steps < 1) r.problem("decay_steps", "must be >= 1");
+  if (!(s.poly_power > 0)) r.problem("poly_power", "must be > 0");
+  if (s.end_learning_rate < 0 || s.end_learning_rate > learning_rate)
+    r.problem("end_learning_rate", "must be in [0, optimizer.learning_rate]");
+  if (s.style == LrScheduleStyle::nvidia && s.decay_steps <= s.warmup_steps)
+    r.problem("decay_steps",
+              "must exceed warmup_steps for the nvidia style (it divides by "
+              "decay_steps - warmup_steps)");
+}
+
+void read_clipping(const FieldReader& r, RunSpec& run) {
+  if (!r.valid()) return;
+  read_fields(r, {{"mode", one_of(&run.clipping, kClippingModes), true}});
+  read_fields(r, {{"max_norm", &run.max_grad_norm, run.clipping == ClippingMode::after_allreduce,
+                   positive()}});
+}
+
+void read_loss_scale(const FieldReader& r, LossScaleSpec& loss_scale) {
+  if (!r.valid()) return;
+  read_fields(r, {{"initial", &loss_scale.initial, true, positive()},
+                  {"dynamic", &loss_scale.dynamic, true},
+                  {"growth_interval", &loss_scale.growth_interval, false, at_least(1)}});
+}
+
+void read_sampler(const FieldReader& r, RunSpec& run) {
+  if (!r.valid()) return;
+  read_fields(r, {{"name", one_of(&run.sampler, kSamplers), true}});
+  if (run.sampler != SamplerKind::stratified) return;
+  if (!r.has("quotas") || !(*r.raw())["quotas"].is_array()) {
+    r.problem("quotas", "missing (an array of 4 per-bin counts is required)");
+    return;
+  }
+  const json& quotas = (*r.raw())["quotas"];
+  for (const auto& q : quotas) {
+    if (!q.is_number_integer() || q.get<std::int64_t>() < 0) {
+      r.problem("quotas", "entries must be integers >= 0");
+      break;
+    }
+    run.stratified_quotas.push_back(q.get<int>());
+  }
+  if (quotas.size() != 4) r.problem("quotas", "must have 4 entries (one per length bin)");
+  const int sum = std::accumulate(run.stratified_quotas.begin(), run.stratified_quotas.end(), 0);
+  if (sum != run.per_rank_batch)
+    r.problem("quotas", "sum to " + std::to_string(sum) + " but per_rank_batch is " +
+                            std::to_string(run.per_rank_batch));
+}
+
+void read_eval(const FieldReader& r, EvalSpec& eval) {
+  if (!r.valid()) return;
+  // "mlperf" or an interval in samples.
+  if (r.has("cadence") && (*r.raw())["cadence"].is_string()) {
+    if ((*r.raw())["cadence"] != "mlperf")
+      r.problem("cadence", "must be \"mlperf\" or an interval in samples");
+    eval.mlperf_cadence = true;
+  } else if (auto v = r.integer("cadence", true)) {
+    eval.mlperf_cadence = false;
+    eval.interval_samples = *v;
+    if (*v < 1) r.problem("cadence", "must be >= 1 samples");
+  }
+  read_fields(r, {{"start_samples", &eval.start_samples, false, at_least(0)},
+                  {"eval_samples", &eval.eval_samples, true, at_least(1)},
+                  {"batch_size", &eval.batch_size, false, at_least(1)}});
+}
+
+void read_run(const FieldReader& r, RunSpec& run) {
+  if (!r.valid()) return;
+  // The rulesets with BERT: 5.1.0 has rules here only to fail BERT logs, as officially.
+  read_fields(r, {{"ruleset", one_of(&run.ruleset, mllog::bert_rulesets()), true},
+                  {"division", one_of(&run.division, kDivisions), true},
+                  {"backend", one_of(&run.backend, kBackends), true},
+                  {"precision", one_of(&run.precision, kPrecisions), true}});
+  if (run.backend == "cpu" && run.precision != Precision::fp32)
+    r.problem("precision", "the cpu backend computes in fp32 only");
+  read_model(r.child("model", true), run.model);
+  read_fields(r, {{"per_rank_batch", &run.per_rank_batch, true, in_range(1, 65536)},
+                  {"gradient_accumulation", &run.gradient_accumulation, true, in_range(1, 65536)},
+                  {"global_batch_size", &run.global_batch_size, true}});
+  read_optimizer(r.child("optimizer", true), run.optimizer);
+  read_lr_schedule(r.child("lr_schedule", true), run.lr_schedule, run.optimizer.learning_rate);
+  read_clipping(r.child("clipping", true), run);
+  read_loss_scale(r.child("loss_scale", run.precision == Precision::fp16), run.loss_scale);
+  read_fields(r, {{"bucket_mb", &run.bucket_mb, false, positive()}});
+  read_sampler(r.child("sampler", true), run);
+  read_fields(r, {{"load_balancing", one_of(&run.load_balancing, kLoadBalancings), true}});
+  read_eval(r.child("eval", true), run.eval);
+  read_fields(r, {{"target_accuracy", &run.target_accuracy, true, in_open_unit_interval()},
+                  {"max_steps", &run.max_steps, true, at_least(1)},
+                  {"max_samples", &run.max_samples, false},
+                  {"seed", &run.seed, false},
+                  {"watchdog_seconds", &run.watchdog_seconds, false, positive()},
+                  {"max_seq_length", &run.max_seq_length, false, in_range(8, 4096)}});
+  read_fields(r, {{"max_predictions_per_seq", &run.max_predictions_per_seq, false,
+                   in_range(1, run.max_seq_length, "max_seq_length")},
+                  {"warmup_iterations", &run.warmup_iterations, false, at_least(0)},
+                  {"samples_to_converge", &run.samples_to_converge, false, at_least(0)}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// cross-field rules: the things a single field cannot know
+
+// The official fields against the topology and the run, and the ruleset's own check of them.
+void check_description(const SystemConfig& config, std::vector<std::string>& problems) {
   const Topology& t = config.topology;
   const RunSpec& run = config.run;
   const json& d = config.description;
-  const auto string_field = [&](const char* key) -> std::string {
-    return d.contains(key) && d[key].is_string() ? d[key].get<std::string>() : "";
-  };
-
   if (d.contains("number_of_nodes")) {
-    const auto nodes = parse_count(string_field("number_of_nodes"));
+    const std::string text = string_or_empty(d, "number_of_nodes");
+    const auto nodes = parse_count(text);
     if (!nodes)
-      problems.push_back("number_of_nodes: \"" + string_field("number_of_nodes") +
-                         "\" is not a whole number");
+      problems.push_back("number_of_nodes: \"" + text + "\" is not a whole number");
     else if (*nodes != t.nodes)
-      problems.push_back("number_of_nodes: \"" + string_field("number_of_nodes") +
-                         "\" but topology.nodes is " + std::to_string(t.nodes));
+      problems.push_back("number_of_nodes: \"" + text + "\" but topology.nodes is " +
+                         std::to_string(t.nodes));
   }
   if (t.accelerator.kind == "gpu" && d.contains("accelerators_per_node")) {
-    const auto per_node = parse_count(string_field("accelerators_per_node"));
+    const std::string text = string_or_empty(d, "accelerators_per_node");
+    const auto per_node = parse_count(text);
     if (!per_node || *per_node != t.ranks_per_node)
-      problems.push_back("accelerators_per_node: \"" + string_field("accelerators_per_node") +
+      problems.push_back("accelerators_per_node: \"" + text +
                          "\" but topology.ranks_per_node is " + std::to_string(t.ranks_per_node) +
                          " (one rank per GPU)");
   }
@@ -532,23 +371,26 @@ void check_consistency(SystemConfig& config, std::vector<std::string>& problems)
     problems.push_back("run.backend: \"cuda\" on a system whose accelerator.kind is \"cpu\"");
   if (t.accelerator.kind == "gpu" && run.backend == "cpu")
     problems.push_back("run.backend: \"cpu\" on a GPU system (use \"cuda\")");
-
-  const std::string division = string_field("division");
+  const std::string division = string_or_empty(d, "division");
   if (!run.division.empty() && !division.empty() && run.division != division)
     problems.push_back("run.division: \"" + run.division + "\" differs from division \"" +
                        division + "\"");
   // The official system-description check of the run's ruleset (what `mlbert package` applies
   // to the submission's copy of these fields): status categories from 4.0.0 on, and the rest.
-  if (!run.ruleset.empty()) {
-    const logging::SystemDescResult official =
-        logging::check_system_desc(config.description, run.ruleset, config.path);
-    for (const auto& finding : official.findings)
-      if (finding.level == logging::SystemDescFinding::Level::error)
-        problems.push_back((finding.field.empty() ? std::string("(file)") : finding.field) + ": " +
-                           finding.text + " (MLPerf system description check, ruleset " +
-                           run.ruleset + ")");
-  }
+  if (run.ruleset.empty()) return;
+  const logging::SystemDescResult official =
+      logging::check_system_desc(config.description, run.ruleset, config.path);
+  for (const auto& finding : official.findings)
+    if (finding.level == logging::SystemDescFinding::Level::error)
+      problems.push_back((finding.field.empty() ? std::string("(file)") : finding.field) + ": " +
+                         finding.text + " (MLPerf system description check, ruleset " +
+                         run.ruleset + ")");
+}
 
+// The run's sizes against the world it runs on.
+void check_run_size(const SystemConfig& config, std::vector<std::string>& problems) {
+  const Topology& t = config.topology;
+  const RunSpec& run = config.run;
   const std::int64_t world = t.world_size();
   const std::int64_t expected_gbs =
       static_cast<std::int64_t>(run.per_rank_batch) * world * run.gradient_accumulation;
@@ -568,8 +410,11 @@ void check_consistency(SystemConfig& config, std::vector<std::string>& problems)
   if (run.eval.eval_samples < world)
     problems.push_back("run.eval.eval_samples: " + std::to_string(run.eval.eval_samples) +
                        " is fewer than the " + std::to_string(world) + " ranks that share it");
+}
 
-  // The MLPerf closed-division rules that a configuration (not a log) decides.
+// The MLPerf rules that a configuration (not a log) decides: the closed division's, and the
+// ruleset's per-tensor initialization records.
+void check_rules(const RunSpec& run, std::vector<std::string>& problems) {
   if (run.division == "closed") {
     const auto closed = [&](const std::string& field, const std::string& text) {
       problems.push_back(field + ": " + text + " (not allowed in the closed division)");
@@ -608,8 +453,12 @@ SystemConfig parse_system(const nlohmann::json& root, const std::filesystem::pat
   read_description(root, config, problems);
   FieldReader top(&root, "", &problems);
   read_topology(top.child("topology", true), config.topology, problems);
-  read_run(top.child("run", true), config.run, problems);
-  if (problems.empty()) check_consistency(config, problems);
+  read_run(top.child("run", true), config.run);
+  if (problems.empty()) {
+    check_description(config, problems);
+    check_run_size(config, problems);
+    check_rules(config.run, problems);
+  }
   if (!problems.empty()) {
     std::ostringstream message;
     message << origin.string() << ": invalid system description (" << problems.size()
@@ -670,57 +519,34 @@ std::int64_t eval_interval(const RunSpec& run) {
                                  : run.eval.interval_samples;
 }
 
+namespace {
+
+// The name of enum value `value`, from the list the reader accepts.
+template <typename Enum>
+const char* name_of(const std::vector<std::string>& names, Enum value) {
+  const auto i = static_cast<std::size_t>(value);
+  return i < names.size() ? names[i].c_str() : "?";
+}
+
+}  // namespace
+
 const char* to_string(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::lamb:
-      return "lamb";
-    case OptimizerKind::adam:
-      return "adam";
-    case OptimizerKind::adamw:
-      return "adamw";
-  }
-  return "?";
+  return name_of(kOptimizers, k);
 }
 const char* to_string(ClippingMode m) {
-  switch (m) {
-    case ClippingMode::after_allreduce:
-      return "after-allreduce";
-    case ClippingMode::bucket_before_allreduce:
-      return "bucket-before-allreduce";
-    case ClippingMode::none:
-      return "none";
-  }
-  return "?";
+  return name_of(kClippingModes, m);
 }
 const char* to_string(SamplerKind k) {
-  return k == SamplerKind::random ? "random" : "stratified";
+  return name_of(kSamplers, k);
 }
 const char* to_string(LoadBalancing b) {
-  switch (b) {
-    case LoadBalancing::none:
-      return "none";
-    case LoadBalancing::global_exchange:
-      return "global-exchange";
-    case LoadBalancing::node_exchange:
-      return "node-exchange";
-    case LoadBalancing::global_deal:
-      return "global-deal";
-  }
-  return "?";
+  return name_of(kLoadBalancings, b);
 }
 const char* to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::fp16:
-      return "fp16";
-    case Precision::bf16:
-      return "bf16";
-  }
-  return "?";
+  return name_of(kPrecisions, p);
 }
 const char* to_string(LrScheduleStyle s) {
-  return s == LrScheduleStyle::reference ? "reference" : "nvidia";
+  return name_of(kLrScheduleStyles, s);
 }
 
 }  // namespace mlbert::harness

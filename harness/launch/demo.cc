@@ -261,37 +261,23 @@ fs::path assemble_package(const SystemConfig& system, const fs::path& results_di
   return org;
 }
 
-}  // namespace
+// The result logs of the demo's training runs, and how many runs failed.
+struct TrainingRuns {
+  std::vector<fs::path> logs;
+  int failures = 0;
+};
 
-int run_demo(const DemoOptions& o) {
-  const auto start = Clock::now();
-  const SystemConfig system = load_system(o.system, o.systems_dir);
-  const RunSpec& run = system.run;
-  if (system.topology.nodes != 1)
-    throw std::runtime_error(system.path.string() + ": the demo runs on this machine; system " +
-                             system.name + " has " + std::to_string(system.topology.nodes) +
-                             " nodes");
-  std::printf(
-      "mlbert demo: system %s: %d CPU ranks, model %s, %s + %s, %s clipping, target MLM "
-      "accuracy %s (ruleset %s, %s division)\n",
-      system.name.c_str(), system.topology.world_size(), run.model.preset.c_str(),
-      to_string(run.sampler), to_string(run.load_balancing), to_string(run.clipping),
-      fixed(run.target_accuracy, 3).c_str(), run.ruleset.c_str(), run.division.c_str());
-  std::fflush(stdout);
-
-  lock_demo_results(o.results_dir / ("." + system.name + ".demo-lock"));
-  const DemoData data = prepare_data(system, o.results_dir);
-
-  // ---- training runs, each an mpirun of `mlbert bind ... -- mlbert train ...`
-  const fs::path result_dir = o.results_dir / system.name / "bert";
+// Runs `o.runs` trainings, each an mpirun of `mlbert bind ... -- mlbert train ...`, into
+// `result_dir` (emptied of earlier runs' logs first).
+TrainingRuns train_runs(const SystemConfig& system, const DemoData& data, const DemoOptions& o,
+                        const fs::path& result_dir) {
   fs::create_directories(result_dir);
   for (const auto& entry : fs::directory_iterator(result_dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("result_", 0) == 0 || name.rfind("train_", 0) == 0) fs::remove(entry.path());
   }
   std::mt19937_64 seeds(o.seed ? static_cast<std::uint64_t>(*o.seed) : std::random_device{}());
-  std::vector<fs::path> logs;
-  int failures = 0;
+  TrainingRuns runs;
   for (int k = 0; k < o.runs; ++k) {
     const std::int64_t seed = o.seed ? *o.seed + k : static_cast<std::int64_t>(seeds() % 1000000);
     LaunchOptions launch;
@@ -324,80 +310,118 @@ int run_demo(const DemoOptions& o) {
         fixed(seconds_since(run_start), 1).c_str(), log.c_str());
     std::fflush(stdout);
     if (status != 0 || summary.status != "success") {
-      ++failures;
+      ++runs.failures;
       std::printf("      run %d ended with exit status %d; the last lines of %s:\n%s", k, status,
                   output.c_str(), tail_of(output, 12).c_str());
     }
-    if (fs::exists(log)) logs.push_back(log);
+    if (fs::exists(log)) runs.logs.push_back(log);
   }
+  return runs;
+}
 
-  // ---- audit
-  int check_failures = 0;
+// `mlbert check` of every log; returns how many failed.
+int check_logs(const RunSpec& run, const std::vector<fs::path>& logs) {
+  int failures = 0;
   std::printf("[3/4] check (ruleset %s):\n", run.ruleset.c_str());
   for (const auto& log : logs) {
     mllog::CheckOptions check;
     check.ruleset = run.ruleset;
     const mllog::CheckResult result = mllog::check_log(log, check);
     if (!result.success) {
-      ++check_failures;
+      ++failures;
       std::printf("%s", mllog::format_result(result).c_str());
     } else {
       std::printf("      SUCCESS %s\n", log.c_str());
     }
   }
+  return failures;
+}
+
+void print_score(const RunSpec& run, const fs::path& result_dir) {
+  logging::ScoreOptions score_options;
+  score_options.ruleset = run.ruleset;
+  const logging::SystemScore score = logging::score_system(result_dir, score_options);
+  if (score.score)
+    std::printf("      %s: %s minutes (olympic mean of %zu runs)\n", result_dir.c_str(),
+                fixed(*score.score, 4).c_str(), score.runs.size());
+  else
+    std::printf(
+        "      %s: no score (MLPerf scores 10 runs: drop the fastest and slowest, average "
+        "the rest)\n",
+        result_dir.c_str());
+  for (const auto& run_score : score.runs)
+    if (run_score.minutes)
+      std::printf("      %s: %s minutes\n", run_score.file.filename().c_str(),
+                  fixed(*run_score.minutes, 4).c_str());
+  for (const auto& note : score.notes) std::printf("      note: %s\n", note.c_str());
+}
+
+// The package check of the logs in the submission layout; returns whether it passed.
+bool check_demo_package(const SystemConfig& system, const fs::path& results_dir,
+                        const std::vector<fs::path>& logs) {
+  const fs::path org = assemble_package(system, results_dir, logs);
+  logging::PackageOptions package_options;
+  package_options.ruleset = system.run.ruleset;
+  const logging::PackageResult package = logging::check_package(org, package_options);
+  std::printf("      package %s: %s\n", org.c_str(), package.passed ? "PASSED" : "FAILED");
+  for (const auto& finding : package.findings)
+    if (finding.level == logging::PackageFinding::Level::error) {
+      std::printf("        %s: %s\n", finding.where.c_str(), finding.text.c_str());
+    }
+  return package.passed;
+}
+
+// The runs as an auditor sees them: the same page `mlbert report` writes.
+void write_demo_report(const SystemConfig& system, const fs::path& results_dir,
+                       const fs::path& result_dir) {
+  logging::ReportInput input;
+  input.dir = result_dir;
+  input.ruleset = system.run.ruleset;
+  input.target = system.run.target_accuracy;
+  input.system_json = system.path;
+  logging::ReportOptions report_options;
+  report_options.title = "mlbert demo: " + system.name;
+  report_options.generated_by = "Written by `mlbert demo` from its result logs.";
+  const fs::path page = results_dir / system.name / "report.html";
+  logging::write_report_file(
+      page, logging::render_report_html({logging::read_system_report(input)}, report_options));
+  std::printf("      report: %s\n", page.c_str());
+}
+
+}  // namespace
+
+int run_demo(const DemoOptions& o) {
+  const auto start = Clock::now();
+  const SystemConfig system = load_system(o.system, o.systems_dir);
+  const RunSpec& run = system.run;
+  if (system.topology.nodes != 1)
+    throw std::runtime_error(system.path.string() + ": the demo runs on this machine; system " +
+                             system.name + " has " + std::to_string(system.topology.nodes) +
+                             " nodes");
+  std::printf(
+      "mlbert demo: system %s: %d CPU ranks, model %s, %s + %s, %s clipping, target MLM "
+      "accuracy %s (ruleset %s, %s division)\n",
+      system.name.c_str(), system.topology.world_size(), run.model.preset.c_str(),
+      to_string(run.sampler), to_string(run.load_balancing), to_string(run.clipping),
+      fixed(run.target_accuracy, 3).c_str(), run.ruleset.c_str(), run.division.c_str());
+  std::fflush(stdout);
+
+  lock_demo_results(o.results_dir / ("." + system.name + ".demo-lock"));
+  const DemoData data = prepare_data(system, o.results_dir);
+  const fs::path result_dir = o.results_dir / system.name / "bert";
+  const TrainingRuns runs = train_runs(system, data, o, result_dir);
+  const int check_failures = check_logs(run, runs.logs);
   std::printf("[4/4] score and report:\n");
-  if (!logs.empty()) {
-    logging::ScoreOptions score_options;
-    score_options.ruleset = run.ruleset;
-    const logging::SystemScore score = logging::score_system(result_dir, score_options);
-    if (score.score)
-      std::printf("      %s: %s minutes (olympic mean of %zu runs)\n", result_dir.c_str(),
-                  fixed(*score.score, 4).c_str(), score.runs.size());
-    else
-      std::printf(
-          "      %s: no score (MLPerf scores 10 runs: drop the fastest and slowest, average "
-          "the rest)\n",
-          result_dir.c_str());
-    for (const auto& run_score : score.runs)
-      if (run_score.minutes)
-        std::printf("      %s: %s minutes\n", run_score.file.filename().c_str(),
-                    fixed(*run_score.minutes, 4).c_str());
-    for (const auto& note : score.notes) std::printf("      note: %s\n", note.c_str());
-  }
-  int package_failures = 0;
-  if (logs.size() >= 10) {
-    const fs::path org = assemble_package(system, o.results_dir, logs);
-    logging::PackageOptions package_options;
-    package_options.ruleset = run.ruleset;
-    const logging::PackageResult package = logging::check_package(org, package_options);
-    std::printf("      package %s: %s\n", org.c_str(), package.passed ? "PASSED" : "FAILED");
-    for (const auto& finding : package.findings)
-      if (finding.level == logging::PackageFinding::Level::error) {
-        std::printf("        %s: %s\n", finding.where.c_str(), finding.text.c_str());
-      }
-    package_failures = package.passed ? 0 : 1;
-  }
-  if (!logs.empty()) {
-    // The runs as an auditor sees them: the same page `mlbert report` writes.
-    logging::ReportInput input;
-    input.dir = result_dir;
-    input.ruleset = run.ruleset;
-    input.target = run.target_accuracy;
-    input.system_json = system.path;
-    logging::ReportOptions report_options;
-    report_options.title = "mlbert demo: " + system.name;
-    report_options.generated_by = "Written by `mlbert demo` from its result logs.";
-    const fs::path page = o.results_dir / system.name / "report.html";
-    logging::write_report_file(
-        page, logging::render_report_html({logging::read_system_report(input)}, report_options));
-    std::printf("      report: %s\n", page.c_str());
-  }
+  if (!runs.logs.empty()) print_score(run, result_dir);
+  const bool package_passed =
+      runs.logs.size() < 10 || check_demo_package(system, o.results_dir, runs.logs);
+  if (!runs.logs.empty()) write_demo_report(system, o.results_dir, result_dir);
   std::printf(
       "mlbert demo: %zu run(s), %d reached the target, %d log(s) failed the check; result "
       "logs in %s; total %s s\n",
-      logs.size(), o.runs - failures, check_failures, result_dir.c_str(),
+      runs.logs.size(), o.runs - runs.failures, check_failures, result_dir.c_str(),
       fixed(seconds_since(start), 1).c_str());
-  return failures == 0 && check_failures == 0 && package_failures == 0 ? 0 : 1;
+  return runs.failures == 0 && check_failures == 0 && package_passed ? 0 : 1;
 }
 
 }  // namespace mlbert::harness

@@ -23,13 +23,13 @@ std::string unix_time() {
   return text;
 }
 
-const char* point_name(FaultPoint point) {
+const char* point_name(RunPoint point) {
   switch (point) {
-    case FaultPoint::init:
+    case RunPoint::init:
       return "init";
-    case FaultPoint::allreduce:
+    case RunPoint::allreduce:
       return "allreduce";
-    case FaultPoint::eval:
+    case RunPoint::eval:
       return "eval";
   }
   return "?";
@@ -37,12 +37,15 @@ const char* point_name(FaultPoint point) {
 
 }  // namespace
 
-TestHooks TestHooks::from_environment(int rank) {
-  TestHooks hooks;
-  hooks.rank_ = rank;
-  if (const char* dir = std::getenv("MLBERT_EXIT_REPORT"); dir && *dir) hooks.report_dir_ = dir;
+std::unique_ptr<RunObserver> TestHooks::from_environment(int rank) {
+  const char* dir = std::getenv("MLBERT_EXIT_REPORT");
   const char* spec = std::getenv("MLBERT_FAULT");
-  if (!spec || !*spec) return hooks;
+  const bool fault_planned = spec && *spec;
+  if (!fault_planned && !(dir && *dir)) return std::make_unique<RunObserver>();
+  auto hooks = std::make_unique<TestHooks>();
+  hooks->rank_ = rank;
+  if (dir && *dir) hooks->report_dir_ = dir;
+  if (!fault_planned) return hooks;
   std::vector<std::string> fields;
   std::stringstream in(spec);
   for (std::string field; std::getline(in, field, ':');) fields.push_back(field);
@@ -56,11 +59,11 @@ TestHooks TestHooks::from_environment(int rank) {
   const long fault_rank = std::strtol(fields[0].c_str(), &end, 10);
   if (fields[0].empty() || *end || fault_rank < 0) throw bad("rank is not a number");
   if (fields[1] == "init")
-    fault.point = FaultPoint::init;
+    fault.point = RunPoint::init;
   else if (fields[1] == "allreduce")
-    fault.point = FaultPoint::allreduce;
+    fault.point = RunPoint::allreduce;
   else if (fields[1] == "eval")
-    fault.point = FaultPoint::eval;
+    fault.point = RunPoint::eval;
   else
     throw bad("unknown point \"" + fields[1] + "\"");
   if (fields[2] == "kill")
@@ -74,11 +77,11 @@ TestHooks TestHooks::from_environment(int rank) {
     if (fields[3].empty() || *end || pass < 1) throw bad("pass must be >= 1");
     fault.pass = static_cast<int>(pass);
   }
-  if (fault_rank == rank) hooks.fault_ = fault;
+  if (fault_rank == rank) hooks->fault_ = fault;
   return hooks;
 }
 
-void TestHooks::fault_point(FaultPoint point) {
+void TestHooks::reached(RunPoint point) {
   if (!fault_ || fault_->point != point || ++passes_ != fault_->pass) return;
   const bool kill = fault_->action == FaultAction::kill;
   if (!report_dir_.empty()) {
@@ -96,7 +99,7 @@ void TestHooks::fault_point(FaultPoint point) {
   ::raise(kill ? SIGKILL : SIGSTOP);
 }
 
-void TestHooks::report_exit(int status, std::string_view cause) const {
+void TestHooks::exiting(int status, std::string_view cause) {
   if (report_dir_.empty()) return;
   std::string line = std::to_string(status) + " " + unix_time() + " " + std::string(cause);
   for (char& c : line)

@@ -1,5 +1,6 @@
-// Test hooks of `mlbert train`: faults injected at real points of a run, and each rank's own
-// record of how it ended. Compiled in, inert unless their environment variable is set.
+// Test hooks of `mlbert train`: faults injected at the named points of a run (run_observer.h), and
+// each rank's own record of how it ended. Compiled in, inert unless their environment variable is
+// set.
 //
 //   MLBERT_FAULT=<rank>:<point>:<action>[:<pass>]
 //     The <pass>-th time (default 1) rank <rank> reaches fault point <point>, it does <action>.
@@ -16,28 +17,31 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "harness/train/run_observer.h"
+
 namespace mlbert::harness {
 
-enum class FaultPoint { init, allreduce, eval };
 enum class FaultAction { kill, stop };
 
-class TestHooks {
+class TestHooks final : public RunObserver {
  public:
-  // Reads the environment; throws naming MLBERT_FAULT when it is malformed.
-  static TestHooks from_environment(int rank);
+  // The observer of rank `rank`: the test hooks when MLBERT_FAULT or MLBERT_EXIT_REPORT is set,
+  // else the one that does nothing. Throws naming MLBERT_FAULT when it is malformed.
+  static std::unique_ptr<RunObserver> from_environment(int rank);
 
   // Does the planned fault when this is its point and pass on its rank.
-  void fault_point(FaultPoint point);
+  void reached(RunPoint point) override;
   // Writes rank_<r>.exit when MLBERT_EXIT_REPORT is set; never throws.
-  void report_exit(int status, std::string_view cause) const;
+  void exiting(int status, std::string_view cause) override;
 
  private:
   struct Fault {
-    FaultPoint point = FaultPoint::init;
+    RunPoint point = RunPoint::init;
     FaultAction action = FaultAction::kill;
     int pass = 1;
   };

@@ -89,4 +89,13 @@ std::string bert_absence(std::string_view ruleset) {
          "; BERT was one from " + bert_rulesets().front() + " to " + bert_rulesets().back();
 }
 
+BertInitRecords bert_init_records(std::string_view ruleset) {
+  const TrainingRuleset* row = find_training_ruleset(ruleset);
+  if (!row || !row->bert_benchmark) throw std::invalid_argument(bert_absence(ruleset));
+  // Rows are oldest first: a record that a round dropped is kept by the rows before it.
+  const auto before = [&](std::string_view round) { return row < find_training_ruleset(round); };
+  return {before("5.0.0"), before("4.1.0"), before("2.1.0") ? "opt_epsilon" : "opt_lamb_epsilon",
+          row->weights_initialization};
+}
+
 }  // namespace mlbert::mllog

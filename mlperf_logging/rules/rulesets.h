@@ -56,4 +56,15 @@ std::string ruleset_names(bool TrainingRuleset::*flag);
 // 5.1.0; BERT was one from 0.7.0 to 5.0.0"; empty when BERT is one of its benchmarks.
 std::string bert_absence(std::string_view ruleset);
 
+// The init-phase records of a BERT log whose presence or key its ruleset decides (the official
+// common.yaml and closed_bert.yaml of each round), for a row with `bert_benchmark` set.
+struct BertInitRecords {
+  bool submission_org_and_platform;   // up to 4.1.0
+  bool submission_status;             // up to 4.0.0
+  std::string_view lamb_epsilon_key;  // opt_epsilon up to 2.0.0, opt_lamb_epsilon from 2.1.0
+  bool weights_initialization;        // the row's column
+};
+// Throws std::invalid_argument (bert_absence's text) for a ruleset without BERT.
+BertInitRecords bert_init_records(std::string_view ruleset);
+
 }  // namespace mlbert::mllog

@@ -5,6 +5,7 @@
 
 #include "data_prep/eval_set.h"
 #include "data_prep/packing.h"
+#include "data_prep/shard_groups.h"
 #include "data_prep/stratify.h"
 #include "test_util.h"
 
@@ -97,6 +98,17 @@ TEST_CASE("stratify puts every sample in its length bin, shards balanced within 
   CHECK(bin_of(129, o.upper_bounds) == 1);
   CHECK(bin_of(512, o.upper_bounds) == 3);
   CHECK(bin_of(513, o.upper_bounds) == -1);
+}
+
+TEST_CASE("output shards are grouped in order within the memory budget, an oversized one alone") {
+  using Groups = std::vector<std::pair<size_t, size_t>>;
+  CHECK(shard_groups({}, 100).empty());
+  CHECK(shard_groups({30, 30, 40, 10}, 100) == Groups{{0, 3}, {3, 4}});
+  CHECK(shard_groups({30, 30, 40, 10}, 1000) == Groups{{0, 4}});
+  CHECK(shard_groups({150, 20, 20, 150}, 100) == Groups{{0, 1}, {1, 3}, {3, 4}});
+  CHECK(shard_groups({5, 5}, 1) == Groups{{0, 1}, {1, 2}});
+  CHECK(held_bytes(0) == 256);
+  CHECK(held_bytes(512) == 256 + 8 * 512);
 }
 
 TEST_CASE("stratify under a tiny memory budget writes the same shards, one group at a time") {

@@ -112,6 +112,46 @@ TEST_CASE("a bucket's allreduce starts when backward has finished it, not later"
   CHECK(comm.allreduce_sizes == std::vector<std::size_t>{4, 4});
 }
 
+TEST_CASE("the first-launch listener hears each step's first allreduce started by backward, once",
+          "[grad_sync]") {
+  test::ThreadGroup group(1);
+  bert::CpuOps ops;
+  bert::Buffer grad(ops, bert::DType::f32, 8);
+  test::ThreadGroupCommunicator comm(group, 0);
+  GradientSync sync(ops, comm, grad.tensor(), {{0, 4}, {4, 8}}, ClippingMode::none, 1.0);
+  int heard = 0;
+  int launched_when_heard = 0;
+  sync.on_first_launch([&] {
+    ++heard;
+    launched_when_heard = comm.allreduce_calls;
+  });
+  sync.on_grad_ready(8);  // not armed: nothing sent, nothing heard
+  CHECK(heard == 0);
+  sync.begin(1.0);
+  sync.on_grad_ready(3);
+  CHECK(heard == 0);
+  sync.on_grad_ready(4);
+  CHECK(heard == 1);
+  CHECK(launched_when_heard == 1);  // told after the collective was started
+  sync.on_grad_ready(8);
+  sync.finish();
+  CHECK(heard == 1);
+  // A step whose buckets all start in finish() (backward never reported): not heard.
+  sync.begin(1.0);
+  sync.finish();
+  CHECK(heard == 1);
+  // The next step's first launch is heard again; a cleared listener hears nothing.
+  sync.begin(1.0);
+  sync.on_grad_ready(8);
+  sync.finish();
+  CHECK(heard == 2);
+  sync.on_first_launch(nullptr);
+  sync.begin(1.0);
+  sync.on_grad_ready(8);
+  sync.finish();
+  CHECK(heard == 2);
+}
+
 TEST_CASE("bucket-before-allreduce matches the paper's formula on hand-computed buckets",
           "[grad_sync]") {
   // Two buckets: tau = 1/sqrt(2). Each rank scales each bucket by min(1, tau/||g||) / W, sums.
