@@ -158,6 +158,22 @@ Tensor ParameterStore::compute() const {
   return compute_.tensor().defined() ? compute_.tensor() : master_.tensor();
 }
 
+namespace {
+Tensor span_of(const Tensor& buffer, const std::vector<ParameterInfo>& infos, size_t first,
+               size_t last) {
+  const size_t begin = infos.at(first).offset;
+  return buffer.slice(begin, infos.at(last).offset + infos[last].numel - begin);
+}
+}  // namespace
+
+Tensor ParameterStore::compute_span(size_t first, size_t last) const {
+  return span_of(compute(), infos_, first, last);
+}
+
+Tensor ParameterStore::grad_span(size_t first, size_t last) const {
+  return span_of(grad_.tensor(), infos_, first, last);
+}
+
 void ParameterStore::init_truncated_normal(uint64_t seed) {
   std::vector<float> flat(flat_size_, 0.0f);
   const double stddev = config_.initializer_range;

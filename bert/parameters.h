@@ -81,6 +81,12 @@ class ParameterStore {
   Tensor master(size_t i) const { return master_.slice(infos_[i].offset, infos_[i].numel); }
   Tensor compute(size_t i) const { return compute().slice(infos_[i].offset, infos_[i].numel); }
   Tensor grad(size_t i) const { return grad_.slice(infos_[i].offset, infos_[i].numel); }
+  // One view over the adjacent tensors first..last (inclusive) with the gaps between them: several
+  // tensors read as one batched operand.
+  Tensor compute_span(size_t first, size_t last) const;
+  Tensor grad_span(size_t first, size_t last) const;
+  // Elements from tensor i's start to the next tensor's (its size plus its alignment gap).
+  size_t stride(size_t i) const { return infos_.at(i + 1).offset - infos_[i].offset; }
 
   // One segment per tensor (offset, numel, weight_decay) for the multi-tensor optimizer ops.
   std::span<const TensorSegment> segments() const { return segments_; }
