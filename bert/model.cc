@@ -352,15 +352,31 @@ void Model::layer_forward(const Step& st, int64_t l) {
       st.mask(dropout_site(layer, DropoutSiteKind::ffn_output), p_hidden), t));
 }
 
-// The Q, K and V projections: one call with batch 3, their kernels and biases adjacent in the
-// parameter buffer and q, k, v adjacent in one [3, tokens, hidden] activation.
+// The Q, K and V projections. Separate layout: one call with batch 3 over the three adjacent
+// kernels and biases, writing q, k, v as three [tokens, hidden] blocks of the qkv activation.
+// Fused layout: one N = 3 * hidden product over the [3 * hidden, hidden] weight, writing rows of
+// q | k | v.
 void Model::qkv_forward(const Step& st, int64_t l) {
   const LayerParameters& lp = params_->index().layers[static_cast<size_t>(l)];
   const int64_t h = config().hidden_size;
-  params_->ops().linear_forward({.input = arena_->hidden[l],
-                                 .weight = params_->compute_span(lp.qkv_kernel, lp.qkv_kernel + 2),
-                                 .bias = params_->compute_span(lp.qkv_bias, lp.qkv_bias + 2),
-                                 .out = arena_->layers[static_cast<size_t>(l)].qkv,
+  const Tensor x = arena_->hidden[l], qkv = arena_->layers[static_cast<size_t>(l)].qkv;
+  const Tensor w = params_->compute_span(lp.qkv_kernel, lp.qkv_kernel + 2);
+  const Tensor b = params_->compute_span(lp.qkv_bias, lp.qkv_bias + 2);
+  if (params_->qkv_layout() == QkvLayout::fused) {
+    params_->ops().linear_forward({.input = x,
+                                   .weight = w,
+                                   .bias = b,
+                                   .out = qkv,
+                                   .m = st.t,
+                                   .n = 3 * h,
+                                   .k = h,
+                                   .weight_transposed = true});
+    return;
+  }
+  params_->ops().linear_forward({.input = x,
+                                 .weight = w,
+                                 .bias = b,
+                                 .out = qkv,
                                  .m = st.t,
                                  .n = h,
                                  .k = h,
@@ -375,8 +391,15 @@ size_t Model::qkv_block_stride() const {
 }
 
 Model::QkvViews Model::qkv_views(const Tensor& qkv, const Step& st) const {
-  const size_t n = static_cast<size_t>(st.t * config().hidden_size), block = qkv_block_stride();
-  return {qkv.slice(0, n), qkv.slice(block, n), qkv.slice(2 * block, n)};
+  const size_t h = static_cast<size_t>(config().hidden_size), t = static_cast<size_t>(st.t);
+  if (params_->qkv_layout() == QkvLayout::fused) {
+    // Columns [0, h), [h, 2h), [2h, 3h) of [t, 3h] rows: each view spans its last row's h values.
+    const size_t span = t == 0 ? 0 : (t - 1) * 3 * h + h;
+    return {qkv.slice(0, span), qkv.slice(h, span), qkv.slice(2 * h, span),
+            static_cast<int64_t>(3 * h)};
+  }
+  const size_t block = qkv_block_stride();
+  return {qkv.slice(0, t * h), qkv.slice(block, t * h), qkv.slice(2 * block, t * h), 0};
 }
 
 AttentionForwardParams Model::attention_forward_params(const Step& st, int64_t l) const {
@@ -397,7 +420,8 @@ AttentionForwardParams Model::attention_forward_params(const Step& st, int64_t l
           .heads = c.num_attention_heads,
           .head_dim = c.head_dim(),
           .max_seqlen = st.max_seqlen,
-          .scale = attention_scale()};
+          .scale = attention_scale(),
+          .qkv_row_stride = qkv.row_stride};
 }
 
 float Model::attention_scale() const {
@@ -621,26 +645,34 @@ AttentionBackwardParams Model::attention_backward_params(const Step& st, int64_t
           .heads = fwd.heads,
           .head_dim = fwd.head_dim,
           .max_seqlen = fwd.max_seqlen,
-          .scale = fwd.scale};
+          .scale = fwd.scale,
+          .qkv_row_stride = fwd.qkv_row_stride};
 }
 
 void Model::qkv_backward(const Step& st, int64_t l) {
   const LayerParameters& lp = params_->index().layers[static_cast<size_t>(l)];
   const int64_t h = config().hidden_size;
-  params_->ops().linear_backward({.d_out = arena_->d_qkv,
-                                  .input = arena_->hidden[l],
-                                  .weight = params_->compute_span(lp.qkv_kernel, lp.qkv_kernel + 2),
-                                  .d_input = arena_->d_hidden,
-                                  .d_weight = params_->grad_span(lp.qkv_kernel, lp.qkv_kernel + 2),
-                                  .d_bias = params_->grad_span(lp.qkv_bias, lp.qkv_bias + 2),
-                                  .m = st.t,
-                                  .n = h,
-                                  .k = h,
-                                  .batch = 3,
-                                  .weight_stride = params_->stride(lp.qkv_kernel),
-                                  .bias_stride = params_->stride(lp.qkv_bias),
-                                  .out_stride = qkv_block_stride(),
-                                  .accumulate_d_input = true});
+  LinearBackwardParams p{.d_out = arena_->d_qkv,
+                         .input = arena_->hidden[l],
+                         .weight = params_->compute_span(lp.qkv_kernel, lp.qkv_kernel + 2),
+                         .d_input = arena_->d_hidden,
+                         .d_weight = params_->grad_span(lp.qkv_kernel, lp.qkv_kernel + 2),
+                         .d_bias = params_->grad_span(lp.qkv_bias, lp.qkv_bias + 2),
+                         .m = st.t,
+                         .n = h,
+                         .k = h,
+                         .accumulate_d_input = true};
+  if (params_->qkv_layout() == QkvLayout::fused) {
+    // One K = 3 * hidden data gradient, one weight gradient with its [3 * hidden] bias gradient.
+    p.n = 3 * h;
+    p.weight_transposed = true;
+  } else {
+    p.batch = 3;
+    p.weight_stride = params_->stride(lp.qkv_kernel);
+    p.bias_stride = params_->stride(lp.qkv_bias);
+    p.out_stride = qkv_block_stride();
+  }
+  params_->ops().linear_backward(p);
 }
 
 // The embeddings and their layer norm: the last gradients, so the whole buffer is final.

@@ -94,6 +94,7 @@ class Model {
   class GradientPrefix;
   struct QkvViews {
     Tensor q, k, v;
+    int64_t row_stride = 0;  // AttentionForwardParams::qkv_row_stride
   };
   void check_fits(const Batch& batch) const;
   void upload(const Batch& batch);

@@ -85,6 +85,7 @@ class ProfilingOps final : public Ops {
 
   std::string name() const override { return inner_.name(); }
   DType compute_dtype() const override { return inner_.compute_dtype(); }
+  OpsPreferences preferences() const override { return inner_.preferences(); }
   Tensor allocate(DType dtype, size_t numel) override { return inner_.allocate(dtype, numel); }
   void release(Tensor tensor) override { inner_.release(tensor); }
   void copy_from_host(Tensor dst, const void* src, size_t bytes) override;

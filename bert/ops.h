@@ -186,7 +186,9 @@ struct EmbeddingBackwardParams {
 // ---- Attention ----------------------------------------------------------------------------------
 
 // Multi-head self-attention per sequence over unpadded q, k, v, each [tokens, hidden] with head h
-// at columns [h*head_dim, (h+1)*head_dim). For each sequence s, head h, query i, key j (both in
+// at columns [h*head_dim, (h+1)*head_dim) and token rows qkv_row_stride elements apart (hidden when
+// 0; 3 * hidden when q, k and v are the column blocks of one [tokens, 3 * hidden] activation, as
+// the fused QKV projection writes them). For each sequence s, head h, query i, key j (both in
 // [0, len_s)): S_ij = scale * q_i . k_j; P = softmax_j(S); Pd_ij = P_ij * dropout_factor(element =
 // attention_dropout_element(cu_seqlens[s] + i, h, heads, attention_dropout_row_stride(max_seqlen),
 // j)); out_i = sum_j Pd_ij v_j. No masking inside a sequence. softmax_lse receives, per head and
@@ -204,9 +206,11 @@ struct AttentionForwardParams {
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
   int max_seqlen = 0;
   float scale = 0.0f;  // 1/sqrt(head_dim)
+  int64_t qkv_row_stride = 0;
 };
 
-// Backward with recomputation of P from q, k and softmax_lse. d_q, d_k, d_v written (=). `saved`:
+// Backward with recomputation of P from q, k and softmax_lse. d_q, d_k, d_v written (=), their rows
+// qkv_row_stride apart as q, k and v's (the rows of other columns untouched). `saved`:
 // the forward's, after that forward with the same inputs and mask, or empty (then the backward
 // recomputes what it would hold); the gradients are the same either way.
 struct AttentionBackwardParams {
@@ -216,6 +220,7 @@ struct AttentionBackwardParams {
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
   int max_seqlen = 0;
   float scale = 0.0f;
+  int64_t qkv_row_stride = 0;  // of q, k, v, d_q, d_k and d_v (0: hidden)
 };
 
 // ---- Row gather / scatter (masked positions, the pooler's first tokens) -------------------------
@@ -306,6 +311,26 @@ struct LambParams {
   bool trust_ratio_without_decay = false;
 };
 
+// ---- What a backend asks of the model ----------------------------------------------------------
+
+// How the Q, K and V projections of a layer live in the parameter store and the activations.
+enum class QkvLayout : uint8_t {
+  // Three [hidden, hidden] kernels in TF layout ([in, out]) and three biases, one batch-3 GEMM
+  // writing q, k and v as three [tokens, hidden] blocks.
+  separate,
+  // One [3 * hidden, hidden] weight (Hugging Face's [out, in] query, key and value weights stacked)
+  // and one [3 * hidden] bias, one N = 3 * hidden GEMM writing [tokens, 3 * hidden] rows of q | k |
+  // v.
+  fused,
+};
+const char* qkv_layout_name(QkvLayout layout);
+
+// Choices a backend makes for the model where either way is correct (bert/model.cc follows them;
+// the results agree within rounding).
+struct OpsPreferences {
+  QkvLayout qkv_layout = QkvLayout::separate;  // for a ParameterStore that is not told otherwise
+};
+
 // ---- The interface
 // --------------------------------------------------------------------------------
 
@@ -315,6 +340,7 @@ class Ops {
   virtual std::string name() const = 0;
   // The dtype activations and the compute copy of the weights use (f32 on the CPU).
   virtual DType compute_dtype() const = 0;
+  virtual OpsPreferences preferences() const { return {}; }
 
   // Memory. allocate returns zero-filled memory aligned to at least 256 bytes.
   virtual Tensor allocate(DType dtype, size_t numel) = 0;

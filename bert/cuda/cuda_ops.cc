@@ -190,6 +190,12 @@ CudaOps::~CudaOps() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
+bert::OpsPreferences CudaOps::preferences() const {
+  bert::OpsPreferences p;
+  p.qkv_layout = options_.fused_qkv ? bert::QkvLayout::fused : bert::QkvLayout::separate;
+  return p;
+}
+
 std::string CudaOps::name() const {
   return std::string("cuda (") + device_name_ + ", " + bert::dtype_name(options_.compute_dtype) +
          ")";
@@ -647,11 +653,19 @@ void CudaOps::embedding_backward(const bert::EmbeddingBackwardParams& p) {
 // ---- attention ----------------------------------------------------------------------------------
 
 namespace {
+// Rows of q, k, v and their gradients: bert::AttentionForwardParams::qkv_row_stride, hidden when 0.
+size_t qkv_row_stride_of(const char* op, int64_t stride, size_t hidden) {
+  require(stride == 0 || stride >= static_cast<int64_t>(hidden), op,
+          "qkv_row_stride must be 0 or at least heads * head_dim");
+  return stride == 0 ? hidden : static_cast<size_t>(stride);
+}
+
 AttentionParams attention_common(const char* op, DType ct, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const Tensor& cu_seqlens, const Tensor& lse,
                                  int64_t tokens, int64_t num_sequences, int64_t heads,
                                  int64_t head_dim, int max_seqlen, float scale,
-                                 const bert::DropoutMask& dropout, uint32_t* error_flags) {
+                                 const bert::DropoutMask& dropout, uint32_t* error_flags,
+                                 int64_t qkv_row_stride) {
   require(
       head_dim == kAttentionHeadDim, op,
       "the CUDA attention kernels support head_dim 64 only (got " + std::to_string(head_dim) + ")");
@@ -659,17 +673,18 @@ AttentionParams attention_common(const char* op, DType ct, const Tensor& q, cons
           "tokens, num_sequences, heads and max_seqlen must be positive");
   const size_t hidden = static_cast<size_t>(heads * head_dim);
   const size_t T = static_cast<size_t>(tokens);
-  require_tensor(q, ct, T * hidden, op, "q");
-  require_tensor(k, ct, T * hidden, op, "k");
-  require_tensor(v, ct, T * hidden, op, "v");
+  const size_t qkv_stride = qkv_row_stride_of(op, qkv_row_stride, hidden);
+  require_tensor(q, ct, (T - 1) * qkv_stride + hidden, op, "q");
+  require_tensor(k, ct, (T - 1) * qkv_stride + hidden, op, "k");
+  require_tensor(v, ct, (T - 1) * qkv_stride + hidden, op, "v");
   require_tensor(cu_seqlens, DType::i32, static_cast<size_t>(num_sequences) + 1, op, "cu_seqlens");
   require_tensor(lse, DType::f32, static_cast<size_t>(heads) * T, op, "softmax_lse");
   AttentionParams a;
   a.q = q.data;
   a.k = k.data;
   a.v = v.data;
-  a.q_row_stride = a.k_row_stride = a.v_row_stride = a.out_row_stride =
-      static_cast<int64_t>(hidden);
+  a.q_row_stride = a.k_row_stride = a.v_row_stride = static_cast<int64_t>(qkv_stride);
+  a.out_row_stride = static_cast<int64_t>(hidden);
   a.softmax_lse = lse.as<float>();
   a.cu_seqlens = cu_seqlens.as<const int>();
   a.num_seqs = static_cast<int>(num_sequences);
@@ -747,7 +762,7 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   if (p.tokens == 0) return;
   AttentionParams a = attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
                                        p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
-                                       p.dropout, error_flags_);
+                                       p.dropout, error_flags_, p.qkv_row_stride);
   require_tensor(p.out, ct, static_cast<size_t>(p.tokens * p.heads * p.head_dim), op, "out");
   a.out = p.out.data;
   a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
@@ -763,16 +778,18 @@ void CudaOps::attention_backward(const bert::AttentionBackwardParams& p) {
   AttentionBwdParams a;
   static_cast<AttentionParams&>(a) = attention_common(
       op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens, p.num_sequences, p.heads,
-      p.head_dim, p.max_seqlen, p.scale, p.dropout, error_flags_);
+      p.head_dim, p.max_seqlen, p.scale, p.dropout, error_flags_, p.qkv_row_stride);
   const size_t elems = static_cast<size_t>(p.tokens * p.heads * p.head_dim);
+  const size_t strided =
+      static_cast<size_t>((p.tokens - 1) * a.q_row_stride + p.heads * p.head_dim);
   require_tensor(p.out, ct, elems, op, "out");
   require_tensor(p.d_out, ct, elems, op, "d_out");
-  require_tensor(p.d_q, ct, elems, op, "d_q");
-  require_tensor(p.d_k, ct, elems, op, "d_k");
-  require_tensor(p.d_v, ct, elems, op, "d_v");
+  require_tensor(p.d_q, ct, strided, op, "d_q");
+  require_tensor(p.d_k, ct, strided, op, "d_k");
+  require_tensor(p.d_v, ct, strided, op, "d_v");
   a.out = p.out.data;
   a.dout = p.d_out.data;
-  a.dout_row_stride = a.q_row_stride;
+  a.dout_row_stride = a.out_row_stride;
   a.dq = p.d_q.data;
   a.dk = p.d_k.data;
   a.dv = p.d_v.data;

@@ -65,6 +65,12 @@ struct CudaOpsOptions {
   // ~2.2 ms of the backward in a 49-ms BERT-large step; the modes that keep them were written
   // after that and have not run on a GPU yet (BENCHMARKS.md, "CUDA backend").
   AttentionDropoutBits attention_dropout_bits = AttentionDropoutBits::kernel_keeps;
+
+  // ---- Step variants, each off until a GPU measures it faster (bert_cuda_bench sets each one).
+  // Q, K and V as one [3 * hidden, hidden] weight (bert::QkvLayout::fused, which a ParameterStore
+  // built on this backend takes): one N = 3 * hidden forward GEMM, one K = 3 * hidden data
+  // gradient and one weight gradient with its bias gradient, instead of batch-3 loops of three.
+  bool fused_qkv = false;
 };
 
 // Options for a model: the workspace sized for `limits`.
@@ -93,6 +99,8 @@ class CudaOps final : public bert::Ops {
 
   std::string name() const override;
   bert::DType compute_dtype() const override { return options_.compute_dtype; }
+  bert::OpsPreferences preferences() const override;
+  const CudaOpsOptions& options() const { return options_; }
 
   bert::Tensor allocate(bert::DType dtype, size_t numel) override;
   void release(bert::Tensor tensor) override;

@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "bert/cuda/gemm_plan.h"
+#include "tests/bert_cuda/column_major_gemm.h"
 
 namespace {
 
 using mlbert::cuda::ColumnMajorGemm;
 using mlbert::cuda::GemmEpilogue;
 using mlbert::cuda::LinearOperand;
+using mlbert::test::op_at;
+using mlbert::test::run_plan;
 namespace cuda = mlbert::cuda;
 
 std::vector<double> random_matrix(std::mt19937& rng, size_t n) {
@@ -20,25 +23,6 @@ std::vector<double> random_matrix(std::mt19937& rng, size_t n) {
   std::vector<double> v(n);
   for (double& x : v) x = dist(rng);
   return v;
-}
-
-// Element (r, c) of op(X) for a column-major X with leading dimension ld.
-double op_at(const std::vector<double>& x, bool trans, int64_t ld, int64_t r, int64_t c) {
-  return trans ? x[c + r * ld] : x[r + c * ld];
-}
-
-// D (column-major, ldd) = op(A) . op(B).
-std::vector<double> run_plan(const ColumnMajorGemm& g, const std::vector<double>& a,
-                             const std::vector<double>& b) {
-  std::vector<double> d(static_cast<size_t>(g.ldd * g.n), 0.0);
-  for (int64_t i = 0; i < g.m; ++i)
-    for (int64_t j = 0; j < g.n; ++j) {
-      double sum = 0;
-      for (int64_t k = 0; k < g.k; ++k)
-        sum += op_at(a, g.trans_a, g.lda, i, k) * op_at(b, g.trans_b, g.ldb, k, j);
-      d[i + j * g.ldd] = sum;
-    }
-  return d;
 }
 
 // Row-major C[R,C] = A[R,K] . B[K,C] with an accessor for B.
