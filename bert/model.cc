@@ -590,8 +590,10 @@ void Model::layer_backward(const Step& st, GradientPrefix& prefix, int64_t l) {
       a.d_branch, a.d_x1, grad(lp.output_bias),
       st.mask(dropout_site(layer, DropoutSiteKind::ffn_output), p_hidden), t));
   prefix.finish_through(lp.output_bias);
-  // FFN2's data gradient goes through the GELU into FFN1's pre-activation and bias gradient in
-  // the same call (cuBLASLt's DGELU_BGRAD epilogue on GPUs).
+  // FFN2's data gradient goes through the GELU into FFN1's pre-activation in the same call; FFN1's
+  // bias gradient is taken there (its column sums) or beside FFN1's weight gradient, as the
+  // backend prefers.
+  const bool bias_with_ffn1 = params_->ops().preferences().ffn1_bias_grad_with_weight_grad;
   ops.linear_backward({.d_out = a.d_branch,
                        .input = act.intermediate,
                        .weight = weight(lp.output_kernel),
@@ -602,12 +604,13 @@ void Model::layer_backward(const Step& st, GradientPrefix& prefix, int64_t l) {
                        .k = f,
                        .input_activation = hidden_activation(c),
                        .input_pre_activation = act.intermediate_pre,
-                       .d_input_bias = grad(lp.intermediate_bias)});
+                       .d_input_bias = bias_with_ffn1 ? Tensor{} : grad(lp.intermediate_bias)});
   prefix.finish_through(lp.output_kernel);
   // d_intermediate is already the gradient of the pre-activation; d_x1 adds to the residual's.
   LinearBackwardParams ffn1 =
       dense_backward(a.d_intermediate, act.attention_out, weight(lp.intermediate_kernel), a.d_x1,
-                     grad(lp.intermediate_kernel), {}, t, f, h);
+                     grad(lp.intermediate_kernel),
+                     bias_with_ffn1 ? grad(lp.intermediate_bias) : Tensor{}, t, f, h);
   ffn1.accumulate_d_input = true;
   ops.linear_backward(ffn1);
   prefix.finish_through(lp.intermediate_bias);

@@ -329,6 +329,9 @@ const char* qkv_layout_name(QkvLayout layout);
 // the results agree within rounding).
 struct OpsPreferences {
   QkvLayout qkv_layout = QkvLayout::separate;  // for a ParameterStore that is not told otherwise
+  // FFN1's bias gradient: in FFN1's own backward, beside its weight gradient (true), or in FFN2's
+  // data gradient as LinearBackwardParams::d_input_bias (false).
+  bool ffn1_bias_grad_with_weight_grad = false;
 };
 
 // ---- The interface

@@ -172,7 +172,12 @@ CudaOps::CudaOps(const CudaOpsOptions& options)
   sm_count_ = props.multiProcessorCount;
   device_name_ = props.name;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  gemm_ = std::make_unique<GemmRunner>(options.gemm_workspace_bytes);
+  GemmTuning tuning;
+  tuning.candidates = options.gemm_candidates;
+  tuning.plans_file = options.gemm_plans_file;
+  tuning.strict = options.gemm_strict;
+  gemm_ = std::make_unique<GemmRunner>(options.gemm_workspace_bytes, kGemmPlanCacheCapacity,
+                                       std::move(tuning));
   ++device_allocations_;  // the GEMM workspace
   error_flags_ = static_cast<uint32_t*>(device_malloc(sizeof(uint32_t)));
   CUDA_CHECK(cudaMemsetAsync(error_flags_, 0, sizeof(uint32_t), stream_));
@@ -193,6 +198,7 @@ CudaOps::~CudaOps() {
 bert::OpsPreferences CudaOps::preferences() const {
   bert::OpsPreferences p;
   p.qkv_layout = options_.fused_qkv ? bert::QkvLayout::fused : bert::QkvLayout::separate;
+  p.ffn1_bias_grad_with_weight_grad = options_.dgelu_epilogue;
   return p;
 }
 
@@ -353,29 +359,33 @@ void CudaOps::linear_forward(const bert::LinearForwardParams& p) {
 }
 
 // d_input = (d_pre . W^T) * act'(input_pre_activation), d_input_bias += its column sums: the plain
-// GEMM, the activation gradient and a column sum; or, when the options ask for it
-// (dgelu_bgrad_epilogue) and cuBLASLt offers one, one GEMM with the DGELU_BGRAD epilogue for the
-// tanh GELU. The epilogue writes the bias gradient in d_input's type (cuBLASLt's rule, see
-// epilogue_vector_type) into scratch, summed over the tokens in f32 inside the GEMM and rounded
-// once; a small kernel adds it into the f32 d_input_bias.
+// GEMM, the activation gradient and a column sum; or, for the tanh GELU when the options ask for
+// it and cuBLASLt offers one, one GEMM with the DGELU_BGRAD epilogue (dgelu_bgrad_epilogue) or
+// with DGELU followed by the column sum (dgelu_epilogue). DGELU_BGRAD writes the bias gradient in
+// d_input's type (cuBLASLt's rule, see epilogue_vector_type) into scratch, summed over the tokens
+// in f32 inside the GEMM and rounded once; a small kernel adds it into the f32 d_input_bias.
 void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
-                                        char* scratch_base, size_t bias_scratch,
-                                        size_t column_scratch) {
+                                        const LinearScratch& scratch) {
   const int64_t M = p.m, K = p.k;
   float* d_input_bias = p.d_input_bias.defined() ? p.d_input_bias.as<float>() : nullptr;
-  const EpilogueChoice choice = data_gradient_epilogue(
-      p.input_activation == bert::Activation::gelu,
-      d_input_bias != nullptr && options_.dgelu_bgrad_epilogue, g.shape.ldd, g.d_type);
+  const EpilogueChoice choice =
+      data_gradient_epilogue(p.input_activation == bert::Activation::gelu,
+                             d_input_bias != nullptr && options_.dgelu_bgrad_epilogue,
+                             options_.dgelu_epilogue, g.shape.ldd, g.d_type);
   if (choice.epilogue != GemmEpilogue::none) {
     GemmArgs fused = g;
     fused.epilogue = choice.epilogue;
     fused.aux = p.input_pre_activation.data;
     fused.aux_ld = g.shape.ldd;
-    fused.bias_grad = scratch_base;
+    if (choice.epilogue == GemmEpilogue::dgelu_bgrad) fused.bias_grad = scratch.bias;
     fused.bias_type = choice.vector_type;
     fused.fallback = "the plain GEMM, the GELU-gradient kernel and an f32 column sum";
     if (gemm_->run(fused, stream_)) {
-      add_to_f32(d_input_bias, element_type_of(fused.bias_type), scratch_base, K, stream_);
+      if (choice.epilogue == GemmEpilogue::dgelu_bgrad)
+        add_to_f32(d_input_bias, element_type_of(fused.bias_type), scratch.bias, K, stream_);
+      else if (d_input_bias != nullptr)
+        column_sum_add(type_, g.d, M, K, d_input_bias, scratch.columns, scratch.column_bytes,
+                       stream_);
       return;
     }
   }
@@ -383,106 +393,112 @@ void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, Gem
   activation_backward(type_, activation_kind(p.input_activation), g.d, p.input_pre_activation.data,
                       M * K, stream_);
   if (d_input_bias != nullptr)
-    column_sum_add(type_, g.d, M, K, d_input_bias,
-                   reinterpret_cast<float*>(scratch_base + bias_scratch), column_scratch, stream_);
+    column_sum_add(type_, g.d, M, K, d_input_bias, scratch.columns, scratch.column_bytes, stream_);
 }
 
-void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
+// linear_backward's argument checks; the strides of the batch entries.
+CudaOps::LinearStrides CudaOps::check_linear_backward(const bert::LinearBackwardParams& p) const {
   const char* op = "linear_backward";
   const DType ct = options_.compute_dtype;
   require(p.batch >= 1, op, "batch must be at least 1");
   require(p.m >= 0 && p.n > 0 && p.k > 0, op, "n and k must be positive, m non-negative");
   const size_t M = p.m, N = p.n, K = p.k, B = p.batch;
-  const size_t weight_stride = B > 1 ? p.weight_stride : N * K;
-  const size_t bias_stride = B > 1 ? p.bias_stride : N;
-  const size_t out_stride = B > 1 ? p.out_stride : M * N;
-  if (M == 0) {
-    if (p.d_input.defined() && !p.accumulate_d_input) fill_zero(p.d_input.slice(0, 0));
-    return;
-  }
-  require_tensor(p.d_out, ct, (B - 1) * out_stride + M * N, op, "d_out");
+  const LinearStrides z{B > 1 ? p.weight_stride : N * K, B > 1 ? p.bias_stride : N,
+                        B > 1 ? p.out_stride : M * N};
+  if (M == 0) return z;
+  require_tensor(p.d_out, ct, (B - 1) * z.out + M * N, op, "d_out");
   require_tensor(p.input, ct, M * K, op, "input");
-  require_tensor(p.weight, ct, (B - 1) * weight_stride + N * K, op, "weight");
-  require_tensor(p.d_weight, DType::f32, (B - 1) * weight_stride + N * K, op, "d_weight");
-  if (p.d_bias.defined())
-    require_tensor(p.d_bias, DType::f32, (B - 1) * bias_stride + N, op, "d_bias");
+  require_tensor(p.weight, ct, (B - 1) * z.weight + N * K, op, "weight");
+  require_tensor(p.d_weight, DType::f32, (B - 1) * z.weight + N * K, op, "d_weight");
+  if (p.d_bias.defined()) require_tensor(p.d_bias, DType::f32, (B - 1) * z.bias + N, op, "d_bias");
   if (p.d_input.defined()) require_tensor(p.d_input, ct, M * K, op, "d_input");
-  const bool fuse_input = p.input_activation != bert::Activation::none;
-  if (fuse_input) {
+  if (p.input_activation != bert::Activation::none) {
     bert::require_input_activation_fusable(op, p);
     require_tensor(p.input_pre_activation, ct, M * K, op, "input_pre_activation");
     if (p.d_input_bias.defined()) require_tensor(p.d_input_bias, DType::f32, K, op, "d_input_bias");
   }
-
   if (p.activation != bert::Activation::none) {
     const bool uses_out = p.activation == bert::Activation::tanh;
-    const Tensor& x = uses_out ? p.out : p.pre_activation;
-    require_tensor(x, ct, (B - 1) * out_stride + M * N, op, uses_out ? "out" : "pre_activation");
-    for (size_t b = 0; b < B; ++b) {
-      activation_backward(type_, activation_kind(p.activation),
-                          byte_ptr<void>(p.d_out, b * out_stride),
-                          byte_ptr<void>(x, b * out_stride), static_cast<int64_t>(M * N), stream_);
+    require_tensor(uses_out ? p.out : p.pre_activation, ct, (B - 1) * z.out + M * N, op,
+                   uses_out ? "out" : "pre_activation");
+  }
+  return z;
+}
+
+// Batch entry b's weight gradient, with its bias gradient from the BGRADA/BGRADB epilogue when
+// allowed and offered, else from an f32 column sum.
+void CudaOps::weight_gradient(const bert::LinearBackwardParams& p, const LinearStrides& z, size_t b,
+                              const LinearScratch& scratch) {
+  const ColumnMajorGemm shape = plan_linear_backward_weight(p.m, p.n, p.k, p.weight_transposed);
+  const void* d_pre = byte_ptr<void>(p.d_out, b * z.out);
+  GemmArgs g;
+  g.shape = shape;
+  g.ab_type = matrix_type_of(options_.compute_dtype);
+  g.d_type = MatrixType::f32;
+  g.a = shape.a == LinearOperand::d_out ? d_pre : p.input.data;
+  g.b = shape.b == LinearOperand::d_out ? d_pre : p.input.data;
+  g.d = byte_ptr<void>(p.d_weight, b * z.weight);
+  g.beta = 1.0f;
+  float* d_bias =
+      p.d_bias.defined() ? reinterpret_cast<float*>(byte_ptr<void>(p.d_bias, b * z.bias)) : nullptr;
+  const EpilogueChoice choice =
+      weight_gradient_epilogue(shape, d_bias != nullptr && options_.bias_grad_epilogue, g.d_type);
+  if (choice.epilogue != GemmEpilogue::none) {
+    GemmArgs with_bias = g;
+    with_bias.epilogue = choice.epilogue;
+    with_bias.bias_grad = scratch.bias;
+    with_bias.bias_type = choice.vector_type;
+    with_bias.fallback = "the plain GEMM and an f32 column sum";
+    if (gemm_->run(with_bias, stream_)) {
+      add_to_f32(d_bias, element_type_of(with_bias.bias_type), scratch.bias,
+                 static_cast<int64_t>(p.n), stream_);
+      return;
     }
   }
+  linear_gemm(g);
+  if (d_bias != nullptr)
+    column_sum_add(type_, d_pre, p.m, p.n, d_bias, scratch.columns, scratch.column_bytes, stream_);
+}
 
-  const ColumnMajorGemm data_shape = plan_linear_backward_data(p.m, p.n, p.k, p.weight_transposed);
-  const ColumnMajorGemm weight_shape =
-      plan_linear_backward_weight(p.m, p.n, p.k, p.weight_transposed);
-  const MatrixType mt = matrix_type_of(ct);
+void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
+  const LinearStrides z = check_linear_backward(p);
+  const size_t M = p.m, N = p.n, K = p.k, B = p.batch;
+  if (M == 0) {
+    if (p.d_input.defined() && !p.accumulate_d_input) fill_zero(p.d_input.slice(0, 0));
+    return;
+  }
+  if (p.activation != bert::Activation::none) {
+    const Tensor& x = p.activation == bert::Activation::tanh ? p.out : p.pre_activation;
+    for (size_t b = 0; b < B; ++b)
+      activation_backward(type_, activation_kind(p.activation), byte_ptr<void>(p.d_out, b * z.out),
+                          byte_ptr<void>(x, b * z.out), static_cast<int64_t>(M * N), stream_);
+  }
   // Scratch: the epilogue's bias gradient [N or K], then column-sum partials for the fallback.
   // The weight side (d_bias, width N) and the input side (d_input_bias, width K) use it in turn.
   const size_t width = std::max(N, K);
-  const size_t bias_scratch = align_up(width * sizeof(float));
-  const size_t column_scratch = column_sum_workspace_bytes(p.m, static_cast<int64_t>(width));
-  char* scratch_base = p.d_bias.defined() || p.d_input_bias.defined()
-                           ? static_cast<char*>(scratch(bias_scratch + column_scratch))
-                           : nullptr;
+  const size_t bias_bytes = align_up(width * sizeof(float));
+  LinearScratch work;
+  if (p.d_bias.defined() || p.d_input_bias.defined()) {
+    work.column_bytes = column_sum_workspace_bytes(p.m, static_cast<int64_t>(width));
+    work.bias = scratch(bias_bytes + work.column_bytes);
+    work.columns = reinterpret_cast<float*>(static_cast<char*>(work.bias) + bias_bytes);
+  }
+  const ColumnMajorGemm data_shape = plan_linear_backward_data(p.m, p.n, p.k, p.weight_transposed);
   for (size_t b = 0; b < B; ++b) {
-    const void* d_pre = byte_ptr<void>(p.d_out, b * out_stride);
-    const void* weight = byte_ptr<void>(p.weight, b * weight_stride);
     if (p.d_input.defined()) {
       GemmArgs g;
       g.shape = data_shape;
-      g.ab_type = g.d_type = mt;
-      g.a = weight;
-      g.b = d_pre;
+      g.ab_type = g.d_type = matrix_type_of(options_.compute_dtype);
+      g.a = byte_ptr<void>(p.weight, b * z.weight);
+      g.b = byte_ptr<void>(p.d_out, b * z.out);
       g.d = p.d_input.data;
       g.beta = (b == 0 && !p.accumulate_d_input) ? 0.0f : 1.0f;
-      if (fuse_input)
-        input_activation_backward(p, g, scratch_base, bias_scratch, column_scratch);
+      if (p.input_activation != bert::Activation::none)
+        input_activation_backward(p, g, work);
       else
         linear_gemm(g);
     }
-    GemmArgs g;
-    g.shape = weight_shape;
-    g.ab_type = mt;
-    g.d_type = MatrixType::f32;
-    g.a = weight_shape.a == LinearOperand::d_out ? d_pre : p.input.data;
-    g.b = weight_shape.b == LinearOperand::d_out ? d_pre : p.input.data;
-    g.d = byte_ptr<void>(p.d_weight, b * weight_stride);
-    g.beta = 1.0f;
-    float* d_bias = p.d_bias.defined()
-                        ? reinterpret_cast<float*>(byte_ptr<void>(p.d_bias, b * bias_stride))
-                        : nullptr;
-    const EpilogueChoice choice = weight_gradient_epilogue(
-        weight_shape, d_bias != nullptr && options_.bias_grad_epilogue, g.d_type);
-    if (choice.epilogue != GemmEpilogue::none) {
-      GemmArgs with_bias = g;
-      with_bias.epilogue = choice.epilogue;
-      with_bias.bias_grad = scratch_base;
-      with_bias.bias_type = choice.vector_type;
-      with_bias.fallback = "the plain GEMM and an f32 column sum";
-      if (gemm_->run(with_bias, stream_)) {
-        add_to_f32(d_bias, element_type_of(with_bias.bias_type), scratch_base,
-                   static_cast<int64_t>(N), stream_);
-        continue;
-      }
-    }
-    linear_gemm(g);
-    if (d_bias != nullptr)
-      column_sum_add(type_, d_pre, p.m, p.n, d_bias,
-                     reinterpret_cast<float*>(scratch_base + bias_scratch), column_scratch,
-                     stream_);
+    weight_gradient(p, z, b, work);
   }
 }
 

@@ -71,6 +71,18 @@ struct CudaOpsOptions {
   // built on this backend takes): one N = 3 * hidden forward GEMM, one K = 3 * hidden data
   // gradient and one weight gradient with its bias gradient, instead of batch-3 loops of three.
   bool fused_qkv = false;
+  // The FFN output layer's data gradient through cuBLASLt's DGELU epilogue (the GELU gradient in
+  // the GEMM), and FFN1's bias gradient taken by FFN1's own weight-gradient product (its BGRADA
+  // epilogue) instead of a column sum over the GELU gradient (bert::OpsPreferences::
+  // ffn1_bias_grad_with_weight_grad). For the tanh GELU; the erf GELU keeps the unfused path.
+  bool dgelu_epilogue = false;
+  // cuBLASLt algorithm choice (gemm_tuning.h): the heuristic's first candidate (1, deterministic:
+  // what the checks run), or the fastest of its first `gemm_candidates`, timed once per problem
+  // and token-count bucket, kept in `gemm_plans_file` when one is named.
+  int gemm_candidates = 1;
+  std::string gemm_plans_file;
+  // A perf run: a GEMM plan cuBLASLt refuses throws instead of falling back to a slower path.
+  bool gemm_strict = false;
 };
 
 // Options for a model: the workspace sized for `limits`.
@@ -138,9 +150,11 @@ class CudaOps final : public bert::Ops {
   const std::string& device_name() const { return device_name_; }
   // cudaMalloc calls so far (tensors, workspace growth, chunk tables): constant across steady-state
   // steps, which the device check asserts.
-  size_t device_allocations() const { return device_allocations_; }
+  size_t device_allocations() const { return device_allocations_ + gemm_->tuning_allocations(); }
   size_t workspace_bytes() const { return workspace_bytes_; }
   const GemmRunner& gemm() const { return *gemm_; }
+  // Writes the GEMM runner's tuned choices to CudaOpsOptions::gemm_plans_file (if named).
+  void save_gemm_plans() const { gemm_->save_tuned_plans(); }
   // Device-side dynamic loss scaling (fp16): when enabled, update_loss_scale(total) reads the
   // inf/nan flag an l2_norm wrote into `total` and updates the scale on the device; adam_update
   // and lamb_update then skip an overflowed step and multiply gradients by 1 / (the step's scale)
@@ -157,8 +171,21 @@ class CudaOps final : public bert::Ops {
   void check_device_errors();
   void* device_malloc(size_t bytes);
   void linear_gemm(const GemmArgs& args);
+  // linear_backward's parts: the element strides of its batch entries, and the workspace its bias
+  // gradients use (the epilogue's vector, then column-sum partials).
+  struct LinearStrides {
+    size_t weight = 0, bias = 0, out = 0;
+  };
+  struct LinearScratch {
+    void* bias = nullptr;
+    float* columns = nullptr;
+    size_t column_bytes = 0;
+  };
+  LinearStrides check_linear_backward(const bert::LinearBackwardParams& p) const;
   void input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
-                                 char* scratch_base, size_t bias_scratch, size_t column_scratch);
+                                 const LinearScratch& scratch);
+  void weight_gradient(const bert::LinearBackwardParams& p, const LinearStrides& z, size_t b,
+                       const LinearScratch& scratch);
 
   CudaOpsOptions options_;
   ComputeType type_;

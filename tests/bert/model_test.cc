@@ -401,3 +401,30 @@ TEST_CASE("a few Adam steps on one batch drive the loss down") {
   INFO("loss " << first << " -> " << last);
   CHECK(last < 0.5 * first);
 }
+
+TEST_CASE(
+    "FFN1's bias gradient taken beside its weight gradient equals the one FFN2's backward folds "
+    "in") {
+  BertConfig c = small_config();
+  c.hidden_dropout_prob = 0.1;
+  OpsPreferences beside;
+  beside.ffn1_bias_grad_with_weight_grad = true;
+  CpuOps folded_ops, beside_ops(beside);
+  ParameterStore folded(c, folded_ops), moved(c, beside_ops);
+  folded.init_truncated_normal(9);
+  moved.init_truncated_normal(9);
+  Model a(folded, small_limits()), b(moved, small_limits());
+  const Batch batch = small_batch(81, c);
+  const double loss_a = a.forward_backward(batch, DropoutKey{4, 2}).total_loss;
+  const double loss_b = b.forward_backward(batch, DropoutKey{4, 2}).total_loss;
+  CHECK(loss_a == loss_b);
+  const auto ga = folded.download_grad(), gb = moved.download_grad();
+  for (const LayerParameters& lp : folded.index().layers) {
+    const ParameterInfo& bias = folded.infos()[lp.intermediate_bias];
+    double norm = 0;
+    for (size_t e = 0; e < bias.numel; ++e)
+      norm += double(ga[bias.offset + e]) * ga[bias.offset + e];
+    CHECK(norm > 0);
+  }
+  for (size_t i = 0; i < ga.size(); ++i) REQUIRE(gb[i] == Approx(ga[i]).margin(1e-6));
+}

@@ -136,7 +136,7 @@ TEST_CASE("bias-gradient epilogues write the output's type: DGELU_BGRAD bf16/fp1
   // The fused FFN backward writes d_input in the compute type, so cuBLASLt (which documents the
   // bias-gradient vector as Ctype) gets a compute-type vector, never f32 with a 16-bit output.
   for (MatrixType t : {MatrixType::bf16, MatrixType::f16}) {
-    const auto fused = cuda::data_gradient_epilogue(true, true, 4096, t);
+    const auto fused = cuda::data_gradient_epilogue(true, true, false, 4096, t);
     CHECK(fused.epilogue == GemmEpilogue::dgelu_bgrad);
     CHECK(fused.vector_type == t);
   }
@@ -149,12 +149,22 @@ TEST_CASE("bias-gradient epilogues write the output's type: DGELU_BGRAD bf16/fp1
     CHECK(cuda::weight_gradient_epilogue(w, false, MatrixType::f32).epilogue == GemmEpilogue::none);
   }
   // No fusion for the erf GELU, without a bias gradient, or with an aux ld cuBLASLt rejects.
-  CHECK(cuda::data_gradient_epilogue(false, true, 4096, MatrixType::bf16).epilogue ==
+  CHECK(cuda::data_gradient_epilogue(false, true, true, 4096, MatrixType::bf16).epilogue ==
         GemmEpilogue::none);
-  CHECK(cuda::data_gradient_epilogue(true, false, 4096, MatrixType::bf16).epilogue ==
+  CHECK(cuda::data_gradient_epilogue(true, false, false, 4096, MatrixType::bf16).epilogue ==
         GemmEpilogue::none);
-  CHECK(cuda::data_gradient_epilogue(true, true, 4092, MatrixType::bf16).epilogue ==
+  CHECK(cuda::data_gradient_epilogue(true, true, true, 4092, MatrixType::bf16).epilogue ==
         GemmEpilogue::none);
+  // DGELU alone (the bias gradient summed elsewhere) when allowed; DGELU_BGRAD when the bias
+  // gradient is to be fused; neither for the erf GELU.
+  CHECK(cuda::data_gradient_epilogue(true, false, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::dgelu);
+  CHECK(cuda::data_gradient_epilogue(true, true, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::dgelu_bgrad);
+  CHECK(cuda::data_gradient_epilogue(false, false, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::none);
+  CHECK(cuda::epilogue_uses_aux(GemmEpilogue::dgelu));
+  CHECK_FALSE(cuda::epilogue_writes_bias_grad(GemmEpilogue::dgelu));
   CHECK(cuda::epilogue_writes_bias_grad(GemmEpilogue::bgrad_a));
   CHECK_FALSE(cuda::epilogue_writes_bias_grad(GemmEpilogue::gelu_aux_bias));
   CHECK(cuda::epilogue_reads_bias(GemmEpilogue::gelu_aux_bias));
