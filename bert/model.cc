@@ -70,9 +70,9 @@ LinearBackwardParams dense_backward(Tensor d_y, Tensor x, Tensor w, Tensor d_x, 
           .k = k};
 }
 
-// What a LayerNorm's forward keeps for its backward.
+// What a LayerNorm's forward keeps for its backward (`saved`: the backend's own, may be empty).
 struct NormSaved {
-  Tensor ln_input, mean, rstd;
+  Tensor ln_input, mean, rstd, saved;
 };
 
 // LayerNorm(dropout(x + bias) + residual) over rows of the hidden width; bias and residual may be
@@ -93,7 +93,8 @@ LayerNormForwardParams residual_norm(const ParameterStore& P, Tensor x, Tensor b
           .dropout = dropout,
           .rows = rows,
           .width = P.config().hidden_size,
-          .eps = static_cast<float>(P.config().layer_norm_eps)};
+          .eps = static_cast<float>(P.config().layer_norm_eps),
+          .saved = saved.saved};
 }
 
 // Its backward: d_x the gradient of x (and of the bias), d_residual of the residual (optional).
@@ -113,7 +114,8 @@ LayerNormBackwardParams residual_norm_backward(const ParameterStore& P, Tensor d
           .d_bias = d_bias,
           .dropout = dropout,
           .rows = rows,
-          .width = P.config().hidden_size};
+          .width = P.config().hidden_size,
+          .saved = saved.saved};
 }
 
 }  // namespace
@@ -146,11 +148,17 @@ struct Model::Arena {
 
   explicit Arena(DType dtype) : compute(dtype), f32(DType::f32), i32(DType::i32) {}
 
-  Norm norm(size_t rows, size_t width) {
-    return Norm{compute.take(rows * width), f32.take(rows), f32.take(rows)};
+  // `saved_bytes`: what the backend keeps for the LayerNorm's backward (0: nothing).
+  Norm norm(size_t rows, size_t width, size_t saved_bytes = 0) {
+    return Norm{compute.take(rows * width), f32.take(rows), f32.take(rows),
+                saved_bytes > 0 ? i32.take((saved_bytes + 3) / 4) : Tensor{}};
   }
-  // `attention_saved_bytes`: Ops::attention_saved_bytes at the limits.
-  void carve(const BertConfig& c, const ModelLimits& lim, size_t attention_saved_bytes) {
+  // What the backend keeps between forward and backward at the limits: Ops::attention_saved_bytes
+  // and Ops::layer_norm_saved_bytes of the encoder's residual LayerNorms.
+  struct Saved {
+    size_t attention = 0, layer_norm = 0;
+  };
+  void carve(const BertConfig& c, const ModelLimits& lim, const Saved& saved) {
     const size_t t = lim.max_tokens, s = lim.max_sequences, p = lim.max_masked;
     const size_t h = static_cast<size_t>(c.hidden_size),
                  f = static_cast<size_t>(c.intermediate_size);
@@ -170,13 +178,12 @@ struct Model::Arena {
       layer.qkv = compute.take(3 * t * h);
       layer.context = compute.take(t * h);
       layer.softmax_lse = f32.take(heads * t);
-      if (attention_saved_bytes > 0)
-        layer.attention_saved = i32.take((attention_saved_bytes + 3) / 4);
-      layer.attention_norm = norm(t, h);
+      if (saved.attention > 0) layer.attention_saved = i32.take((saved.attention + 3) / 4);
+      layer.attention_norm = norm(t, h, saved.layer_norm);
       layer.attention_out = compute.take(t * h);
       layer.intermediate_pre = compute.take(t * f);
       layer.intermediate = compute.take(t * f);
-      layer.output_norm = norm(t, h);
+      layer.output_norm = norm(t, h, saved.layer_norm);
     }
     linear_scratch = compute.take(t * h);
     for (Tensor* mlm : {&mlm_gathered, &mlm_pre, &mlm_act, &mlm_out}) *mlm = compute.take(p * h);
@@ -236,13 +243,16 @@ Model::Model(ParameterStore& params, ModelLimits limits) : params_(&params), lim
     throw std::invalid_argument("ModelLimits: max_seqlen must be in [1, max_position_embeddings]");
   }
   arena_ = std::make_unique<Arena>(params.ops().compute_dtype());
-  // No attention dropout: no keep bits to carry from forward to backward.
-  const size_t saved = params.config().attention_probs_dropout_prob > 0
-                           ? params.ops().attention_saved_bytes(
-                                 static_cast<int64_t>(limits_.max_tokens),
-                                 static_cast<int64_t>(limits_.max_sequences),
-                                 params.config().num_attention_heads, limits_.max_seqlen)
-                           : 0;
+  // No dropout: no keep bits to carry from forward to backward.
+  const BertConfig& c = params.config();
+  const int64_t tokens = static_cast<int64_t>(limits_.max_tokens);
+  Arena::Saved saved;
+  if (c.attention_probs_dropout_prob > 0)
+    saved.attention =
+        params.ops().attention_saved_bytes(tokens, static_cast<int64_t>(limits_.max_sequences),
+                                           c.num_attention_heads, limits_.max_seqlen);
+  if (c.hidden_dropout_prob > 0)
+    saved.layer_norm = params.ops().layer_norm_saved_bytes(tokens, c.hidden_size);
   arena_->carve(params.config(), limits_, saved);  // sizing pass
   arena_->compute.allocate(params.ops());
   arena_->f32.allocate(params.ops());

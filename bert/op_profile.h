@@ -105,6 +105,9 @@ class ProfilingOps final : public Ops {
                                int max_seqlen) const override {
     return inner_.attention_saved_bytes(tokens, num_sequences, heads, max_seqlen);
   }
+  size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const override {
+    return inner_.layer_norm_saved_bytes(rows, width);
+  }
   void attention_forward(const AttentionForwardParams& p) override;
   void attention_backward(const AttentionBackwardParams& p) override;
   void gather_rows(const GatherRowsParams& p) override;

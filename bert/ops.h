@@ -138,6 +138,10 @@ struct LayerNormForwardParams {
   DropoutMask dropout;
   int64_t rows = 0, width = 0;
   float eps = 1e-12f;
+  // Optional (empty, or i32 of at least layer_norm_saved_bytes / 4 elements): what this backend
+  // keeps from the forward for the backward (the CUDA backend: the dropout keep bits), read by the
+  // backward given the same tensor after this forward.
+  Tensor saved;
 };
 
 // Backward: d_s = LN'(d_out); d_residual = d_s (=, or += when accumulate_d_residual);
@@ -153,6 +157,7 @@ struct LayerNormBackwardParams {
   DropoutMask dropout;     // the forward's mask
   int64_t rows = 0, width = 0;
   bool accumulate_d_residual = false;
+  Tensor saved;  // the forward's, or empty (the backward then recomputes what it would hold)
 };
 
 // ---- Embeddings -------------------------------------------------------------------------------
@@ -366,6 +371,12 @@ class Ops {
   virtual size_t attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
                                        int max_seqlen) const {
     (void)tokens, (void)num_sequences, (void)heads, (void)max_seqlen;
+    return 0;
+  }
+  // Bytes of LayerNormForwardParams::saved this backend uses for a [rows, width] LayerNorm with
+  // dropout (0: it keeps nothing).
+  virtual size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const {
+    (void)rows, (void)width;
     return 0;
   }
   virtual void attention_forward(const AttentionForwardParams& p) = 0;

@@ -15,6 +15,7 @@
 #include "bert/cuda/embedding.h"
 #include "bert/cuda/gemm_plan.h"
 #include "bert/cuda/layer_norm.h"
+#include "bert/cuda/layer_norm_layout.h"
 
 namespace mlbert::cuda {
 namespace {
@@ -533,7 +534,24 @@ void CudaOps::layer_norm_forward(const bert::LayerNormForwardParams& p) {
   a.rows = p.rows;
   a.width = p.width;
   a.eps = p.eps;
+  a.keep_bits = layer_norm_keep_buffer(op, p.saved, p.dropout, p.rows, p.width);
   cuda::layer_norm_forward(a, stream_);
+}
+
+size_t CudaOps::layer_norm_saved_bytes(int64_t rows, int64_t width) const {
+  if (!options_.layer_norm_keep_bits || rows <= 0 || width <= 0) return 0;
+  return static_cast<size_t>(layer_norm_keep_bytes(rows, width));
+}
+
+// The keep-bit buffer of a LayerNorm call: `saved` when this backend keeps bits and the call has
+// dropout, else null (the backward then draws the mask).
+uint8_t* CudaOps::layer_norm_keep_buffer(const char* op, const Tensor& saved,
+                                         const bert::DropoutMask& dropout, int64_t rows,
+                                         int64_t width) const {
+  const size_t bytes = layer_norm_saved_bytes(rows, width);
+  if (!saved.defined() || !dropout.enabled || bytes == 0) return nullptr;
+  require_tensor(saved, DType::i32, (bytes + sizeof(int32_t) - 1) / sizeof(int32_t), op, "saved");
+  return static_cast<uint8_t*>(saved.data);
 }
 
 void CudaOps::layer_norm_backward(const bert::LayerNormBackwardParams& p) {
@@ -568,6 +586,13 @@ void CudaOps::layer_norm_backward(const bert::LayerNormBackwardParams& p) {
   a.dropout = p.dropout;
   a.rows = p.rows;
   a.width = p.width;
+  a.keep_bits = layer_norm_keep_buffer(op, p.saved, p.dropout, p.rows, p.width);
+  if (options_.layer_norm_streaming) {
+    const size_t bytes = layer_norm_backward_stream_workspace_bytes(p.rows, p.width, sm_count_);
+    cuda::layer_norm_backward_stream(a, static_cast<float*>(scratch(bytes)), bytes, sm_count_,
+                                     stream_);
+    return;
+  }
   const size_t bytes = layer_norm_backward_workspace_bytes(p.rows, p.width, sm_count_);
   cuda::layer_norm_backward(a, static_cast<float*>(scratch(bytes)), bytes, sm_count_, stream_);
 }

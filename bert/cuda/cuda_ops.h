@@ -83,6 +83,12 @@ struct CudaOpsOptions {
   std::string gemm_plans_file;
   // A perf run: a GEMM plan cuBLASLt refuses throws instead of falling back to a slower path.
   bool gemm_strict = false;
+  // LayerNorm: keep the forward's dropout keep bits (one bit an element; bert::Ops::
+  // layer_norm_saved_bytes) for the backward, which then reads them instead of drawing the mask
+  // again; and run the streaming backward (layer_norm.h) instead of the two-pass one and its
+  // separate column-sum kernel.
+  bool layer_norm_keep_bits = false;
+  bool layer_norm_streaming = false;
 };
 
 // Options for a model: the workspace sized for `limits`.
@@ -129,6 +135,7 @@ class CudaOps final : public bert::Ops {
   void layer_norm_backward(const bert::LayerNormBackwardParams& p) override;
   void embedding_forward(const bert::EmbeddingForwardParams& p) override;
   void embedding_backward(const bert::EmbeddingBackwardParams& p) override;
+  size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const override;
   size_t attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
                                int max_seqlen) const override;
   void attention_forward(const bert::AttentionForwardParams& p) override;
@@ -171,6 +178,9 @@ class CudaOps final : public bert::Ops {
   void check_device_errors();
   void* device_malloc(size_t bytes);
   void linear_gemm(const GemmArgs& args);
+  uint8_t* layer_norm_keep_buffer(const char* op, const bert::Tensor& saved,
+                                  const bert::DropoutMask& dropout, int64_t rows,
+                                  int64_t width) const;
   // linear_backward's parts: the element strides of its batch entries, and the workspace its bias
   // gradients use (the epilogue's vector, then column-sum partials).
   struct LinearStrides {

@@ -245,6 +245,8 @@ class CountingOps final : public Ops {
   std::vector<Tensor> forward_saved, backward_saved;
   std::vector<size_t> bytes_needed;         // attention_saved_bytes at each forward's sizes
   std::vector<Tensor> every_forward_saved;  // with dropout or without
+  std::vector<Tensor> norm_forward_saved, norm_backward_saved;  // LayerNorms with dropout
+  std::vector<size_t> norm_bytes_needed;
   std::string name() const override { return "counting"; }
   DType compute_dtype() const override { return DType::f32; }
   Tensor allocate(DType d, size_t n) override {
@@ -260,9 +262,19 @@ class CountingOps final : public Ops {
   void synchronize() override {}
   void linear_forward(const LinearForwardParams& p) override { cpu.linear_forward(p); }
   void linear_backward(const LinearBackwardParams& p) override { cpu.linear_backward(p); }
-  void layer_norm_forward(const LayerNormForwardParams& p) override { cpu.layer_norm_forward(p); }
+  void layer_norm_forward(const LayerNormForwardParams& p) override {
+    if (p.dropout.enabled) {
+      norm_forward_saved.push_back(p.saved);
+      norm_bytes_needed.push_back(layer_norm_saved_bytes(p.rows, p.width));
+    }
+    cpu.layer_norm_forward(p);
+  }
   void layer_norm_backward(const LayerNormBackwardParams& p) override {
+    if (p.dropout.enabled) norm_backward_saved.push_back(p.saved);
     cpu.layer_norm_backward(p);
+  }
+  size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const override {
+    return claims_saved ? static_cast<size_t>(rows * width / 8 + 3) : 0;
   }
   void embedding_forward(const EmbeddingForwardParams& p) override { cpu.embedding_forward(p); }
   void embedding_backward(const EmbeddingBackwardParams& p) override { cpu.embedding_backward(p); }
@@ -341,6 +353,39 @@ TEST_CASE("each layer's attention backward gets the tensor its forward saved int
         const auto* a = static_cast<const char*>(fwd.data);
         const auto* b = static_cast<const char*>(ops.forward_saved[other].data);
         CHECK((a + fwd.numel * 4 <= b || b + ops.forward_saved[other].numel * 4 <= a));
+      }
+    }
+  }
+}
+
+TEST_CASE("each residual LayerNorm's backward gets the tensor its forward kept, its own") {
+  for (const bool claims : {true, false}) {
+    CountingOps ops;
+    ops.claims_saved = claims;
+    const BertConfig c = small_config();
+    ParameterStore params(c, ops);
+    params.init_truncated_normal(7);
+    Model model(params, small_limits());
+    model.forward_backward(small_batch(73, c), DropoutKey{2, 1});
+    // Two a layer (after attention, after the FFN); the heads' LayerNorm has no dropout.
+    const size_t norms = 2 * static_cast<size_t>(c.num_hidden_layers);
+    REQUIRE(ops.norm_forward_saved.size() == norms);
+    REQUIRE(ops.norm_backward_saved.size() == norms);
+    for (size_t i = 0; i < norms; ++i) {
+      INFO("LayerNorm " << i << (claims ? " (backend keeps bytes)" : " (backend keeps nothing)"));
+      const Tensor& fwd = ops.norm_forward_saved[i];
+      const Tensor& bwd = ops.norm_backward_saved[norms - 1 - i];  // backward runs in reverse
+      CHECK(bwd.data == fwd.data);
+      CHECK(bwd.numel == fwd.numel);
+      if (!claims) {
+        CHECK(fwd.numel == 0);
+        continue;
+      }
+      CHECK(fwd.numel * 4 >= ops.norm_bytes_needed[i]);
+      for (size_t other = 0; other < i; ++other) {  // no two LayerNorms share bytes
+        const auto* a = static_cast<const char*>(fwd.data);
+        const auto* b = static_cast<const char*>(ops.norm_forward_saved[other].data);
+        CHECK((a + fwd.numel * 4 <= b || b + ops.norm_forward_saved[other].numel * 4 <= a));
       }
     }
   }

@@ -1,6 +1,7 @@
 // The ptxas resource report the normal build files for every CUDA object (bert/cuda/
 // ptxas_capture.sh): no kernel may spill registers or use a stack frame on any architecture the
-// build targets, and the attention, LayerNorm and embedding kernels must all be in the report.
+// build targets, and the attention, LayerNorm (both backwards) and embedding kernels must all be
+// in the report.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -75,9 +76,10 @@ TEST_CASE(
   const std::filesystem::path dir = env && *env ? env : MLBERT_PTXAS_REPORT_DIR;
   REQUIRE(std::filesystem::is_directory(dir));
   const std::vector<KernelReport> kernels = parse_reports(dir);
-  const std::vector<std::string> families = {"attention_fwd_kernel",  "attention_bwd_kernel",
-                                             "layer_norm_fwd_kernel", "layer_norm_bwd_kernel",
-                                             "embedding_fwd_kernel",  "embedding_bwd_kernel"};
+  const std::vector<std::string> families = {"attention_fwd_kernel",        "attention_bwd_kernel",
+                                             "layer_norm_fwd_kernel",       "layer_norm_bwd_kernel",
+                                             "embedding_fwd_kernel",        "embedding_bwd_kernel",
+                                             "layer_norm_bwd_stream_kernel"};
   std::map<std::string, std::set<std::string>> seen;  // family -> archs
   REQUIRE_FALSE(kernels.empty());
   for (const KernelReport& k : kernels) {
