@@ -511,13 +511,25 @@ StepResult Model::forward_backward(const Batch& batch, const DropoutKey& dropout
   if (options.zero_grads) params_->zero_grad();
   upload(batch);
   const Step st(batch, options.dropout ? &dropout_key : nullptr);
-  forward(st);
-  heads_forward(st, options.loss_scale);
-  GradientPrefix prefix(*params_, on_grad_ready);
-  heads_backward(st, prefix);
-  // Last layer first; d_hidden holds d(output of the current layer).
-  for (int64_t l = config().num_hidden_layers - 1; l >= 0; --l) layer_backward(st, prefix, l);
-  embeddings_backward(st, prefix);
+  // A backend that records steps replays the ops of a shape it has seen; a step that reports
+  // its gradients to a caller on the way runs op by op.
+  Ops& ops = params_->ops();
+  const bool recorded = ops.preferences().record_steps && !on_grad_ready;
+  const StepShape shape{this, st.t, st.s, st.p, st.max_seqlen, options.dropout, options.loss_scale};
+  if (recorded && ops.begin_step(shape, dropout_key.seed, dropout_key.step)) return step_result(st);
+  try {
+    forward(st);
+    heads_forward(st, options.loss_scale);
+    GradientPrefix prefix(*params_, on_grad_ready);
+    heads_backward(st, prefix);
+    // Last layer first; d_hidden holds d(output of the current layer).
+    for (int64_t l = config().num_hidden_layers - 1; l >= 0; --l) layer_backward(st, prefix, l);
+    embeddings_backward(st, prefix);
+  } catch (...) {
+    if (recorded) ops.end_step(false);
+    throw;
+  }
+  if (recorded) ops.end_step(true);
   return step_result(st);
 }
 

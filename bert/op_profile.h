@@ -118,6 +118,16 @@ class ProfilingOps final : public Ops {
   void bucket_clip(const BucketClipParams& p) override;
   void adam_update(const AdamParams& p) override;
   void lamb_update(const LambParams& p) override;
+  // Steps are recorded by the backend only while nothing is being profiled (a replay would hide
+  // the ops from the clock).
+  bool begin_step(const StepShape& shape, uint64_t seed, uint32_t step) override {
+    forwarding_step_ = !recording_;
+    return forwarding_step_ && inner_.begin_step(shape, seed, step);
+  }
+  void end_step(bool completed) override {
+    if (forwarding_step_) inner_.end_step(completed);
+    forwarding_step_ = false;
+  }
 
  private:
   // The op's shape, turned into a detail key only for recorded ops.
@@ -139,6 +149,7 @@ class ProfilingOps final : public Ops {
   OpClock& clock_;
   double squares_ = 0;
   bool recording_ = false;
+  bool forwarding_step_ = false;
   std::vector<Record> records_;
 };
 

@@ -337,6 +337,19 @@ struct OpsPreferences {
   // FFN1's bias gradient: in FFN1's own backward, beside its weight gradient (true), or in FFN2's
   // data gradient as LinearBackwardParams::d_input_bias (false).
   bool ffn1_bias_grad_with_weight_grad = false;
+  // Bracket each training step's ops with Ops::begin_step / end_step (the backend records steps).
+  bool record_steps = false;
+};
+
+// What a recorded step is replayed for: everything the model hands the ops of a forward_backward
+// that changes between steps, except the contents of its input buffers and the dropout key.
+struct StepShape {
+  const void* owner = nullptr;  // the model (its parameters and activations)
+  int64_t tokens = 0, sequences = 0, masked = 0;
+  int max_seqlen = 0;
+  bool dropout = false;
+  float loss_scale = 1.0f;
+  auto operator<=>(const StepShape&) const = default;
 };
 
 // ---- The interface
@@ -393,6 +406,16 @@ class Ops {
   virtual void bucket_clip(const BucketClipParams& p);
   virtual void adam_update(const AdamParams& p) = 0;
   virtual void lamb_update(const LambParams& p) = 0;
+
+  // Recorded steps (OpsPreferences::record_steps). Before a step's ops (its inputs uploaded): the
+  // step's dropout key, and true when the backend replayed a recording of `shape` (the model then
+  // issues none of the step's ops), false when the model must issue them; then end_step, with
+  // `completed` false when an op threw (a recording under way is dropped).
+  virtual bool begin_step(const StepShape& shape, uint64_t seed, uint32_t step) {
+    (void)shape, (void)seed, (void)step;
+    return false;
+  }
+  virtual void end_step(bool completed) { (void)completed; }
 };
 
 // Owns one allocation of a backend; move-only, released on destruction.

@@ -16,6 +16,7 @@
 #include "bert/cuda/gemm_plan.h"
 #include "bert/cuda/layer_norm.h"
 #include "bert/cuda/layer_norm_layout.h"
+#include "bert/cuda/step_recorder.h"
 
 namespace mlbert::cuda {
 namespace {
@@ -184,10 +185,15 @@ CudaOps::CudaOps(const CudaOpsOptions& options)
   CUDA_CHECK(cudaMemsetAsync(error_flags_, 0, sizeof(uint32_t), stream_));
   if (options.workspace_limits.max_tokens > 0)
     scratch(cuda::workspace_bytes(options.workspace_limits, sm_count_));
+  if (options.cuda_graphs) {
+    steps_ = std::make_unique<StepRecorder>();
+    ++device_allocations_;  // its dropout key
+  }
 }
 
 CudaOps::~CudaOps() {
   if (stream_) cudaStreamSynchronize(stream_);
+  steps_.reset();
   for (CachedTable& t : tables_) cudaFree(t.device);
   if (workspace_) cudaFree(workspace_);
   if (error_flags_) cudaFree(error_flags_);
@@ -196,10 +202,38 @@ CudaOps::~CudaOps() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
+// ---- recorded steps ---------------------------------------------------------------------------
+
+bool CudaOps::begin_step(const bert::StepShape& shape, uint64_t seed, uint32_t step) {
+  return steps_ != nullptr && steps_->begin(shape, seed, step, stream_);
+}
+
+void CudaOps::end_step(bool completed) {
+  if (steps_ != nullptr) steps_->end(completed, stream_);
+}
+
+bert::DropoutMask CudaOps::kernel_mask(const bert::DropoutMask& mask) const {
+  return steps_ != nullptr ? steps_->kernel_mask(mask) : mask;
+}
+
+bert::DropoutMask CudaOps::attention_mask(const char* op, const bert::DropoutMask& mask) const {
+  if (!kAttentionReadsDeviceDropoutKey && mask.enabled && steps_ != nullptr && steps_->capturing())
+    throw std::runtime_error(std::string(op) +
+                             ": a recorded step (cuda_graphs) would replay this step's attention "
+                             "dropout mask: the attention kernels do not read the dropout key from "
+                             "device memory yet; run without attention dropout or without graphs");
+  return kernel_mask(mask);
+}
+
+std::string CudaOps::step_report() const {
+  return steps_ != nullptr ? steps_->report() : "CUDA graphs: off";
+}
+
 bert::OpsPreferences CudaOps::preferences() const {
   bert::OpsPreferences p;
   p.qkv_layout = options_.fused_qkv ? bert::QkvLayout::fused : bert::QkvLayout::separate;
   p.ffn1_bias_grad_with_weight_grad = options_.dgelu_epilogue;
+  p.record_steps = options_.cuda_graphs;
   return p;
 }
 
@@ -217,6 +251,10 @@ void* CudaOps::device_malloc(size_t bytes) {
 
 void* CudaOps::scratch(size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_;
+  if (steps_ != nullptr && steps_->capturing())
+    throw std::runtime_error("CudaOps: a step being recorded needs " + std::to_string(bytes) +
+                             " bytes of workspace, more than its first run sized (" +
+                             std::to_string(workspace_bytes_) + ")");
   // Growth (only before the workspace has seen the largest step): wait for users of the old one.
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (workspace_) CUDA_CHECK(cudaFree(workspace_));
@@ -530,7 +568,7 @@ void CudaOps::layer_norm_forward(const bert::LayerNormForwardParams& p) {
   a.ln_input = p.ln_input.data;
   a.mean = p.mean.as<float>();
   a.rstd = p.rstd.as<float>();
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.rows = p.rows;
   a.width = p.width;
   a.eps = p.eps;
@@ -583,7 +621,7 @@ void CudaOps::layer_norm_backward(const bert::LayerNormBackwardParams& p) {
   a.d_gamma = p.d_gamma.as<float>();
   a.d_beta = p.d_beta.as<float>();
   a.d_bias = p.d_bias.defined() ? p.d_bias.as<float>() : nullptr;
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.rows = p.rows;
   a.width = p.width;
   a.keep_bits = layer_norm_keep_buffer(op, p.saved, p.dropout, p.rows, p.width);
@@ -642,7 +680,7 @@ void CudaOps::embedding_forward(const bert::EmbeddingForwardParams& p) {
   a.ln_input = p.ln_input.data;
   a.mean = p.mean.as<float>();
   a.rstd = p.rstd.as<float>();
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.tokens = p.tokens;
   a.hidden = p.hidden;
   a.eps = p.eps;
@@ -683,7 +721,7 @@ void CudaOps::embedding_backward(const bert::EmbeddingBackwardParams& p) {
   a.d_token_type = p.d_token_type.as<float>();
   a.d_gamma = p.d_gamma.as<float>();
   a.d_beta = p.d_beta.as<float>();
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.tokens = p.tokens;
   a.hidden = p.hidden;
   a.error_flags = error_flags_;
@@ -801,9 +839,10 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   const char* op = "attention_forward";
   const DType ct = options_.compute_dtype;
   if (p.tokens == 0) return;
-  AttentionParams a = attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
-                                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
-                                       p.dropout, error_flags_, p.qkv_row_stride);
+  AttentionParams a =
+      attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
+                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
+                       attention_mask(op, p.dropout), error_flags_, p.qkv_row_stride);
   require_tensor(p.out, ct, static_cast<size_t>(p.tokens * p.heads * p.head_dim), op, "out");
   a.out = p.out.data;
   a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
@@ -817,9 +856,10 @@ void CudaOps::attention_backward(const bert::AttentionBackwardParams& p) {
   const DType ct = options_.compute_dtype;
   if (p.tokens == 0) return;
   AttentionBwdParams a;
-  static_cast<AttentionParams&>(a) = attention_common(
-      op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens, p.num_sequences, p.heads,
-      p.head_dim, p.max_seqlen, p.scale, p.dropout, error_flags_, p.qkv_row_stride);
+  static_cast<AttentionParams&>(a) =
+      attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
+                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
+                       attention_mask(op, p.dropout), error_flags_, p.qkv_row_stride);
   const size_t elems = static_cast<size_t>(p.tokens * p.heads * p.head_dim);
   const size_t strided =
       static_cast<size_t>((p.tokens - 1) * a.q_row_stride + p.heads * p.head_dim);

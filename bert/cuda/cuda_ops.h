@@ -89,6 +89,11 @@ struct CudaOpsOptions {
   // separate column-sum kernel.
   bool layer_norm_keep_bits = false;
   bool layer_norm_streaming = false;
+  // Record each training step's ops as a CUDA graph the second time its shape comes, and replay
+  // it from then on (step_recorder.h; the kernels read the dropout seed and step from device
+  // memory, so the masks are the same). Steps that report gradients on the way (on_grad_ready)
+  // run op by op. Needs attention dropout 0 until the attention kernels read the key there too.
+  bool cuda_graphs = false;
 };
 
 // Options for a model: the workspace sized for `limits`.
@@ -101,6 +106,7 @@ int cuda_device_count();
 bool set_cuda_device(int device);
 
 class CudaOps;
+class StepRecorder;
 // The backend for `mlbert train --backend cuda`: device `device`, compute precision "bf16" or
 // "fp16" (std::invalid_argument otherwise), workspace reserved for the model's limits. Throws
 // std::runtime_error when the device is missing or older than sm_80.
@@ -149,6 +155,8 @@ class CudaOps final : public bert::Ops {
   void bucket_clip(const bert::BucketClipParams& p) override;  // no host round trip
   void adam_update(const bert::AdamParams& p) override;
   void lamb_update(const bert::LambParams& p) override;
+  bool begin_step(const bert::StepShape& shape, uint64_t seed, uint32_t step) override;
+  void end_step(bool completed) override;
 
   // ---- CUDA-specific extensions (the harness may use them; the Ops contract does not need them)
   // The stream every op is issued on (for NCCL overlap: record an event here, wait on it there).
@@ -162,6 +170,8 @@ class CudaOps final : public bert::Ops {
   const GemmRunner& gemm() const { return *gemm_; }
   // Writes the GEMM runner's tuned choices to CudaOpsOptions::gemm_plans_file (if named).
   void save_gemm_plans() const { gemm_->save_tuned_plans(); }
+  // "CUDA graphs: 1 steps recorded, 12 replayed", or "... off".
+  std::string step_report() const;
   // Device-side dynamic loss scaling (fp16): when enabled, update_loss_scale(total) reads the
   // inf/nan flag an l2_norm wrote into `total` and updates the scale on the device; adam_update
   // and lamb_update then skip an overflowed step and multiply gradients by 1 / (the step's scale)
@@ -178,6 +188,10 @@ class CudaOps final : public bert::Ops {
   void check_device_errors();
   void* device_malloc(size_t bytes);
   void linear_gemm(const GemmArgs& args);
+  // The dropout mask a kernel gets: inside a step that may be recorded, with its seed and step
+  // read from device memory (attention_mask refuses a recording the attention would break).
+  bert::DropoutMask kernel_mask(const bert::DropoutMask& mask) const;
+  bert::DropoutMask attention_mask(const char* op, const bert::DropoutMask& mask) const;
   uint8_t* layer_norm_keep_buffer(const char* op, const bert::Tensor& saved,
                                   const bert::DropoutMask& dropout, int64_t rows,
                                   int64_t width) const;
@@ -216,6 +230,7 @@ class CudaOps final : public bert::Ops {
     DeviceChunkTable table;
   };
   std::vector<CachedTable> tables_;
+  std::unique_ptr<StepRecorder> steps_;  // with cuda_graphs
 };
 
 }  // namespace mlbert::cuda

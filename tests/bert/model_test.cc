@@ -247,8 +247,24 @@ class CountingOps final : public Ops {
   std::vector<Tensor> every_forward_saved;  // with dropout or without
   std::vector<Tensor> norm_forward_saved, norm_backward_saved;  // LayerNorms with dropout
   std::vector<size_t> norm_bytes_needed;
+  // Recorded steps: begin_step replays (returns true) from the `replay_from`-th step on.
+  bool records_steps = false;
+  int replay_from = 1 << 30;
+  std::vector<StepShape> began;
+  std::vector<bool> ended;  // end_step's `completed`
+  int linear_calls = 0;
   std::string name() const override { return "counting"; }
   DType compute_dtype() const override { return DType::f32; }
+  OpsPreferences preferences() const override {
+    OpsPreferences p;
+    p.record_steps = records_steps;
+    return p;
+  }
+  bool begin_step(const StepShape& shape, uint64_t, uint32_t) override {
+    began.push_back(shape);
+    return static_cast<int>(began.size()) > replay_from;
+  }
+  void end_step(bool completed) override { ended.push_back(completed); }
   Tensor allocate(DType d, size_t n) override {
     ++allocations;
     return cpu.allocate(d, n);
@@ -260,7 +276,10 @@ class CountingOps final : public Ops {
   void fill_zero(Tensor t) override { cpu.fill_zero(t); }
   void cast(Tensor d, Tensor s) override { cpu.cast(d, s); }
   void synchronize() override {}
-  void linear_forward(const LinearForwardParams& p) override { cpu.linear_forward(p); }
+  void linear_forward(const LinearForwardParams& p) override {
+    ++linear_calls;
+    cpu.linear_forward(p);
+  }
   void linear_backward(const LinearBackwardParams& p) override { cpu.linear_backward(p); }
   void layer_norm_forward(const LayerNormForwardParams& p) override {
     if (p.dropout.enabled) {
@@ -389,6 +408,52 @@ TEST_CASE("each residual LayerNorm's backward gets the tensor its forward kept, 
       }
     }
   }
+}
+
+TEST_CASE(
+    "a backend that records steps gets each step bracketed and its shape, and a replayed step "
+    "issues no op") {
+  CountingOps ops;
+  ops.records_steps = true;
+  ops.replay_from = 2;  // the third step on is a replay
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(12);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(90, c);
+  const double first = model.forward_backward(batch, DropoutKey{1, 1}).total_loss;
+  const int calls_per_step = ops.linear_calls;
+  CHECK(calls_per_step > 0);
+  const double second = model.forward_backward(batch, DropoutKey{1, 2}).total_loss;
+  CHECK(second != first);
+  REQUIRE(ops.ended == std::vector<bool>{true, true});
+  const StepShape& shape = ops.began[0];
+  CHECK(shape.owner == &model);
+  CHECK(shape.tokens == static_cast<int64_t>(batch.num_tokens()));
+  CHECK(shape.sequences == 3);
+  CHECK(shape.masked == static_cast<int64_t>(batch.num_masked()));
+  CHECK(shape.max_seqlen == batch.max_seqlen);
+  CHECK(shape.dropout);
+  CHECK(ops.began[1] == shape);
+  // A replay: no op issued, the step's result read back from the buffers it wrote.
+  const double replayed = model.forward_backward(batch, DropoutKey{1, 1}).total_loss;
+  CHECK(ops.linear_calls == 2 * calls_per_step);
+  CHECK(ops.ended.size() == 2);  // a replayed step is not ended
+  CHECK(replayed == model.forward_backward(batch, DropoutKey{1, 1}).total_loss);
+  CHECK(replayed == second);  // nothing ran: the buffers still hold the last step's statistics
+  // A step that reports gradients on the way runs op by op, outside any recording.
+  ops.replay_from = 1 << 30;
+  const size_t began = ops.began.size();
+  model.forward_backward(batch, DropoutKey{1, 3}, [](size_t) {});
+  CHECK(ops.began.size() == began);
+  // Without dropout, or with another loss scale, it is another shape.
+  ForwardBackwardOptions other;
+  other.dropout = false;
+  other.loss_scale = 4.0f;
+  model.forward_backward(batch, DropoutKey{1, 4}, {}, other);
+  CHECK_FALSE(ops.began.back().dropout);
+  CHECK(ops.began.back().loss_scale == 4.0f);
+  CHECK(ops.ended.back());
 }
 
 TEST_CASE("a model without attention dropout carves no keep-bit buffer") {
