@@ -145,43 +145,53 @@ GemmRunner::~GemmRunner() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args, cudaStream_t stream) {
-  const ColumnMajorGemm& g = args.shape;
-  const uint32_t align_a = pointer_alignment(reinterpret_cast<uintptr_t>(args.a));
-  const uint32_t align_b = pointer_alignment(reinterpret_cast<uintptr_t>(args.b));
-  const uint32_t align_d = pointer_alignment(reinterpret_cast<uintptr_t>(args.d));
-  const void* epilogue_ptr = uses_bias(args.epilogue)        ? args.bias
-                             : uses_bias_grad(args.epilogue) ? args.bias_grad
-                                                             : nullptr;
-  const uint32_t align_bias =
-      epilogue_ptr ? pointer_alignment(reinterpret_cast<uintptr_t>(epilogue_ptr)) : 0;
-  const uint32_t align_aux =
-      uses_aux(args.epilogue) ? pointer_alignment(reinterpret_cast<uintptr_t>(args.aux)) : 0;
-  const Key key{g.m,
-                g.n,
-                g.k,
-                g.lda,
-                g.ldb,
-                g.ldd,
-                g.trans_a,
-                g.trans_b,
-                static_cast<int>(args.ab_type),
-                static_cast<int>(args.d_type),
-                static_cast<int>(args.epilogue),
-                static_cast<int>(args.bias_type),
-                uses_aux(args.epilogue) ? args.aux_ld : 0,
-                align_a,
-                align_b,
-                align_d,
-                align_bias,
-                align_aux};
-  if (Plan* found = cache_.find(key)) return *found;
+namespace {
 
-  Plan plan;
-  plan.use = uses_.size();
-  for (size_t i = 0; i < uses_.size(); ++i)
-    if (uses_[i].epilogue == args.epilogue && uses_[i].vector_type == args.bias_type) plan.use = i;
-  if (plan.use == uses_.size()) uses_.push_back(EpilogueUse{args.epilogue, args.bias_type, 0, 0});
+// The alignments cuBLASLt's heuristic is told (and a plan is cached for): A, B, D, the bias or
+// bias-gradient vector, the aux matrix.
+struct Alignments {
+  uint32_t a = 0, b = 0, d = 0, bias = 0, aux = 0;
+};
+Alignments alignments_of(const GemmArgs& args) {
+  auto of = [](const void* p) { return pointer_alignment(reinterpret_cast<uintptr_t>(p)); };
+  const void* vector = uses_bias(args.epilogue)        ? args.bias
+                       : uses_bias_grad(args.epilogue) ? args.bias_grad
+                                                       : nullptr;
+  return {of(args.a), of(args.b), of(args.d), vector ? of(vector) : 0,
+          uses_aux(args.epilogue) ? of(args.aux) : 0};
+}
+
+template <typename V>
+void set_preference(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+                    const V& value) {
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+}
+
+// What the heuristic may offer for `args`: within the workspace, the operands' alignments, and
+// for a 16-bit output only split-K products that add their partial sums in f32 (the in-place and
+// output-type schemes round each partial to fp16/bf16, which the device check saw as 2-4x the
+// error of one rounding on the small-N products, NSP's N = 2 and a width of 13, on an H200).
+cublasLtMatmulPreference_t make_preference(const GemmArgs& args, const Alignments& align,
+                                           uint64_t max_workspace) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, max_workspace);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align.a);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align.b);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align.d);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align.d);
+  const uint32_t reductions = args.d_type == MatrixType::f32
+                                  ? uint32_t{CUBLASLT_REDUCTION_SCHEME_MASK}
+                                  : uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
+  set_preference(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductions);
+  return pref;
+}
+
+}  // namespace
+
+// The operation and matrix descriptors of a problem.
+void GemmRunner::create_descriptors(Plan& plan, const GemmArgs& args) {
+  const ColumnMajorGemm& g = args.shape;
   const cudaDataType_t ab = cuda_type(args.ab_type), dt = cuda_type(args.d_type);
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -197,35 +207,44 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args, cudaStream_t stream
   if (uses_aux(args.epilogue))
     set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, args.aux_ld);
   set_epilogue_pointers(plan.desc, args);
-
   // Stored shapes: op(A) is m x k, so A is stored k x m when transposed.
   CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.a, ab, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
   CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.b, ab, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, dt, g.m, g.n, g.ldd));
+}
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t max_workspace = workspace_bytes_;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &max_workspace, sizeof(max_workspace)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
-  // A split-K product of a 16-bit output must add its partial sums in f32: the in-place and
-  // output-type schemes round each partial to fp16/bf16, which the device check saw as 2-4x the
-  // error of one rounding on the small-N products (NSP's N = 2, a width of 13) on an H200.
-  const uint32_t reductions = args.d_type == MatrixType::f32
-                                  ? uint32_t{CUBLASLT_REDUCTION_SCHEME_MASK}
-                                  : uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
+GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args, cudaStream_t stream) {
+  const ColumnMajorGemm& g = args.shape;
+  const Alignments align = alignments_of(args);
+  const Key key{g.m,
+                g.n,
+                g.k,
+                g.lda,
+                g.ldb,
+                g.ldd,
+                g.trans_a,
+                g.trans_b,
+                static_cast<int>(args.ab_type),
+                static_cast<int>(args.d_type),
+                static_cast<int>(args.epilogue),
+                static_cast<int>(args.bias_type),
+                uses_aux(args.epilogue) ? args.aux_ld : 0,
+                align.a,
+                align.b,
+                align.d,
+                align.bias,
+                align.aux};
+  if (Plan* found = cache_.find(key)) return *found;
+
+  Plan plan;
+  plan.use = uses_.size();
+  for (size_t i = 0; i < uses_.size(); ++i)
+    if (uses_[i].epilogue == args.epilogue && uses_[i].vector_type == args.bias_type) plan.use = i;
+  if (plan.use == uses_.size()) uses_.push_back(EpilogueUse{args.epilogue, args.bias_type, 0, 0});
+  create_descriptors(plan, args);
+  cublasLtMatmulPreference_t pref = make_preference(args, align, workspace_bytes_);
   // (A unique_ptr array: nvcc 13's front end fails on a std::vector of this C struct.)
   std::unique_ptr<cublasLtMatmulHeuristicResult_t[]> results(
       new cublasLtMatmulHeuristicResult_t[static_cast<size_t>(tuning_.candidates)]());

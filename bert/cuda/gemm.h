@@ -161,6 +161,7 @@ class GemmRunner {
     size_t use = 0;    // index into uses_
   };
   Plan& plan_for(const GemmArgs& args, cudaStream_t stream);
+  static void create_descriptors(Plan& plan, const GemmArgs& args);
   void refuse(Plan& plan, const GemmArgs& args, const std::string& reason);
   static void destroy(Plan& plan);
   cublasLtMatmulAlgo_t choose_algorithm(const Plan& plan, const GemmArgs& args,
