@@ -34,10 +34,6 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
-const char* qkv_layout_name(QkvLayout layout) {
-  return layout == QkvLayout::fused ? "fused" : "separate";
-}
-
 Tensor Tensor::slice(size_t offset, size_t count) const {
   if (offset > numel || count > numel - offset) {
     throw std::out_of_range("Tensor::slice: [" + std::to_string(offset) + ", " +

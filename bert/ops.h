@@ -328,10 +328,9 @@ enum class QkvLayout : uint8_t {
   // v.
   fused,
 };
-const char* qkv_layout_name(QkvLayout layout);
 
-// Choices a backend makes for the model where either way is correct (bert/model.cc follows them;
-// the results agree within rounding).
+// Choices a backend makes for the model where either way is correct (the model follows them; the
+// results agree within rounding).
 struct OpsPreferences {
   QkvLayout qkv_layout = QkvLayout::separate;  // for a ParameterStore that is not told otherwise
   // FFN1's bias gradient: in FFN1's own backward, beside its weight gradient (true), or in FFN2's

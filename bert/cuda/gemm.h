@@ -135,14 +135,9 @@ class GemmRunner {
   const std::vector<EpilogueUse>& epilogue_uses() const { return uses_; }
   std::string fusion_report() const { return mlbert::cuda::fusion_report(uses_); }
 
-  const GemmTuning& tuning() const { return tuning_; }
-  // Problems whose candidates were timed, problems that took a kept choice, and problems whose
-  // kept choice cuBLASLt no longer offered (they took the first candidate).
-  size_t timed_problems() const { return timed_problems_; }
-  size_t reused_choices() const { return reused_choices_; }
-  size_t unmatched_choices() const { return unmatched_choices_; }
-  const TunedPlans& tuned_plans() const { return tuned_; }
-  // "GEMM algorithms: first heuristic" or "... fastest of 8 timed: 14 problems timed, ...".
+  // How the algorithms were chosen: "GEMM algorithms: the first heuristic", or the candidates
+  // timed, with the problems timed, those that took a kept choice and those whose kept choice
+  // cuBLASLt no longer offered (they took the first candidate).
   std::string tuning_report() const;
   // Writes the tuned choices to GemmTuning::plans_file (nothing without one).
   void save_tuned_plans() const;

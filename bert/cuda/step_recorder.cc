@@ -59,8 +59,9 @@ bool StepRecorder::begin(const bert::StepShape& shape, uint64_t seed, uint32_t s
       ++replays_;
       return true;
     case RecordingSchedule::Action::record:
-      // Relaxed: the attention launcher sets kernel attributes during the ops, which the stricter
-      // modes refuse while a stream is captured; nothing in a step allocates or synchronizes.
+      // Relaxed: the ops make host calls that the stricter modes may refuse while a stream is
+      // captured (the attention launcher sets kernel attributes); nothing in a step allocates or
+      // synchronizes, its shape's first run having sized the workspace and planned the GEMMs.
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
       capturing_ = true;
       break;

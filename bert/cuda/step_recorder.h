@@ -66,12 +66,9 @@ class StepRecorder {
   bool begin(const bert::StepShape& shape, uint64_t seed, uint32_t step, cudaStream_t stream);
   void end(bool completed, cudaStream_t stream);
 
-  bool in_step() const { return in_step_; }
   bool capturing() const { return capturing_; }
   // The mask a kernel gets inside a step: seed and step from the device key.
   bert::DropoutMask kernel_mask(const bert::DropoutMask& mask) const;
-  size_t recordings() const { return recordings_; }
-  size_t replays() const { return replays_; }
   // "CUDA graphs: 2 steps recorded, 38 replayed".
   std::string report() const;
 
