@@ -113,14 +113,13 @@ void print_report(const ImportReport& r, const std::string& source) {
   }
 }
 
-}  // namespace
+struct ConvertArgs {
+  std::string source, out, config, hf_config, format = "mlbert";
+  bool allow_missing_heads = false;
+  uint64_t seed = 0;
+};
 
-void register_cli(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("checkpoint",
-                                     "inspect, import and export BERT checkpoints (TF, HF, mlbert)")
-                      ->group("model");
-  cmd->require_subcommand(1);
-
+void register_inspect(CLI::App* cmd, int& exit_code) {
   auto* inspect_cmd = cmd->add_subcommand("inspect", "List the tensors of a checkpoint");
   auto inspect_path = std::make_shared<std::string>();
   auto inspect_json = std::make_shared<bool>(false);
@@ -135,12 +134,9 @@ void register_cli(CLI::App& app, int& exit_code) {
     exit_code = 0;
   });
   inspect_cmd->footer("Example:\n  mlbert checkpoint inspect phase1/model.ckpt-28252");
+}
 
-  struct ConvertArgs {
-    std::string source, out, config, hf_config, format = "mlbert";
-    bool allow_missing_heads = false;
-    uint64_t seed = 0;
-  };
+void register_import(CLI::App* cmd, int& exit_code) {
   auto import_args = std::make_shared<ConvertArgs>();
   auto* import_cmd = cmd->add_subcommand(
       "import", "Convert a TF bundle or Hugging Face checkpoint into an mlbert safetensors file");
@@ -175,7 +171,9 @@ void register_cli(CLI::App& app, int& exit_code) {
   import_cmd->footer(
       "Example:\n  mlbert checkpoint import phase1/model.ckpt-28252 --config "
       "phase1/bert_config.json --out phase1/model.safetensors");
+}
 
+void register_export(CLI::App* cmd, int& exit_code) {
   auto export_args = std::make_shared<ConvertArgs>();
   auto* export_cmd = cmd->add_subcommand(
       "export", "Write a checkpoint as Hugging Face BertForPreTraining (or mlbert) safetensors");
@@ -209,6 +207,18 @@ void register_cli(CLI::App& app, int& exit_code) {
   });
   export_cmd->footer(
       "Example:\n  mlbert checkpoint export phase1/model.safetensors --out hf/model.safetensors");
+}
+
+}  // namespace
+
+void register_cli(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("checkpoint",
+                                     "inspect, import and export BERT checkpoints (TF, HF, mlbert)")
+                      ->group("model");
+  cmd->require_subcommand(1);
+  register_inspect(cmd, exit_code);
+  register_import(cmd, exit_code);
+  register_export(cmd, exit_code);
   // After the subcommands: CLI11 copies a parent's footer into subcommands added later.
   cmd->footer("Example:\n  mlbert checkpoint inspect phase1/model.ckpt-28252");
 }

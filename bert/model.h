@@ -90,16 +90,34 @@ class Model {
 
  private:
   struct Arena;
+  struct Step;
+  class GradientPrefix;
+  struct QkvViews {
+    Tensor q, k, v;
+    int64_t row_stride = 0;  // AttentionForwardParams::qkv_row_stride
+  };
   void check_fits(const Batch& batch) const;
   void upload(const Batch& batch);
-  void forward(const Batch& batch, const DropoutKey* key);
-  void heads_forward(const Batch& batch, float loss_scale);
-  // forward_backward's backward, phase by phase (model.cc).
-  struct BackwardPass;
-  void heads_backward(BackwardPass& pass);
-  void layer_backward(BackwardPass& pass, int64_t layer);
-  void embeddings_backward(BackwardPass& pass);
-  StepResult step_result(const BackwardPass& pass);
+  Tensor weight(size_t tensor) const;  // the compute copy of parameter `tensor`
+  Tensor grad(size_t tensor) const;
+  // Forward, op by op (model.cc).
+  void forward(const Step& st);
+  void layer_forward(const Step& st, int64_t layer);
+  void qkv_forward(const Step& st, int64_t layer);
+  size_t qkv_block_stride() const;
+  QkvViews qkv_views(const Tensor& qkv, const Step& st) const;
+  AttentionForwardParams attention_forward_params(const Step& st, int64_t layer) const;
+  float attention_scale() const;
+  void heads_forward(const Step& st, float loss_scale);
+  void mlm_head_forward(const Step& st, float loss_scale);
+  void nsp_head_forward(const Step& st, float loss_scale);
+  // Backward, phase by phase.
+  void heads_backward(const Step& st, GradientPrefix& prefix);
+  void layer_backward(const Step& st, GradientPrefix& prefix, int64_t layer);
+  AttentionBackwardParams attention_backward_params(const Step& st, int64_t layer) const;
+  void qkv_backward(const Step& st, int64_t layer);
+  void embeddings_backward(const Step& st, GradientPrefix& prefix);
+  StepResult step_result(const Step& st);
 
   ParameterStore* params_;
   ModelLimits limits_;

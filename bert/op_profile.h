@@ -85,6 +85,7 @@ class ProfilingOps final : public Ops {
 
   std::string name() const override { return inner_.name(); }
   DType compute_dtype() const override { return inner_.compute_dtype(); }
+  OpsPreferences preferences() const override { return inner_.preferences(); }
   Tensor allocate(DType dtype, size_t numel) override { return inner_.allocate(dtype, numel); }
   void release(Tensor tensor) override { inner_.release(tensor); }
   void copy_from_host(Tensor dst, const void* src, size_t bytes) override;
@@ -104,6 +105,9 @@ class ProfilingOps final : public Ops {
                                int max_seqlen) const override {
     return inner_.attention_saved_bytes(tokens, num_sequences, heads, max_seqlen);
   }
+  size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const override {
+    return inner_.layer_norm_saved_bytes(rows, width);
+  }
   void attention_forward(const AttentionForwardParams& p) override;
   void attention_backward(const AttentionBackwardParams& p) override;
   void gather_rows(const GatherRowsParams& p) override;
@@ -114,6 +118,16 @@ class ProfilingOps final : public Ops {
   void bucket_clip(const BucketClipParams& p) override;
   void adam_update(const AdamParams& p) override;
   void lamb_update(const LambParams& p) override;
+  // Steps are recorded by the backend only while nothing is being profiled (a replay would hide
+  // the ops from the clock).
+  bool begin_step(const StepShape& shape, uint64_t seed, uint32_t step) override {
+    forwarding_step_ = !recording_;
+    return forwarding_step_ && inner_.begin_step(shape, seed, step);
+  }
+  void end_step(bool completed) override {
+    if (forwarding_step_) inner_.end_step(completed);
+    forwarding_step_ = false;
+  }
 
  private:
   // The op's shape, turned into a detail key only for recorded ops.
@@ -135,6 +149,7 @@ class ProfilingOps final : public Ops {
   OpClock& clock_;
   double squares_ = 0;
   bool recording_ = false;
+  bool forwarding_step_ = false;
   std::vector<Record> records_;
 };
 

@@ -138,6 +138,10 @@ struct LayerNormForwardParams {
   DropoutMask dropout;
   int64_t rows = 0, width = 0;
   float eps = 1e-12f;
+  // Optional (empty, or i32 of at least layer_norm_saved_bytes / 4 elements): what this backend
+  // keeps from the forward for the backward (the CUDA backend: the dropout keep bits), read by the
+  // backward given the same tensor after this forward.
+  Tensor saved;
 };
 
 // Backward: d_s = LN'(d_out); d_residual = d_s (=, or += when accumulate_d_residual);
@@ -153,6 +157,7 @@ struct LayerNormBackwardParams {
   DropoutMask dropout;     // the forward's mask
   int64_t rows = 0, width = 0;
   bool accumulate_d_residual = false;
+  Tensor saved;  // the forward's, or empty (the backward then recomputes what it would hold)
 };
 
 // ---- Embeddings -------------------------------------------------------------------------------
@@ -186,7 +191,9 @@ struct EmbeddingBackwardParams {
 // ---- Attention ----------------------------------------------------------------------------------
 
 // Multi-head self-attention per sequence over unpadded q, k, v, each [tokens, hidden] with head h
-// at columns [h*head_dim, (h+1)*head_dim). For each sequence s, head h, query i, key j (both in
+// at columns [h*head_dim, (h+1)*head_dim) and token rows qkv_row_stride elements apart (hidden when
+// 0; 3 * hidden when q, k and v are the column blocks of one [tokens, 3 * hidden] activation, as
+// the fused QKV projection writes them). For each sequence s, head h, query i, key j (both in
 // [0, len_s)): S_ij = scale * q_i . k_j; P = softmax_j(S); Pd_ij = P_ij * dropout_factor(element =
 // attention_dropout_element(cu_seqlens[s] + i, h, heads, attention_dropout_row_stride(max_seqlen),
 // j)); out_i = sum_j Pd_ij v_j. No masking inside a sequence. softmax_lse receives, per head and
@@ -204,9 +211,11 @@ struct AttentionForwardParams {
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
   int max_seqlen = 0;
   float scale = 0.0f;  // 1/sqrt(head_dim)
+  int64_t qkv_row_stride = 0;
 };
 
-// Backward with recomputation of P from q, k and softmax_lse. d_q, d_k, d_v written (=). `saved`:
+// Backward with recomputation of P from q, k and softmax_lse. d_q, d_k, d_v written (=), their rows
+// qkv_row_stride apart as q, k and v's (the rows of other columns untouched). `saved`:
 // the forward's, after that forward with the same inputs and mask, or empty (then the backward
 // recomputes what it would hold); the gradients are the same either way.
 struct AttentionBackwardParams {
@@ -216,6 +225,7 @@ struct AttentionBackwardParams {
   int64_t tokens = 0, num_sequences = 0, heads = 0, head_dim = 0;
   int max_seqlen = 0;
   float scale = 0.0f;
+  int64_t qkv_row_stride = 0;  // of q, k, v, d_q, d_k and d_v (0: hidden)
 };
 
 // ---- Row gather / scatter (masked positions, the pooler's first tokens) -------------------------
@@ -306,6 +316,41 @@ struct LambParams {
   bool trust_ratio_without_decay = false;
 };
 
+// ---- What a backend asks of the model ----------------------------------------------------------
+
+// How the Q, K and V projections of a layer live in the parameter store and the activations.
+enum class QkvLayout : uint8_t {
+  // Three [hidden, hidden] kernels in TF layout ([in, out]) and three biases, one batch-3 GEMM
+  // writing q, k and v as three [tokens, hidden] blocks.
+  separate,
+  // One [3 * hidden, hidden] weight (Hugging Face's [out, in] query, key and value weights stacked)
+  // and one [3 * hidden] bias, one N = 3 * hidden GEMM writing [tokens, 3 * hidden] rows of q | k |
+  // v.
+  fused,
+};
+
+// Choices a backend makes for the model where either way is correct (the model follows them; the
+// results agree within rounding).
+struct OpsPreferences {
+  QkvLayout qkv_layout = QkvLayout::separate;  // for a ParameterStore that is not told otherwise
+  // FFN1's bias gradient: in FFN1's own backward, beside its weight gradient (true), or in FFN2's
+  // data gradient as LinearBackwardParams::d_input_bias (false).
+  bool ffn1_bias_grad_with_weight_grad = false;
+  // Bracket each training step's ops with Ops::begin_step / end_step (the backend records steps).
+  bool record_steps = false;
+};
+
+// What a recorded step is replayed for: everything the model hands the ops of a forward_backward
+// that changes between steps, except the contents of its input buffers and the dropout key.
+struct StepShape {
+  const void* owner = nullptr;  // the model (its parameters and activations)
+  int64_t tokens = 0, sequences = 0, masked = 0;
+  int max_seqlen = 0;
+  bool dropout = false;
+  float loss_scale = 1.0f;
+  auto operator<=>(const StepShape&) const = default;
+};
+
 // ---- The interface
 // --------------------------------------------------------------------------------
 
@@ -315,6 +360,7 @@ class Ops {
   virtual std::string name() const = 0;
   // The dtype activations and the compute copy of the weights use (f32 on the CPU).
   virtual DType compute_dtype() const = 0;
+  virtual OpsPreferences preferences() const { return {}; }
 
   // Memory. allocate returns zero-filled memory aligned to at least 256 bytes.
   virtual Tensor allocate(DType dtype, size_t numel) = 0;
@@ -339,6 +385,12 @@ class Ops {
     (void)tokens, (void)num_sequences, (void)heads, (void)max_seqlen;
     return 0;
   }
+  // Bytes of LayerNormForwardParams::saved this backend uses for a [rows, width] LayerNorm with
+  // dropout (0: it keeps nothing).
+  virtual size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const {
+    (void)rows, (void)width;
+    return 0;
+  }
   virtual void attention_forward(const AttentionForwardParams& p) = 0;
   virtual void attention_backward(const AttentionBackwardParams& p) = 0;
   virtual void gather_rows(const GatherRowsParams& p) = 0;
@@ -353,6 +405,16 @@ class Ops {
   virtual void bucket_clip(const BucketClipParams& p);
   virtual void adam_update(const AdamParams& p) = 0;
   virtual void lamb_update(const LambParams& p) = 0;
+
+  // Recorded steps (OpsPreferences::record_steps). Before a step's ops (its inputs uploaded): the
+  // step's dropout key, and true when the backend replayed a recording of `shape` (the model then
+  // issues none of the step's ops), false when the model must issue them; then end_step, with
+  // `completed` false when an op threw (a recording under way is dropped).
+  virtual bool begin_step(const StepShape& shape, uint64_t seed, uint32_t step) {
+    (void)shape, (void)seed, (void)step;
+    return false;
+  }
+  virtual void end_step(bool completed) { (void)completed; }
 };
 
 // Owns one allocation of a backend; move-only, released on destruction.

@@ -1,6 +1,8 @@
 // ParameterStore: the TF-named parameter layout in backward-finish order, flat buffers, init.
 #include "bert/parameters.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -32,6 +34,19 @@ class LayoutBuilder {
     infos_.push_back(std::move(info));
     return infos_.size() - 1;
   }
+  // Three tensors back to back, with no alignment gap between them (after the last one as usual).
+  size_t packed3(const std::array<std::string, 3>& names, std::vector<int64_t> shape, Init init,
+                 bool weight_decay, bool transposed) {
+    const size_t first = infos_.size();
+    for (const std::string& name : names) {
+      const size_t start = next_;
+      const size_t i = add(name, shape, init, weight_decay);
+      infos_[i].stored_transposed = transposed;
+      next_ = start + infos_[i].numel;
+    }
+    next_ = align_up(next_);
+    return first;
+  }
   size_t kernel(const std::string& name, int64_t in, int64_t out) {
     return add(name, {in, out}, Init::truncated_normal, true);
   }
@@ -43,8 +58,30 @@ class LayoutBuilder {
   size_t next_ = 0;
 };
 
+// The Q, K and V tensors of one layer (prefix "bert/encoder/layer_<l>/").
+void add_qkv(LayoutBuilder& b, const std::string& p, int64_t h, QkvLayout qkv,
+             LayerParameters& lp) {
+  const std::string self = p + "attention/self/";
+  const std::array<std::string, 3> kernels{self + "query/kernel", self + "key/kernel",
+                                           self + "value/kernel"};
+  const std::array<std::string, 3> biases{self + "query/bias", self + "key/bias",
+                                          self + "value/bias"};
+  if (qkv == QkvLayout::fused) {
+    lp.qkv_kernel = b.packed3(kernels, {h, h}, Init::truncated_normal, true, true);
+    lp.qkv_bias = b.packed3(biases, {h}, Init::zeros, false, false);
+    return;
+  }
+  // Q, K, V kernels adjacent, then their biases: one batched projection reads them.
+  lp.qkv_kernel = b.kernel(kernels[0], h, h);
+  b.kernel(kernels[1], h, h);
+  b.kernel(kernels[2], h, h);
+  lp.qkv_bias = b.bias(biases[0], h);
+  b.bias(biases[1], h);
+  b.bias(biases[2], h);
+}
+
 // Builds the layout and, optionally, the index of every tensor.
-std::vector<ParameterInfo> build_layout(const BertConfig& c, ParameterIndex* index) {
+std::vector<ParameterInfo> build_layout(const BertConfig& c, QkvLayout qkv, ParameterIndex* index) {
   c.validate();
   const int64_t h = c.hidden_size, ffn = c.intermediate_size;
   LayoutBuilder b;
@@ -75,13 +112,7 @@ std::vector<ParameterInfo> build_layout(const BertConfig& c, ParameterIndex* ind
     lp.attention_layer_norm_beta = b.beta(p + "attention/output/LayerNorm/beta", h);
     lp.attention_output_bias = b.bias(p + "attention/output/dense/bias", h);
     lp.attention_output_kernel = b.kernel(p + "attention/output/dense/kernel", h, h);
-    // Q, K, V kernels adjacent, then their biases: one batched projection reads them.
-    lp.qkv_kernel = b.kernel(p + "attention/self/query/kernel", h, h);
-    b.kernel(p + "attention/self/key/kernel", h, h);
-    b.kernel(p + "attention/self/value/kernel", h, h);
-    lp.qkv_bias = b.bias(p + "attention/self/query/bias", h);
-    b.bias(p + "attention/self/key/bias", h);
-    b.bias(p + "attention/self/value/bias", h);
+    add_qkv(b, p, h, qkv, lp);
   }
   // Embeddings last: the tied word embedding is final only after the embedding backward.
   ix.embedding_layer_norm_gamma = b.gamma("bert/embeddings/LayerNorm/gamma", h);
@@ -116,16 +147,49 @@ double truncated_standard_normal(uint64_t seed, uint32_t tensor, uint64_t elemen
 
 }  // namespace
 
-std::vector<ParameterInfo> bert_parameter_layout(const BertConfig& config) {
-  return build_layout(config, nullptr);
+std::vector<ParameterInfo> bert_parameter_layout(const BertConfig& config, QkvLayout qkv) {
+  return build_layout(config, qkv, nullptr);
+}
+
+namespace {
+// out[j * rows + i] = in[i * cols + j] for a row-major [rows, cols] `in`.
+std::vector<float> transposed(std::span<const float> in, size_t rows, size_t cols) {
+  std::vector<float> out(in.size());
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) out[j * rows + i] = in[i * cols + j];
+  return out;
+}
+
+void require_size(const ParameterInfo& info, size_t size) {
+  if (size != info.numel)
+    throw std::invalid_argument(info.name + " holds " + std::to_string(info.numel) + " values, " +
+                                std::to_string(size) + " given");
+}
+}  // namespace
+
+std::vector<float> to_tf_layout(const ParameterInfo& info, std::span<const float> stored) {
+  require_size(info, stored.size());
+  if (!info.stored_transposed) return {stored.begin(), stored.end()};
+  // Stored [cols, rows]: its transpose is the TF [rows, cols].
+  return transposed(stored, static_cast<size_t>(info.shape[1]), static_cast<size_t>(info.shape[0]));
+}
+
+std::vector<float> to_stored_layout(const ParameterInfo& info, std::span<const float> tf) {
+  require_size(info, tf.size());
+  if (!info.stored_transposed) return {tf.begin(), tf.end()};
+  return transposed(tf, static_cast<size_t>(info.shape[0]), static_cast<size_t>(info.shape[1]));
 }
 
 size_t flat_size_of(std::span<const ParameterInfo> layout) {
   return layout.empty() ? 0 : align_up(layout.back().offset + layout.back().numel);
 }
 
-ParameterStore::ParameterStore(const BertConfig& config, Ops& ops) : config_(config), ops_(&ops) {
-  infos_ = build_layout(config_, &index_);
+ParameterStore::ParameterStore(const BertConfig& config, Ops& ops)
+    : ParameterStore(config, ops, ops.preferences().qkv_layout) {}
+
+ParameterStore::ParameterStore(const BertConfig& config, Ops& ops, QkvLayout qkv)
+    : config_(config), ops_(&ops), qkv_layout_(qkv) {
+  infos_ = build_layout(config_, qkv_layout_, &index_);
   for (size_t i = 0; i < infos_.size(); ++i) {
     by_name_.emplace(infos_[i].name, i);
     segments_.push_back(TensorSegment{infos_[i].offset, infos_[i].numel, infos_[i].weight_decay});
@@ -158,6 +222,22 @@ Tensor ParameterStore::compute() const {
   return compute_.tensor().defined() ? compute_.tensor() : master_.tensor();
 }
 
+namespace {
+Tensor span_of(const Tensor& buffer, const std::vector<ParameterInfo>& infos, size_t first,
+               size_t last) {
+  const size_t begin = infos.at(first).offset;
+  return buffer.slice(begin, infos.at(last).offset + infos[last].numel - begin);
+}
+}  // namespace
+
+Tensor ParameterStore::compute_span(size_t first, size_t last) const {
+  return span_of(compute(), infos_, first, last);
+}
+
+Tensor ParameterStore::grad_span(size_t first, size_t last) const {
+  return span_of(grad_.tensor(), infos_, first, last);
+}
+
 void ParameterStore::init_truncated_normal(uint64_t seed) {
   std::vector<float> flat(flat_size_, 0.0f);
   const double stddev = config_.initializer_range;
@@ -171,14 +251,19 @@ void ParameterStore::init_truncated_normal(uint64_t seed) {
       case Init::ones:
         for (int64_t e = 0; e < n; ++e) dst[e] = 1.0f;
         break;
-      case Init::truncated_normal:
+      case Init::truncated_normal: {
+        // Element e of the TF layout draws the same value in either QKV layout.
+        std::vector<float> values(info.numel);
 #pragma omp parallel for schedule(static) if (n > 4096)
         for (int64_t e = 0; e < n; ++e) {
-          dst[e] =
+          values[static_cast<size_t>(e)] =
               static_cast<float>(stddev * truncated_standard_normal(seed, static_cast<uint32_t>(i),
                                                                     static_cast<uint64_t>(e)));
         }
+        const std::vector<float> stored = to_stored_layout(info, values);
+        std::copy(stored.begin(), stored.end(), dst);
         break;
+      }
     }
   }
   upload_master(flat);
@@ -216,13 +301,13 @@ void ParameterStore::upload_master(std::span<const float> flat) {
 std::vector<float> ParameterStore::download_master(size_t i) const {
   std::vector<float> out(infos_.at(i).numel);
   ops_->copy_to_host(out.data(), master(i), out.size() * sizeof(float));
-  return out;
+  return to_tf_layout(infos_[i], out);
 }
 
 std::vector<float> ParameterStore::download_grad(size_t i) const {
   std::vector<float> out(infos_.at(i).numel);
   ops_->copy_to_host(out.data(), grad(i), out.size() * sizeof(float));
-  return out;
+  return to_tf_layout(infos_[i], out);
 }
 
 void ParameterStore::upload_master(size_t i, std::span<const float> values) {
@@ -231,7 +316,8 @@ void ParameterStore::upload_master(size_t i, std::span<const float> values) {
                                 std::to_string(infos_[i].numel) + " values, " +
                                 std::to_string(values.size()) + " given");
   }
-  ops_->copy_from_host(master(i), values.data(), values.size_bytes());
+  const std::vector<float> stored = to_stored_layout(infos_[i], values);
+  ops_->copy_from_host(master(i), stored.data(), stored.size() * sizeof(float));
 }
 
 }  // namespace mlbert::bert

@@ -70,6 +70,14 @@ MLBERT_HOST_DEVICE uint32_t dropout_site(int layer, DropoutSiteKind kind) {
   return 1u + 3u * static_cast<uint32_t>(layer) + static_cast<uint32_t>(kind);
 }
 
+// The seed and step of the step being run, in device memory: a CUDA graph recorded once reads
+// them there, so each replay draws that step's masks (the CUDA backend writes them before it).
+struct DropoutKeyWords {
+  uint64_t seed = 0;
+  uint32_t step = 0;
+  uint32_t unused = 0;
+};
+
 // Everything a kernel needs to draw one site's mask. `enabled == false` keeps every element and
 // does not scale (evaluation, p == 0).
 struct DropoutMask {
@@ -79,7 +87,21 @@ struct DropoutMask {
   uint32_t keep_threshold = 0;  // keep iff the element's 16-bit Philox word < keep_threshold
   float scale = 1.0f;           // 1 / (1 - p) for kept elements
   bool enabled = false;
+  // Device memory or null (always null on the CPU): when set, a kernel takes seed and step from
+  // here (resolve_dropout_key, once at its start) instead of the two fields above.
+  const DropoutKeyWords* device_key = nullptr;
 };
+
+// The mask with seed and step read from mask.device_key where it is set. Device code only when it
+// is set (it dereferences device memory).
+MLBERT_HOST_DEVICE DropoutMask resolve_dropout_key(DropoutMask mask) {
+  if (mask.device_key != nullptr) {
+    mask.seed = mask.device_key->seed;
+    mask.step = mask.device_key->step;
+    mask.device_key = nullptr;
+  }
+  return mask;
+}
 
 // Host-side construction; `p` in [0, 1). p == 0 yields a disabled mask.
 inline DropoutMask make_dropout_mask(uint64_t seed, uint32_t step, uint32_t site, double p) {

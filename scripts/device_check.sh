@@ -29,11 +29,14 @@
 #   ops_fp16  the same in fp16
 #   model     bert_cuda_check --model-only: BERT-large forward + backward vs the CPU, bf16 and fp16
 #   bench     bert_cuda_bench --check: BERT-large step throughput, bf16/fp16 x padded/mix, and
-#             the time per op family of 2 more steps against the GEMM and copy ceilings; its
-#             measurements fitted into a measured accelerator profile (printed into bench.log);
-#             then the bf16 padded step op by op with every fused cuBLASLt epilogue, with none,
-#             with the attention dropout bits kept by the forward and drawn twice (the default: a
-#             kernel of their own), and without attention dropout
+#             the time per op family of 2 more steps against the GEMM and copy ceilings, and the
+#             step as systems/h200_1x1.json trains (8 micro-batches of 32 from the length mix,
+#             the optimizer once); its measurements fitted into a measured accelerator profile
+#             (printed into bench.log); then each step variant of CudaOpsOptions against the
+#             default in one process (bf16 padded; CUDA graphs without attention dropout, padded
+#             and mix), and the bf16 padded step op by op with every fused cuBLASLt epilogue, with
+#             none, and with the attention dropout bits kept by the forward and drawn twice (the
+#             default: a kernel of their own)
 #   train     scripts/device_train.sh: `mlbert train --backend cuda` on one GPU (MPI singleton,
 #             NCCL), systems/h200_1x1_check_{bf16,fp16}.json, 60 steps each, log through mlbert check
 #   torch     bench/cuda/torch_bert_step.py: the same step in PyTorch, eager and torch.compile
@@ -345,7 +348,7 @@ setup_stage() {
   esac
   if command -v cuobjdump >/dev/null; then
     cuobjdump -sass "$BIN/bert_cuda_check" 2>/dev/null | awk '
-      /Function : / { kernel = ($0 ~ /attention_(fwd|bwd)_kernel/) ? $NF : "" }
+      /Function : / { kernel = ($0 ~ /attention_(fa2_)?(fwd|bwd)_kernel/) ? $NF : "" }
       kernel != "" && /HMMA/ { count[kernel]++ }
       END { for (k in count) printf "sass: %d HMMA in %s\n", count[k], substr(k, 1, 60) }'
   fi
@@ -360,7 +363,8 @@ model_stage() { with_bundle "$BIN/bert_cuda_check" --model-only --dtype both --s
 bench_stage() {
   local status=0 accelerator
   rm -f "$RUNDIR/bench.json" "$RUNDIR/profile_measured.json"
-  with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --breakdown 2 --check --json "$RUNDIR/bench.json" || status=$?
+  with_bundle "$BIN/bert_cuda_bench" --steps 10 --warmup 3 --breakdown 2 --check \
+    --system "$ROOT/systems/h200_1x1.json" --json "$RUNDIR/bench.json" || status=$?
   [[ -s $RUNDIR/bench.json ]] || return $status
   accelerator=$(sed -n 's/.*"accelerator_model_name": *"\([^"]*\)".*/\1/p' "$ROOT/systems/h200_1x1.json" | head -1)
   case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in
@@ -374,14 +378,26 @@ bench_stage() {
   else
     echo "bench: the measured profile could not be fitted (the bench's verdict stands)"
   fi
+  # Each step variant against the default in one process (ratios in the VARIANT lines; not part
+  # of the verdict): bf16 padded, then CUDA graphs, which need the attention dropout off until
+  # the attention kernels read the dropout key from device memory, against the default without
+  # it (which is also what the attention's Philox draws cost), padded and on the mix.
+  with_bundle "$BIN/bert_cuda_bench" --dtype bf16 --mix padded --steps 5 --warmup 3 \
+    --variants default,attn-fa2,fused-qkv,dgelu,gemm-tuned,ln-keep-bits,ln-streaming,all |
+    grep -vE '^(device|baseline|peak used|dtype|attention dropout bits):'
+  local mix
+  for mix in padded mix; do
+    with_bundle "$BIN/bert_cuda_bench" --dtype bf16 --mix $mix --steps 5 --warmup 3 \
+      --dropout no-attention --variants default,cuda-graphs |
+      grep -vE '^(device|baseline|peak used|dtype|attention dropout bits):'
+  done
   # The same bf16 step op by op with every cuBLASLt epilogue allowed (DGELU_BGRAD too) and with
   # none: which products the fused GELU and bias-gradient epilogues speed up or slow down; then
   # the attention's dropout bits from the other two sources (the forward keeping what it draws,
-  # the forward and the backward each drawing them) and no attention-probability dropout at all:
-  # what the Philox draws cost where (not part of the verdict).
+  # the forward and the backward each drawing them): what the Philox draws cost where.
   local variant
   for variant in "--epilogues all" "--epilogues none" "--attention-dropout-bits forward-keeps" \
-      "--attention-dropout-bits drawn-twice" "--dropout no-attention"; do
+      "--attention-dropout-bits drawn-twice"; do
     echo "=== bf16 padded with $variant"
     # shellcheck disable=SC2086 # the variant is an option and its value
     with_bundle "$BIN/bert_cuda_bench" --dtype bf16 --mix padded --steps 5 --warmup 2 --breakdown 1 \
@@ -407,8 +423,8 @@ export -f setup_stage ops_stage model_stage bench_stage train_stage torch_stage
 # Minimum seconds per stage; a stage keeps the minimums of the selected stages after it.
 declare -A MIN=([setup]=10 [ops_bf16]=30 [ops_fp16]=30 [model]=30 [bench]=30 [train]=40 [torch]=60
   [train_large]=45 [loss_curve]=90)
-declare -A CAP=([setup]=45 [ops_bf16]=75 [ops_fp16]=75 [model]=75 [bench]=75 [train]=110 [torch]=170
-  [train_large]=75 [loss_curve]=200)
+declare -A CAP=([setup]=45 [ops_bf16]=80 [ops_fp16]=80 [model]=100 [bench]=130 [train]=110
+  [torch]=170 [train_large]=75 [loss_curve]=200)
 STAGES_OPTIONAL=" train_large loss_curve "
 IFS=, read -r -a SELECTED <<<"$STAGE_LIST"
 for s in "${SELECTED[@]}"; do
@@ -468,7 +484,9 @@ for s in "${SELECTED[@]}"; do
     bench)
       stage bench "${CAP[$s]}" "${MIN[$s]}" "$(reserve_after "$s")" "$log" '^bert_cuda_bench: check' \
         "$(rerun_of bench)" -- bash -c bench_stage
-      stage_amend_detail "$(awk '/^RESULT/ {for (i = 5; i <= NF; ++i) {split($i, kv, "="); v[kv[1]] = kv[2]}
+      # The verdict's configurations (the variants after it are in bench.log's VARIANT lines).
+      stage_amend_detail "$(awk '/^bert_cuda_bench: check/ {exit}
+        /^RESULT/ {for (i = 5; i <= NF; ++i) {split($i, kv, "="); v[kv[1]] = kv[2]}
         printf "%s%s/%s %.0f seq/s %.1f%% MFU", (n++ ? "; " : ""), $3, $4, v["seq_per_s"], 100 * v["mfu"]}' "$log" 2>/dev/null)" ;;
     train | train_large)
       systems="h200_1x1_check_bf16 h200_1x1_check_fp16"

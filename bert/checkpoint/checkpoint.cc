@@ -411,9 +411,12 @@ void save_checkpoint(const ParameterStore& params, const std::filesystem::path& 
                      std::span<const ExtraTensor> extras) {
   const std::vector<float> flat = params.download_master();
   std::vector<SafetensorsTensorF32> tensors;
+  std::vector<std::vector<float>> relaid;  // tensors stored in another layout than TF's
+  relaid.reserve(params.infos().size());
   for (const ParameterInfo& info : params.infos()) {
-    tensors.push_back(
-        {info.name, info.shape, std::span<const float>(flat).subspan(info.offset, info.numel)});
+    std::span<const float> values = std::span<const float>(flat).subspan(info.offset, info.numel);
+    if (info.stored_transposed) values = relaid.emplace_back(to_tf_layout(info, values));
+    tensors.push_back({info.name, info.shape, values});
   }
   for (const ExtraTensor& extra : extras) {
     tensors.push_back({kExtraPrefix + extra.name, extra.shape, extra.values});

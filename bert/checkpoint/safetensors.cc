@@ -63,6 +63,67 @@ size_t SafetensorsEntry::numel() const {
   return n;
 }
 
+namespace {
+
+// One tensor's header entry, checked against the data section's size.
+SafetensorsEntry parse_entry(const std::filesystem::path& path, const std::string& name,
+                             const nlohmann::json& t, uint64_t data_size) {
+  const std::string where = "tensor \"" + name + "\"";
+  if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") ||
+      !t.contains("data_offsets")) {
+    fail(path, where + " lacks dtype, shape or data_offsets");
+  }
+  SafetensorsEntry e;
+  e.name = name;
+  if (!t["dtype"].is_string()) fail(path, where + ": dtype is not a string");
+  e.dtype = t["dtype"].get<std::string>();
+  const size_t elem = dtype_bytes(e.dtype);
+  if (elem == 0) fail(path, where + ": unknown dtype \"" + e.dtype + "\"");
+  if (!t["shape"].is_array()) fail(path, where + ": shape is not an array");
+  for (const auto& d : t["shape"]) {
+    if (!d.is_number_unsigned()) fail(path, where + ": shape has a non-integer or negative entry");
+    e.shape.push_back(d.get<int64_t>());
+  }
+  const auto& off = t["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+      !off[1].is_number_unsigned()) {
+    fail(path, where + ": data_offsets must be two non-negative integers");
+  }
+  e.begin = off[0].get<uint64_t>();
+  e.end = off[1].get<uint64_t>();
+  if (e.begin > e.end || e.end > data_size) {
+    fail(path, where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                   ") outside the " + std::to_string(data_size) + "-byte data section");
+  }
+  // numel * elem must equal the byte range (guard the product against overflow).
+  unsigned __int128 bytes = elem;
+  for (int64_t d : e.shape) bytes *= static_cast<uint64_t>(d);
+  if (bytes != e.end - e.begin) {
+    fail(path, where + ": shape and dtype need " + std::to_string(static_cast<uint64_t>(bytes)) +
+                   " bytes, data_offsets give " + std::to_string(e.end - e.begin));
+  }
+  return e;
+}
+
+// Tensors must not overlap.
+void require_no_overlap(const std::filesystem::path& path,
+                        const std::vector<SafetensorsEntry>& entries) {
+  std::vector<const SafetensorsEntry*> sorted;
+  for (const auto& e : entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->begin < b->begin; });
+  const SafetensorsEntry* furthest = nullptr;  // the non-empty tensor reaching furthest so far
+  for (const SafetensorsEntry* e : sorted) {
+    if (e->begin == e->end) continue;
+    if (furthest && e->begin < furthest->end) {
+      fail(path, "tensors \"" + furthest->name + "\" and \"" + e->name + "\" overlap");
+    }
+    if (!furthest || e->end > furthest->end) furthest = e;
+  }
+}
+
+}  // namespace
+
 SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : path_(path) {
   std::ifstream in = files::open_input(path, "safetensors file");
   in.seekg(0, std::ios::end);
@@ -87,7 +148,6 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : path_(
   }
   if (!json.is_object()) fail(path, "header is not a JSON object");
   data_start_ = 8 + header_size;
-  const uint64_t data_size = file_size - data_start_;
   for (auto it = json.begin(); it != json.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) fail(path, "__metadata__ is not an object");
@@ -97,58 +157,9 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : path_(
       }
       continue;
     }
-    const std::string where = "tensor \"" + it.key() + "\"";
-    const nlohmann::json& t = *it;
-    if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") ||
-        !t.contains("data_offsets")) {
-      fail(path, where + " lacks dtype, shape or data_offsets");
-    }
-    SafetensorsEntry e;
-    e.name = it.key();
-    if (!t["dtype"].is_string()) fail(path, where + ": dtype is not a string");
-    e.dtype = t["dtype"].get<std::string>();
-    const size_t elem = dtype_bytes(e.dtype);
-    if (elem == 0) fail(path, where + ": unknown dtype \"" + e.dtype + "\"");
-    if (!t["shape"].is_array()) fail(path, where + ": shape is not an array");
-    for (const auto& d : t["shape"]) {
-      if (!d.is_number_unsigned())
-        fail(path, where + ": shape has a non-integer or negative entry");
-      e.shape.push_back(d.get<int64_t>());
-    }
-    const auto& off = t["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
-        !off[1].is_number_unsigned()) {
-      fail(path, where + ": data_offsets must be two non-negative integers");
-    }
-    e.begin = off[0].get<uint64_t>();
-    e.end = off[1].get<uint64_t>();
-    if (e.begin > e.end || e.end > data_size) {
-      fail(path, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
-                     std::to_string(e.end) + ") outside the " + std::to_string(data_size) +
-                     "-byte data section");
-    }
-    // numel * elem must equal the byte range (guard the product against overflow).
-    unsigned __int128 bytes = elem;
-    for (int64_t d : e.shape) bytes *= static_cast<uint64_t>(d);
-    if (bytes != e.end - e.begin) {
-      fail(path, where + ": shape and dtype need " + std::to_string(static_cast<uint64_t>(bytes)) +
-                     " bytes, data_offsets give " + std::to_string(e.end - e.begin));
-    }
-    entries_.push_back(std::move(e));
+    entries_.push_back(parse_entry(path, it.key(), *it, file_size - data_start_));
   }
-  // Tensors must not overlap.
-  std::vector<const SafetensorsEntry*> sorted;
-  for (const auto& e : entries_) sorted.push_back(&e);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto* a, const auto* b) { return a->begin < b->begin; });
-  const SafetensorsEntry* furthest = nullptr;  // the non-empty tensor reaching furthest so far
-  for (const SafetensorsEntry* e : sorted) {
-    if (e->begin == e->end) continue;
-    if (furthest && e->begin < furthest->end) {
-      fail(path, "tensors \"" + furthest->name + "\" and \"" + e->name + "\" overlap");
-    }
-    if (!furthest || e->end > furthest->end) furthest = e;
-  }
+  require_no_overlap(path, entries_);
 }
 
 const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {

@@ -42,6 +42,12 @@ void check_cu_seqlens(const char* op, const Tensor& cu, int64_t sequences, int64
   cpu::require(c[sequences] == tokens, op, "cu_seqlens[num_sequences] must equal tokens");
 }
 
+// Rows of q, k and v (and their gradients): qkv_row_stride apart, hidden when 0.
+int64_t qkv_stride_of(const char* op, int64_t stride, int64_t hidden) {
+  cpu::require(stride == 0 || stride >= hidden, op, "qkv_row_stride must be 0 or at least hidden");
+  return stride == 0 ? hidden : stride;
+}
+
 }  // namespace
 
 void CpuOps::attention_forward(const AttentionForwardParams& p) {
@@ -49,9 +55,11 @@ void CpuOps::attention_forward(const AttentionForwardParams& p) {
   const int64_t hidden = p.heads * p.head_dim, n = p.tokens * hidden;
   cpu::require(p.heads > 0 && p.head_dim > 0, op, "need heads > 0 and head_dim > 0");
   check_cu_seqlens(op, p.cu_seqlens, p.num_sequences, p.tokens, p.max_seqlen);
-  cpu::require_tensor(p.q, DType::f32, n, op, "q");
-  cpu::require_tensor(p.k, DType::f32, n, op, "k");
-  cpu::require_tensor(p.v, DType::f32, n, op, "v");
+  const int64_t qs = qkv_stride_of(op, p.qkv_row_stride, hidden);
+  const int64_t strided = p.tokens > 0 ? (p.tokens - 1) * qs + hidden : 0;
+  cpu::require_tensor(p.q, DType::f32, strided, op, "q");
+  cpu::require_tensor(p.k, DType::f32, strided, op, "k");
+  cpu::require_tensor(p.v, DType::f32, strided, op, "v");
   cpu::require_tensor(p.out, DType::f32, n, op, "out");
   cpu::require_tensor(p.softmax_lse, DType::f32, p.heads * p.tokens, op, "softmax_lse");
   const int32_t* cu = p.cu_seqlens.as<const int32_t>();
@@ -76,8 +84,8 @@ void CpuOps::attention_forward(const AttentionForwardParams& p) {
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / p.heads, h = task % p.heads;
       const int64_t start = cu[s], len = cu[s + 1] - cu[s];
-      const int64_t col = start * hidden + h * d;
-      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f, probs,
+      const int64_t col = start * hidden + h * d, qkv_col = start * qs + h * d;
+      cpu::sgemm(false, true, len, len, d, p.scale, q + qkv_col, qs, k + qkv_col, qs, 0.0f, probs,
                  len);
       for (int64_t i = 0; i < len; ++i) {
         float* row = probs + i * len;
@@ -100,7 +108,7 @@ void CpuOps::attention_forward(const AttentionForwardParams& p) {
                              len, factors);
         for (int64_t j = 0; j < len; ++j) row[j] *= inv_sum * factors[j];
       }
-      cpu::sgemm(false, false, len, d, len, 1.0f, probs, len, v + col, hidden, 0.0f, out + col,
+      cpu::sgemm(false, false, len, d, len, 1.0f, probs, len, v + qkv_col, qs, 0.0f, out + col,
                  hidden);
     }
   }
@@ -111,16 +119,18 @@ void CpuOps::attention_backward(const AttentionBackwardParams& p) {
   const int64_t hidden = p.heads * p.head_dim, n = p.tokens * hidden;
   cpu::require(p.heads > 0 && p.head_dim > 0, op, "need heads > 0 and head_dim > 0");
   check_cu_seqlens(op, p.cu_seqlens, p.num_sequences, p.tokens, p.max_seqlen);
+  const int64_t qs = qkv_stride_of(op, p.qkv_row_stride, hidden);
+  const int64_t strided = p.tokens > 0 ? (p.tokens - 1) * qs + hidden : 0;
   for (const auto& [t, name] : {std::pair{&p.q, "q"},
                                 {&p.k, "k"},
                                 {&p.v, "v"},
-                                {&p.out, "out"},
-                                {&p.d_out, "d_out"},
                                 {&p.d_q, "d_q"},
                                 {&p.d_k, "d_k"},
                                 {&p.d_v, "d_v"}}) {
-    cpu::require_tensor(*t, DType::f32, n, op, name);
+    cpu::require_tensor(*t, DType::f32, strided, op, name);
   }
+  cpu::require_tensor(p.out, DType::f32, n, op, "out");
+  cpu::require_tensor(p.d_out, DType::f32, n, op, "d_out");
   cpu::require_tensor(p.softmax_lse, DType::f32, p.heads * p.tokens, op, "softmax_lse");
   const int32_t* cu = p.cu_seqlens.as<const int32_t>();
   const float* q = p.q.as<const float>();
@@ -151,10 +161,10 @@ void CpuOps::attention_backward(const AttentionBackwardParams& p) {
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / p.heads, h = task % p.heads;
       const int64_t start = cu[s], len = cu[s + 1] - cu[s];
-      const int64_t col = start * hidden + h * d;
-      cpu::sgemm(false, true, len, len, d, p.scale, q + col, hidden, k + col, hidden, 0.0f, probs,
+      const int64_t col = start * hidden + h * d, qkv_col = start * qs + h * d;
+      cpu::sgemm(false, true, len, len, d, p.scale, q + qkv_col, qs, k + qkv_col, qs, 0.0f, probs,
                  len);
-      cpu::sgemm(false, true, len, len, d, 1.0f, d_o + col, hidden, v + col, hidden, 0.0f, d_probs,
+      cpu::sgemm(false, true, len, len, d, 1.0f, d_o + col, hidden, v + qkv_col, qs, 0.0f, d_probs,
                  len);
       for (int64_t i = 0; i < len; ++i) {
         const int64_t token = start + i;
@@ -172,12 +182,12 @@ void CpuOps::attention_backward(const AttentionBackwardParams& p) {
           prob_row[j] = prob * factors[j];                              // Pd, for dV
         }
       }
-      cpu::sgemm(true, false, len, d, len, 1.0f, probs, len, d_o + col, hidden, 0.0f, d_v + col,
-                 hidden);
-      cpu::sgemm(false, false, len, d, len, 1.0f, d_probs, len, k + col, hidden, 0.0f, d_q + col,
-                 hidden);
-      cpu::sgemm(true, false, len, d, len, 1.0f, d_probs, len, q + col, hidden, 0.0f, d_k + col,
-                 hidden);
+      cpu::sgemm(true, false, len, d, len, 1.0f, probs, len, d_o + col, hidden, 0.0f, d_v + qkv_col,
+                 qs);
+      cpu::sgemm(false, false, len, d, len, 1.0f, d_probs, len, k + qkv_col, qs, 0.0f,
+                 d_q + qkv_col, qs);
+      cpu::sgemm(true, false, len, d, len, 1.0f, d_probs, len, q + qkv_col, qs, 0.0f, d_k + qkv_col,
+                 qs);
     }
   }
 }

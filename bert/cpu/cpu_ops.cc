@@ -50,6 +50,10 @@ CpuOps::CpuOps() {
   cpu::use_single_threaded_blas();
 }
 
+CpuOps::CpuOps(const OpsPreferences& preferences) : CpuOps() {
+  preferences_ = preferences;
+}
+
 void CpuOps::reserve_scratch(size_t floats_per_thread) {
   const size_t threads = static_cast<size_t>(omp_get_max_threads());
   if (scratch_.size() < threads) scratch_.resize(threads);

@@ -18,8 +18,12 @@ class CpuOps final : public Ops {
   // Makes OpenBLAS single-threaded process-wide: GEMMs are split over the OpenMP threads instead
   // (bert/cpu/gemm.h), so set the thread count with OMP_NUM_THREADS / omp_set_num_threads.
   CpuOps();
+  // The same, asking the model for `preferences` (tests run the model's other arrangements on the
+  // reference backend).
+  explicit CpuOps(const OpsPreferences& preferences);
   std::string name() const override { return "cpu"; }
   DType compute_dtype() const override { return DType::f32; }
+  OpsPreferences preferences() const override { return preferences_; }
 
   Tensor allocate(DType dtype, size_t numel) override;
   void release(Tensor tensor) override;
@@ -54,6 +58,7 @@ class CpuOps final : public Ops {
   void reserve_scratch(size_t floats_per_thread);
   float* scratch(int thread) { return scratch_[static_cast<size_t>(thread)].data(); }
   std::vector<std::vector<float>> scratch_;
+  OpsPreferences preferences_;
 };
 
 // GELU (tanh approximation) and its derivative, shared by the CPU kernels and tests.

@@ -15,6 +15,8 @@
 #include "bert/cuda/embedding.h"
 #include "bert/cuda/gemm_plan.h"
 #include "bert/cuda/layer_norm.h"
+#include "bert/cuda/layer_norm_layout.h"
+#include "bert/cuda/step_recorder.h"
 
 namespace mlbert::cuda {
 namespace {
@@ -177,22 +179,67 @@ CudaOps::CudaOps(const CudaOpsOptions& options)
   device_name_ = props.name;
   attention_configure_device();
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  gemm_ = std::make_unique<GemmRunner>(options.gemm_workspace_bytes);
+  GemmTuning tuning;
+  tuning.candidates = options.gemm_candidates;
+  tuning.plans_file = options.gemm_plans_file;
+  tuning.strict = options.gemm_strict;
+  gemm_ = std::make_unique<GemmRunner>(options.gemm_workspace_bytes, kGemmPlanCacheCapacity,
+                                       std::move(tuning));
   ++device_allocations_;  // the GEMM workspace
   error_flags_ = static_cast<uint32_t*>(device_malloc(sizeof(uint32_t)));
   CUDA_CHECK(cudaMemsetAsync(error_flags_, 0, sizeof(uint32_t), stream_));
   if (options.workspace_limits.max_tokens > 0)
     scratch(cuda::workspace_bytes(options.workspace_limits, sm_count_));
+  if (options.cuda_graphs) {
+    steps_ = std::make_unique<StepRecorder>();
+    ++device_allocations_;  // its dropout key
+  }
 }
 
 CudaOps::~CudaOps() {
   if (stream_) cudaStreamSynchronize(stream_);
+  steps_.reset();
   for (CachedTable& t : tables_) cudaFree(t.device);
   if (workspace_) cudaFree(workspace_);
   if (error_flags_) cudaFree(error_flags_);
   if (loss_scale_) cudaFree(loss_scale_);
   gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+// ---- recorded steps ---------------------------------------------------------------------------
+
+bool CudaOps::begin_step(const bert::StepShape& shape, uint64_t seed, uint32_t step) {
+  return steps_ != nullptr && steps_->begin(shape, seed, step, stream_);
+}
+
+void CudaOps::end_step(bool completed) {
+  if (steps_ != nullptr) steps_->end(completed, stream_);
+}
+
+bert::DropoutMask CudaOps::kernel_mask(const bert::DropoutMask& mask) const {
+  return steps_ != nullptr ? steps_->kernel_mask(mask) : mask;
+}
+
+bert::DropoutMask CudaOps::attention_mask(const char* op, const bert::DropoutMask& mask) const {
+  if (!kAttentionReadsDeviceDropoutKey && mask.enabled && steps_ != nullptr && steps_->capturing())
+    throw std::runtime_error(std::string(op) +
+                             ": a recorded step (cuda_graphs) would replay this step's attention "
+                             "dropout mask: the attention kernels do not read the dropout key from "
+                             "device memory yet; run without attention dropout or without graphs");
+  return kernel_mask(mask);
+}
+
+std::string CudaOps::step_report() const {
+  return steps_ != nullptr ? steps_->report() : "CUDA graphs: off";
+}
+
+bert::OpsPreferences CudaOps::preferences() const {
+  bert::OpsPreferences p;
+  p.qkv_layout = options_.fused_qkv ? bert::QkvLayout::fused : bert::QkvLayout::separate;
+  p.ffn1_bias_grad_with_weight_grad = options_.dgelu_epilogue;
+  p.record_steps = options_.cuda_graphs;
+  return p;
 }
 
 std::string CudaOps::name() const {
@@ -209,6 +256,10 @@ void* CudaOps::device_malloc(size_t bytes) {
 
 void* CudaOps::scratch(size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_;
+  if (steps_ != nullptr && steps_->capturing())
+    throw std::runtime_error("CudaOps: a step being recorded needs " + std::to_string(bytes) +
+                             " bytes of workspace, more than its first run sized (" +
+                             std::to_string(workspace_bytes_) + ")");
   // Growth (only before the workspace has seen the largest step): wait for users of the old one.
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (workspace_) CUDA_CHECK(cudaFree(workspace_));
@@ -352,29 +403,33 @@ void CudaOps::linear_forward(const bert::LinearForwardParams& p) {
 }
 
 // d_input = (d_pre . W^T) * act'(input_pre_activation), d_input_bias += its column sums: the plain
-// GEMM, the activation gradient and a column sum; or, when the options ask for it
-// (dgelu_bgrad_epilogue) and cuBLASLt offers one, one GEMM with the DGELU_BGRAD epilogue for the
-// tanh GELU. The epilogue writes the bias gradient in d_input's type (cuBLASLt's rule, see
-// epilogue_vector_type) into scratch, summed over the tokens in f32 inside the GEMM and rounded
-// once; a small kernel adds it into the f32 d_input_bias.
+// GEMM, the activation gradient and a column sum; or, for the tanh GELU when the options ask for
+// it and cuBLASLt offers one, one GEMM with the DGELU_BGRAD epilogue (dgelu_bgrad_epilogue) or
+// with DGELU followed by the column sum (dgelu_epilogue). DGELU_BGRAD writes the bias gradient in
+// d_input's type (cuBLASLt's rule, see epilogue_vector_type) into scratch, summed over the tokens
+// in f32 inside the GEMM and rounded once; a small kernel adds it into the f32 d_input_bias.
 void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
-                                        char* scratch_base, size_t bias_scratch,
-                                        size_t column_scratch) {
+                                        const LinearScratch& scratch) {
   const int64_t M = p.m, K = p.k;
   float* d_input_bias = p.d_input_bias.defined() ? p.d_input_bias.as<float>() : nullptr;
-  const EpilogueChoice choice = data_gradient_epilogue(
-      p.input_activation == bert::Activation::gelu,
-      d_input_bias != nullptr && options_.dgelu_bgrad_epilogue, g.shape.ldd, g.d_type);
+  const EpilogueChoice choice =
+      data_gradient_epilogue(p.input_activation == bert::Activation::gelu,
+                             d_input_bias != nullptr && options_.dgelu_bgrad_epilogue,
+                             options_.dgelu_epilogue, g.shape.ldd, g.d_type);
   if (choice.epilogue != GemmEpilogue::none) {
     GemmArgs fused = g;
     fused.epilogue = choice.epilogue;
     fused.aux = p.input_pre_activation.data;
     fused.aux_ld = g.shape.ldd;
-    fused.bias_grad = scratch_base;
+    if (choice.epilogue == GemmEpilogue::dgelu_bgrad) fused.bias_grad = scratch.bias;
     fused.bias_type = choice.vector_type;
     fused.fallback = "the plain GEMM, the GELU-gradient kernel and an f32 column sum";
     if (gemm_->run(fused, stream_)) {
-      add_to_f32(d_input_bias, element_type_of(fused.bias_type), scratch_base, K, stream_);
+      if (choice.epilogue == GemmEpilogue::dgelu_bgrad)
+        add_to_f32(d_input_bias, element_type_of(fused.bias_type), scratch.bias, K, stream_);
+      else if (d_input_bias != nullptr)
+        column_sum_add(type_, g.d, M, K, d_input_bias, scratch.columns, scratch.column_bytes,
+                       stream_);
       return;
     }
   }
@@ -382,106 +437,112 @@ void CudaOps::input_activation_backward(const bert::LinearBackwardParams& p, Gem
   activation_backward(type_, activation_kind(p.input_activation), g.d, p.input_pre_activation.data,
                       M * K, stream_);
   if (d_input_bias != nullptr)
-    column_sum_add(type_, g.d, M, K, d_input_bias,
-                   reinterpret_cast<float*>(scratch_base + bias_scratch), column_scratch, stream_);
+    column_sum_add(type_, g.d, M, K, d_input_bias, scratch.columns, scratch.column_bytes, stream_);
 }
 
-void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
+// linear_backward's argument checks; the strides of the batch entries.
+CudaOps::LinearStrides CudaOps::check_linear_backward(const bert::LinearBackwardParams& p) const {
   const char* op = "linear_backward";
   const DType ct = options_.compute_dtype;
   require(p.batch >= 1, op, "batch must be at least 1");
   require(p.m >= 0 && p.n > 0 && p.k > 0, op, "n and k must be positive, m non-negative");
   const size_t M = p.m, N = p.n, K = p.k, B = p.batch;
-  const size_t weight_stride = B > 1 ? p.weight_stride : N * K;
-  const size_t bias_stride = B > 1 ? p.bias_stride : N;
-  const size_t out_stride = B > 1 ? p.out_stride : M * N;
-  if (M == 0) {
-    if (p.d_input.defined() && !p.accumulate_d_input) fill_zero(p.d_input.slice(0, 0));
-    return;
-  }
-  require_tensor(p.d_out, ct, (B - 1) * out_stride + M * N, op, "d_out");
+  const LinearStrides z{B > 1 ? p.weight_stride : N * K, B > 1 ? p.bias_stride : N,
+                        B > 1 ? p.out_stride : M * N};
+  if (M == 0) return z;
+  require_tensor(p.d_out, ct, (B - 1) * z.out + M * N, op, "d_out");
   require_tensor(p.input, ct, M * K, op, "input");
-  require_tensor(p.weight, ct, (B - 1) * weight_stride + N * K, op, "weight");
-  require_tensor(p.d_weight, DType::f32, (B - 1) * weight_stride + N * K, op, "d_weight");
-  if (p.d_bias.defined())
-    require_tensor(p.d_bias, DType::f32, (B - 1) * bias_stride + N, op, "d_bias");
+  require_tensor(p.weight, ct, (B - 1) * z.weight + N * K, op, "weight");
+  require_tensor(p.d_weight, DType::f32, (B - 1) * z.weight + N * K, op, "d_weight");
+  if (p.d_bias.defined()) require_tensor(p.d_bias, DType::f32, (B - 1) * z.bias + N, op, "d_bias");
   if (p.d_input.defined()) require_tensor(p.d_input, ct, M * K, op, "d_input");
-  const bool fuse_input = p.input_activation != bert::Activation::none;
-  if (fuse_input) {
+  if (p.input_activation != bert::Activation::none) {
     bert::require_input_activation_fusable(op, p);
     require_tensor(p.input_pre_activation, ct, M * K, op, "input_pre_activation");
     if (p.d_input_bias.defined()) require_tensor(p.d_input_bias, DType::f32, K, op, "d_input_bias");
   }
-
   if (p.activation != bert::Activation::none) {
     const bool uses_out = p.activation == bert::Activation::tanh;
-    const Tensor& x = uses_out ? p.out : p.pre_activation;
-    require_tensor(x, ct, (B - 1) * out_stride + M * N, op, uses_out ? "out" : "pre_activation");
-    for (size_t b = 0; b < B; ++b) {
-      activation_backward(type_, activation_kind(p.activation),
-                          byte_ptr<void>(p.d_out, b * out_stride),
-                          byte_ptr<void>(x, b * out_stride), static_cast<int64_t>(M * N), stream_);
+    require_tensor(uses_out ? p.out : p.pre_activation, ct, (B - 1) * z.out + M * N, op,
+                   uses_out ? "out" : "pre_activation");
+  }
+  return z;
+}
+
+// Batch entry b's weight gradient, with its bias gradient from the BGRADA/BGRADB epilogue when
+// allowed and offered, else from an f32 column sum.
+void CudaOps::weight_gradient(const bert::LinearBackwardParams& p, const LinearStrides& z, size_t b,
+                              const LinearScratch& scratch) {
+  const ColumnMajorGemm shape = plan_linear_backward_weight(p.m, p.n, p.k, p.weight_transposed);
+  const void* d_pre = byte_ptr<void>(p.d_out, b * z.out);
+  GemmArgs g;
+  g.shape = shape;
+  g.ab_type = matrix_type_of(options_.compute_dtype);
+  g.d_type = MatrixType::f32;
+  g.a = shape.a == LinearOperand::d_out ? d_pre : p.input.data;
+  g.b = shape.b == LinearOperand::d_out ? d_pre : p.input.data;
+  g.d = byte_ptr<void>(p.d_weight, b * z.weight);
+  g.beta = 1.0f;
+  float* d_bias =
+      p.d_bias.defined() ? reinterpret_cast<float*>(byte_ptr<void>(p.d_bias, b * z.bias)) : nullptr;
+  const EpilogueChoice choice =
+      weight_gradient_epilogue(shape, d_bias != nullptr && options_.bias_grad_epilogue, g.d_type);
+  if (choice.epilogue != GemmEpilogue::none) {
+    GemmArgs with_bias = g;
+    with_bias.epilogue = choice.epilogue;
+    with_bias.bias_grad = scratch.bias;
+    with_bias.bias_type = choice.vector_type;
+    with_bias.fallback = "the plain GEMM and an f32 column sum";
+    if (gemm_->run(with_bias, stream_)) {
+      add_to_f32(d_bias, element_type_of(with_bias.bias_type), scratch.bias,
+                 static_cast<int64_t>(p.n), stream_);
+      return;
     }
   }
+  linear_gemm(g);
+  if (d_bias != nullptr)
+    column_sum_add(type_, d_pre, p.m, p.n, d_bias, scratch.columns, scratch.column_bytes, stream_);
+}
 
-  const ColumnMajorGemm data_shape = plan_linear_backward_data(p.m, p.n, p.k, p.weight_transposed);
-  const ColumnMajorGemm weight_shape =
-      plan_linear_backward_weight(p.m, p.n, p.k, p.weight_transposed);
-  const MatrixType mt = matrix_type_of(ct);
+void CudaOps::linear_backward(const bert::LinearBackwardParams& p) {
+  const LinearStrides z = check_linear_backward(p);
+  const size_t M = p.m, N = p.n, K = p.k, B = p.batch;
+  if (M == 0) {
+    if (p.d_input.defined() && !p.accumulate_d_input) fill_zero(p.d_input.slice(0, 0));
+    return;
+  }
+  if (p.activation != bert::Activation::none) {
+    const Tensor& x = p.activation == bert::Activation::tanh ? p.out : p.pre_activation;
+    for (size_t b = 0; b < B; ++b)
+      activation_backward(type_, activation_kind(p.activation), byte_ptr<void>(p.d_out, b * z.out),
+                          byte_ptr<void>(x, b * z.out), static_cast<int64_t>(M * N), stream_);
+  }
   // Scratch: the epilogue's bias gradient [N or K], then column-sum partials for the fallback.
   // The weight side (d_bias, width N) and the input side (d_input_bias, width K) use it in turn.
   const size_t width = std::max(N, K);
-  const size_t bias_scratch = align_up(width * sizeof(float));
-  const size_t column_scratch = column_sum_workspace_bytes(p.m, static_cast<int64_t>(width));
-  char* scratch_base = p.d_bias.defined() || p.d_input_bias.defined()
-                           ? static_cast<char*>(scratch(bias_scratch + column_scratch))
-                           : nullptr;
+  const size_t bias_bytes = align_up(width * sizeof(float));
+  LinearScratch work;
+  if (p.d_bias.defined() || p.d_input_bias.defined()) {
+    work.column_bytes = column_sum_workspace_bytes(p.m, static_cast<int64_t>(width));
+    work.bias = scratch(bias_bytes + work.column_bytes);
+    work.columns = reinterpret_cast<float*>(static_cast<char*>(work.bias) + bias_bytes);
+  }
+  const ColumnMajorGemm data_shape = plan_linear_backward_data(p.m, p.n, p.k, p.weight_transposed);
   for (size_t b = 0; b < B; ++b) {
-    const void* d_pre = byte_ptr<void>(p.d_out, b * out_stride);
-    const void* weight = byte_ptr<void>(p.weight, b * weight_stride);
     if (p.d_input.defined()) {
       GemmArgs g;
       g.shape = data_shape;
-      g.ab_type = g.d_type = mt;
-      g.a = weight;
-      g.b = d_pre;
+      g.ab_type = g.d_type = matrix_type_of(options_.compute_dtype);
+      g.a = byte_ptr<void>(p.weight, b * z.weight);
+      g.b = byte_ptr<void>(p.d_out, b * z.out);
       g.d = p.d_input.data;
       g.beta = (b == 0 && !p.accumulate_d_input) ? 0.0f : 1.0f;
-      if (fuse_input)
-        input_activation_backward(p, g, scratch_base, bias_scratch, column_scratch);
+      if (p.input_activation != bert::Activation::none)
+        input_activation_backward(p, g, work);
       else
         linear_gemm(g);
     }
-    GemmArgs g;
-    g.shape = weight_shape;
-    g.ab_type = mt;
-    g.d_type = MatrixType::f32;
-    g.a = weight_shape.a == LinearOperand::d_out ? d_pre : p.input.data;
-    g.b = weight_shape.b == LinearOperand::d_out ? d_pre : p.input.data;
-    g.d = byte_ptr<void>(p.d_weight, b * weight_stride);
-    g.beta = 1.0f;
-    float* d_bias = p.d_bias.defined()
-                        ? reinterpret_cast<float*>(byte_ptr<void>(p.d_bias, b * bias_stride))
-                        : nullptr;
-    const EpilogueChoice choice = weight_gradient_epilogue(
-        weight_shape, d_bias != nullptr && options_.bias_grad_epilogue, g.d_type);
-    if (choice.epilogue != GemmEpilogue::none) {
-      GemmArgs with_bias = g;
-      with_bias.epilogue = choice.epilogue;
-      with_bias.bias_grad = scratch_base;
-      with_bias.bias_type = choice.vector_type;
-      with_bias.fallback = "the plain GEMM and an f32 column sum";
-      if (gemm_->run(with_bias, stream_)) {
-        add_to_f32(d_bias, element_type_of(with_bias.bias_type), scratch_base,
-                   static_cast<int64_t>(N), stream_);
-        continue;
-      }
-    }
-    linear_gemm(g);
-    if (d_bias != nullptr)
-      column_sum_add(type_, d_pre, p.m, p.n, d_bias,
-                     reinterpret_cast<float*>(scratch_base + bias_scratch), column_scratch,
-                     stream_);
+    weight_gradient(p, z, b, work);
   }
 }
 
@@ -512,11 +573,28 @@ void CudaOps::layer_norm_forward(const bert::LayerNormForwardParams& p) {
   a.ln_input = p.ln_input.data;
   a.mean = p.mean.as<float>();
   a.rstd = p.rstd.as<float>();
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.rows = p.rows;
   a.width = p.width;
   a.eps = p.eps;
+  a.keep_bits = layer_norm_keep_buffer(op, p.saved, p.dropout, p.rows, p.width);
   cuda::layer_norm_forward(a, stream_);
+}
+
+size_t CudaOps::layer_norm_saved_bytes(int64_t rows, int64_t width) const {
+  if (!options_.layer_norm_keep_bits || rows <= 0 || width <= 0) return 0;
+  return static_cast<size_t>(layer_norm_keep_bytes(rows, width));
+}
+
+// The keep-bit buffer of a LayerNorm call: `saved` when this backend keeps bits and the call has
+// dropout, else null (the backward then draws the mask).
+uint8_t* CudaOps::layer_norm_keep_buffer(const char* op, const Tensor& saved,
+                                         const bert::DropoutMask& dropout, int64_t rows,
+                                         int64_t width) const {
+  const size_t bytes = layer_norm_saved_bytes(rows, width);
+  if (!saved.defined() || !dropout.enabled || bytes == 0) return nullptr;
+  require_tensor(saved, DType::i32, (bytes + sizeof(int32_t) - 1) / sizeof(int32_t), op, "saved");
+  return static_cast<uint8_t*>(saved.data);
 }
 
 void CudaOps::layer_norm_backward(const bert::LayerNormBackwardParams& p) {
@@ -548,9 +626,16 @@ void CudaOps::layer_norm_backward(const bert::LayerNormBackwardParams& p) {
   a.d_gamma = p.d_gamma.as<float>();
   a.d_beta = p.d_beta.as<float>();
   a.d_bias = p.d_bias.defined() ? p.d_bias.as<float>() : nullptr;
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.rows = p.rows;
   a.width = p.width;
+  a.keep_bits = layer_norm_keep_buffer(op, p.saved, p.dropout, p.rows, p.width);
+  if (options_.layer_norm_streaming) {
+    const size_t bytes = layer_norm_backward_stream_workspace_bytes(p.rows, p.width, sm_count_);
+    cuda::layer_norm_backward_stream(a, static_cast<float*>(scratch(bytes)), bytes, sm_count_,
+                                     stream_);
+    return;
+  }
   const size_t bytes = layer_norm_backward_workspace_bytes(p.rows, p.width, sm_count_);
   cuda::layer_norm_backward(a, static_cast<float*>(scratch(bytes)), bytes, sm_count_, stream_);
 }
@@ -600,7 +685,7 @@ void CudaOps::embedding_forward(const bert::EmbeddingForwardParams& p) {
   a.ln_input = p.ln_input.data;
   a.mean = p.mean.as<float>();
   a.rstd = p.rstd.as<float>();
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.tokens = p.tokens;
   a.hidden = p.hidden;
   a.eps = p.eps;
@@ -641,7 +726,7 @@ void CudaOps::embedding_backward(const bert::EmbeddingBackwardParams& p) {
   a.d_token_type = p.d_token_type.as<float>();
   a.d_gamma = p.d_gamma.as<float>();
   a.d_beta = p.d_beta.as<float>();
-  a.dropout = p.dropout;
+  a.dropout = kernel_mask(p.dropout);
   a.tokens = p.tokens;
   a.hidden = p.hidden;
   a.error_flags = error_flags_;
@@ -652,11 +737,19 @@ void CudaOps::embedding_backward(const bert::EmbeddingBackwardParams& p) {
 // ---- attention ----------------------------------------------------------------------------------
 
 namespace {
+// Rows of q, k, v and their gradients: bert::AttentionForwardParams::qkv_row_stride, hidden when 0.
+size_t qkv_row_stride_of(const char* op, int64_t stride, size_t hidden) {
+  require(stride == 0 || stride >= static_cast<int64_t>(hidden), op,
+          "qkv_row_stride must be 0 or at least heads * head_dim");
+  return stride == 0 ? hidden : static_cast<size_t>(stride);
+}
+
 AttentionParams attention_common(const char* op, DType ct, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const Tensor& cu_seqlens, const Tensor& lse,
                                  int64_t tokens, int64_t num_sequences, int64_t heads,
                                  int64_t head_dim, int max_seqlen, float scale,
-                                 const bert::DropoutMask& dropout, uint32_t* error_flags) {
+                                 const bert::DropoutMask& dropout, uint32_t* error_flags,
+                                 int64_t qkv_row_stride) {
   require(
       head_dim == kAttentionHeadDim, op,
       "the CUDA attention kernels support head_dim 64 only (got " + std::to_string(head_dim) + ")");
@@ -664,17 +757,18 @@ AttentionParams attention_common(const char* op, DType ct, const Tensor& q, cons
           "tokens, num_sequences, heads and max_seqlen must be positive");
   const size_t hidden = static_cast<size_t>(heads * head_dim);
   const size_t T = static_cast<size_t>(tokens);
-  require_tensor(q, ct, T * hidden, op, "q");
-  require_tensor(k, ct, T * hidden, op, "k");
-  require_tensor(v, ct, T * hidden, op, "v");
+  const size_t qkv_stride = qkv_row_stride_of(op, qkv_row_stride, hidden);
+  require_tensor(q, ct, (T - 1) * qkv_stride + hidden, op, "q");
+  require_tensor(k, ct, (T - 1) * qkv_stride + hidden, op, "k");
+  require_tensor(v, ct, (T - 1) * qkv_stride + hidden, op, "v");
   require_tensor(cu_seqlens, DType::i32, static_cast<size_t>(num_sequences) + 1, op, "cu_seqlens");
   require_tensor(lse, DType::f32, static_cast<size_t>(heads) * T, op, "softmax_lse");
   AttentionParams a;
   a.q = q.data;
   a.k = k.data;
   a.v = v.data;
-  a.q_row_stride = a.k_row_stride = a.v_row_stride = a.out_row_stride =
-      static_cast<int64_t>(hidden);
+  a.q_row_stride = a.k_row_stride = a.v_row_stride = static_cast<int64_t>(qkv_stride);
+  a.out_row_stride = static_cast<int64_t>(hidden);
   a.softmax_lse = lse.as<float>();
   a.cu_seqlens = cu_seqlens.as<const int>();
   a.num_seqs = static_cast<int>(num_sequences);
@@ -769,9 +863,10 @@ void CudaOps::attention_forward(const bert::AttentionForwardParams& p) {
   const char* op = "attention_forward";
   const DType ct = options_.compute_dtype;
   if (p.tokens == 0) return;
-  AttentionParams a = attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
-                                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
-                                       p.dropout, error_flags_);
+  AttentionParams a =
+      attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
+                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
+                       attention_mask(op, p.dropout), error_flags_, p.qkv_row_stride);
   require_tensor(p.out, ct, static_cast<size_t>(p.tokens * p.heads * p.head_dim), op, "out");
   a.out = p.out.data;
   a.keep_bits = attention_keep_buffer(*this, op, p.saved, p.dropout, p.tokens, p.num_sequences,
@@ -786,18 +881,21 @@ void CudaOps::attention_backward(const bert::AttentionBackwardParams& p) {
   const DType ct = options_.compute_dtype;
   if (p.tokens == 0) return;
   AttentionBwdParams a;
-  static_cast<AttentionParams&>(a) = attention_common(
-      op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens, p.num_sequences, p.heads,
-      p.head_dim, p.max_seqlen, p.scale, p.dropout, error_flags_);
+  static_cast<AttentionParams&>(a) =
+      attention_common(op, ct, p.q, p.k, p.v, p.cu_seqlens, p.softmax_lse, p.tokens,
+                       p.num_sequences, p.heads, p.head_dim, p.max_seqlen, p.scale,
+                       attention_mask(op, p.dropout), error_flags_, p.qkv_row_stride);
   const size_t elems = static_cast<size_t>(p.tokens * p.heads * p.head_dim);
+  const size_t strided =
+      static_cast<size_t>((p.tokens - 1) * a.q_row_stride + p.heads * p.head_dim);
   require_tensor(p.out, ct, elems, op, "out");
   require_tensor(p.d_out, ct, elems, op, "d_out");
-  require_tensor(p.d_q, ct, elems, op, "d_q");
-  require_tensor(p.d_k, ct, elems, op, "d_k");
-  require_tensor(p.d_v, ct, elems, op, "d_v");
+  require_tensor(p.d_q, ct, strided, op, "d_q");
+  require_tensor(p.d_k, ct, strided, op, "d_k");
+  require_tensor(p.d_v, ct, strided, op, "d_v");
   a.out = p.out.data;
   a.dout = p.d_out.data;
-  a.dout_row_stride = a.q_row_stride;
+  a.dout_row_stride = a.out_row_stride;
   a.dq = p.d_q.data;
   a.dk = p.d_k.data;
   a.dv = p.d_v.data;

@@ -75,6 +75,35 @@ struct CudaOpsOptions {
   // dQ summed in key-block order instead of by atomics, the same bits on every run; needs
   // attention_kernels fa2 (the constructor refuses it otherwise).
   bool attention_deterministic_dq = false;
+
+  // ---- Step variants, each off until a GPU measures it faster (bert_cuda_bench sets each one).
+  // Q, K and V as one [3 * hidden, hidden] weight (bert::QkvLayout::fused, which a ParameterStore
+  // built on this backend takes): one N = 3 * hidden forward GEMM, one K = 3 * hidden data
+  // gradient and one weight gradient with its bias gradient, instead of batch-3 loops of three.
+  bool fused_qkv = false;
+  // The FFN output layer's data gradient through cuBLASLt's DGELU epilogue (the GELU gradient in
+  // the GEMM), and FFN1's bias gradient taken by FFN1's own weight-gradient product (its BGRADA
+  // epilogue) instead of a column sum over the GELU gradient (bert::OpsPreferences::
+  // ffn1_bias_grad_with_weight_grad). For the tanh GELU; the erf GELU keeps the unfused path.
+  bool dgelu_epilogue = false;
+  // cuBLASLt algorithm choice (gemm_tuning.h): the heuristic's first candidate (1, deterministic:
+  // what the checks run), or the fastest of its first `gemm_candidates`, timed once per problem
+  // and token-count bucket, kept in `gemm_plans_file` when one is named.
+  int gemm_candidates = 1;
+  std::string gemm_plans_file;
+  // A perf run: a GEMM plan cuBLASLt refuses throws instead of falling back to a slower path.
+  bool gemm_strict = false;
+  // LayerNorm: keep the forward's dropout keep bits (one bit an element; bert::Ops::
+  // layer_norm_saved_bytes) for the backward, which then reads them instead of drawing the mask
+  // again; and run the streaming backward (layer_norm.h) instead of the two-pass one and its
+  // separate column-sum kernel.
+  bool layer_norm_keep_bits = false;
+  bool layer_norm_streaming = false;
+  // Record each training step's ops as a CUDA graph the second time its shape comes, and replay
+  // it from then on (step_recorder.h; the kernels read the dropout seed and step from device
+  // memory, so the masks are the same). Steps that report gradients on the way (on_grad_ready)
+  // run op by op. Needs attention dropout 0 until the attention kernels read the key there too.
+  bool cuda_graphs = false;
 };
 
 // Options for a model: the workspace sized for `limits`.
@@ -87,6 +116,7 @@ int cuda_device_count();
 bool set_cuda_device(int device);
 
 class CudaOps;
+class StepRecorder;
 // The backend for `mlbert train --backend cuda`: device `device`, compute precision "bf16" or
 // "fp16" (std::invalid_argument otherwise), workspace reserved for the model's limits. Throws
 // std::runtime_error when the device is missing or older than sm_80.
@@ -103,6 +133,8 @@ class CudaOps final : public bert::Ops {
 
   std::string name() const override;
   bert::DType compute_dtype() const override { return options_.compute_dtype; }
+  bert::OpsPreferences preferences() const override;
+  const CudaOpsOptions& options() const { return options_; }
 
   bert::Tensor allocate(bert::DType dtype, size_t numel) override;
   void release(bert::Tensor tensor) override;
@@ -119,6 +151,7 @@ class CudaOps final : public bert::Ops {
   void layer_norm_backward(const bert::LayerNormBackwardParams& p) override;
   void embedding_forward(const bert::EmbeddingForwardParams& p) override;
   void embedding_backward(const bert::EmbeddingBackwardParams& p) override;
+  size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const override;
   size_t attention_saved_bytes(int64_t tokens, int64_t num_sequences, int64_t heads,
                                int max_seqlen) const override;
   void attention_forward(const bert::AttentionForwardParams& p) override;
@@ -132,6 +165,8 @@ class CudaOps final : public bert::Ops {
   void bucket_clip(const bert::BucketClipParams& p) override;  // no host round trip
   void adam_update(const bert::AdamParams& p) override;
   void lamb_update(const bert::LambParams& p) override;
+  bool begin_step(const bert::StepShape& shape, uint64_t seed, uint32_t step) override;
+  void end_step(bool completed) override;
 
   // ---- CUDA-specific extensions (the harness may use them; the Ops contract does not need them)
   // The stream every op is issued on (for NCCL overlap: record an event here, wait on it there).
@@ -140,9 +175,13 @@ class CudaOps final : public bert::Ops {
   const std::string& device_name() const { return device_name_; }
   // cudaMalloc calls so far (tensors, workspace growth, chunk tables): constant across steady-state
   // steps, which the device check asserts.
-  size_t device_allocations() const { return device_allocations_; }
+  size_t device_allocations() const { return device_allocations_ + gemm_->tuning_allocations(); }
   size_t workspace_bytes() const { return workspace_bytes_; }
   const GemmRunner& gemm() const { return *gemm_; }
+  // Writes the GEMM runner's tuned choices to CudaOpsOptions::gemm_plans_file (if named).
+  void save_gemm_plans() const { gemm_->save_tuned_plans(); }
+  // "CUDA graphs: 1 steps recorded, 12 replayed", or "... off".
+  std::string step_report() const;
   // Device-side dynamic loss scaling (fp16): when enabled, update_loss_scale(total) reads the
   // inf/nan flag an l2_norm wrote into `total` and updates the scale on the device; adam_update
   // and lamb_update then skip an overflowed step and multiply gradients by 1 / (the step's scale)
@@ -159,8 +198,28 @@ class CudaOps final : public bert::Ops {
   void check_device_errors();
   void* device_malloc(size_t bytes);
   void linear_gemm(const GemmArgs& args);
+  // The dropout mask a kernel gets: inside a step that may be recorded, with its seed and step
+  // read from device memory (attention_mask refuses a recording the attention would break).
+  bert::DropoutMask kernel_mask(const bert::DropoutMask& mask) const;
+  bert::DropoutMask attention_mask(const char* op, const bert::DropoutMask& mask) const;
+  uint8_t* layer_norm_keep_buffer(const char* op, const bert::Tensor& saved,
+                                  const bert::DropoutMask& dropout, int64_t rows,
+                                  int64_t width) const;
+  // linear_backward's parts: the element strides of its batch entries, and the workspace its bias
+  // gradients use (the epilogue's vector, then column-sum partials).
+  struct LinearStrides {
+    size_t weight = 0, bias = 0, out = 0;
+  };
+  struct LinearScratch {
+    void* bias = nullptr;
+    float* columns = nullptr;
+    size_t column_bytes = 0;
+  };
+  LinearStrides check_linear_backward(const bert::LinearBackwardParams& p) const;
   void input_activation_backward(const bert::LinearBackwardParams& p, GemmArgs g,
-                                 char* scratch_base, size_t bias_scratch, size_t column_scratch);
+                                 const LinearScratch& scratch);
+  void weight_gradient(const bert::LinearBackwardParams& p, const LinearStrides& z, size_t b,
+                       const LinearScratch& scratch);
 
   CudaOpsOptions options_;
   ComputeType type_;
@@ -181,6 +240,7 @@ class CudaOps final : public bert::Ops {
     DeviceChunkTable table;
   };
   std::vector<CachedTable> tables_;
+  std::unique_ptr<StepRecorder> steps_;  // with cuda_graphs
 };
 
 }  // namespace mlbert::cuda

@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row_begin =
       (static_cast<int64_t>(blockIdx.x) * kRowWarpsPerBlock + warp) * rows_per_warp;
   const int64_t row_end = min(row_begin + rows_per_warp, a.tokens);
+  const bert::DropoutMask dropout = bert::resolve_dropout_key(a.dropout);
   for (int64_t t = row_begin; t < row_end; ++t) {
     int32_t word, position, segment;
     const bool valid = read_ids(a.ids, t, a.error_flags, lane, word, position, segment);
@@ -82,11 +83,11 @@ __global__ void __launch_bounds__(kThreads)
       rows::load_floats(static_cast<const T*>(a.gamma) + col, g);
       rows::load_floats(static_cast<const T*>(a.beta) + col, b);
       const uint32_t keep =
-          a.dropout.enabled ? dropout_keep_byte(a.dropout, static_cast<uint64_t>(offset)) : 0xffu;
+          dropout.enabled ? dropout_keep_byte(dropout, static_cast<uint64_t>(offset)) : 0xffu;
 #pragma unroll
       for (int i = 0; i < kElementsPerPack; ++i) {
         y[i] = (s[p][i] - mean) * rstd * g[i] + b[i];
-        if (a.dropout.enabled) y[i] = (keep >> i) & 1u ? y[i] * a.dropout.scale : 0.0f;
+        if (dropout.enabled) y[i] = (keep >> i) & 1u ? y[i] * dropout.scale : 0.0f;
       }
       rows::store_floats(static_cast<T*>(a.out) + offset, y);
     }
@@ -115,6 +116,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row_begin =
       (static_cast<int64_t>(blockIdx.x) * kRowWarpsPerBlock + warp) * rows_per_warp;
   const int64_t row_end = min(row_begin + rows_per_warp, a.tokens);
+  const bert::DropoutMask dropout = bert::resolve_dropout_key(a.dropout);
 
   float part[kSums][kPacks][kElementsPerPack];
 #pragma unroll
@@ -140,10 +142,10 @@ __global__ void __launch_bounds__(kThreads)
       rows::load_floats(static_cast<const T*>(a.ln_input) + offset, xhat[p]);
       rows::load_floats(static_cast<const T*>(a.gamma) + col, gamma);
       const uint32_t keep =
-          a.dropout.enabled ? dropout_keep_byte(a.dropout, static_cast<uint64_t>(offset)) : 0xffu;
+          dropout.enabled ? dropout_keep_byte(dropout, static_cast<uint64_t>(offset)) : 0xffu;
 #pragma unroll
       for (int i = 0; i < kElementsPerPack; ++i) {
-        if (a.dropout.enabled) dy[i] = (keep >> i) & 1u ? dy[i] * a.dropout.scale : 0.0f;
+        if (dropout.enabled) dy[i] = (keep >> i) & 1u ? dy[i] * dropout.scale : 0.0f;
         xhat[p][i] = (xhat[p][i] - mean) * rstd;
         g[p][i] = dy[i] * gamma[i];
         sum_g += g[p][i];

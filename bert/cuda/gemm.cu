@@ -1,9 +1,13 @@
 // cuBLASLt GEMM runner with a per-problem algorithm cache, and the tiled fallback GEMM.
 #include "bert/cuda/gemm.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bert/cuda/common.cuh"
 
@@ -36,6 +40,8 @@ cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue) {
       return CUBLASLT_EPILOGUE_BGRADA;
     case GemmEpilogue::bgrad_b:
       return CUBLASLT_EPILOGUE_BGRADB;
+    case GemmEpilogue::dgelu:
+      return CUBLASLT_EPILOGUE_DGELU;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -101,8 +107,25 @@ std::string refusal_report_key(const GemmArgs& args) {
          " ldb=" + std::to_string(g.ldb) + " ldd=" + std::to_string(g.ldd);
 }
 
-GemmRunner::GemmRunner(size_t workspace_bytes, size_t plan_capacity)
-    : workspace_bytes_(workspace_bytes), cache_(plan_capacity) {
+namespace {
+// The device a tuned choice belongs to: the current GPU's name, the driver and cuBLASLt versions.
+std::string current_tuning_device() {
+  int device = 0, driver = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp props{};
+  CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  return tuning_device(props.name, driver, cublasLtGetVersion());
+}
+}  // namespace
+
+GemmRunner::GemmRunner(size_t workspace_bytes, size_t plan_capacity, GemmTuning tuning)
+    : workspace_bytes_(workspace_bytes),
+      cache_(plan_capacity),
+      tuning_(std::move(tuning)),
+      tuned_(current_tuning_device()) {
+  validate(tuning_);
+  if (!tuning_.plans_file.empty()) tuned_.load(tuning_.plans_file);
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -117,47 +140,58 @@ void GemmRunner::destroy(Plan& plan) {
 
 GemmRunner::~GemmRunner() {
   cache_.for_each([](Plan& plan) { destroy(plan); });
+  if (timing_output_) cudaFree(timing_output_);
   if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(handle_);
 }
 
-GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
-  const ColumnMajorGemm& g = args.shape;
-  const uint32_t align_a = pointer_alignment(reinterpret_cast<uintptr_t>(args.a));
-  const uint32_t align_b = pointer_alignment(reinterpret_cast<uintptr_t>(args.b));
-  const uint32_t align_d = pointer_alignment(reinterpret_cast<uintptr_t>(args.d));
-  const void* epilogue_ptr = uses_bias(args.epilogue)        ? args.bias
-                             : uses_bias_grad(args.epilogue) ? args.bias_grad
-                                                             : nullptr;
-  const uint32_t align_bias =
-      epilogue_ptr ? pointer_alignment(reinterpret_cast<uintptr_t>(epilogue_ptr)) : 0;
-  const uint32_t align_aux =
-      uses_aux(args.epilogue) ? pointer_alignment(reinterpret_cast<uintptr_t>(args.aux)) : 0;
-  const Key key{g.m,
-                g.n,
-                g.k,
-                g.lda,
-                g.ldb,
-                g.ldd,
-                g.trans_a,
-                g.trans_b,
-                static_cast<int>(args.ab_type),
-                static_cast<int>(args.d_type),
-                static_cast<int>(args.epilogue),
-                static_cast<int>(args.bias_type),
-                uses_aux(args.epilogue) ? args.aux_ld : 0,
-                align_a,
-                align_b,
-                align_d,
-                align_bias,
-                align_aux};
-  if (Plan* found = cache_.find(key)) return *found;
+namespace {
 
-  Plan plan;
-  plan.use = uses_.size();
-  for (size_t i = 0; i < uses_.size(); ++i)
-    if (uses_[i].epilogue == args.epilogue && uses_[i].vector_type == args.bias_type) plan.use = i;
-  if (plan.use == uses_.size()) uses_.push_back(EpilogueUse{args.epilogue, args.bias_type, 0, 0});
+// The alignments cuBLASLt's heuristic is told (and a plan is cached for): A, B, D, the bias or
+// bias-gradient vector, the aux matrix.
+struct Alignments {
+  uint32_t a = 0, b = 0, d = 0, bias = 0, aux = 0;
+};
+Alignments alignments_of(const GemmArgs& args) {
+  auto of = [](const void* p) { return pointer_alignment(reinterpret_cast<uintptr_t>(p)); };
+  const void* vector = uses_bias(args.epilogue)        ? args.bias
+                       : uses_bias_grad(args.epilogue) ? args.bias_grad
+                                                       : nullptr;
+  return {of(args.a), of(args.b), of(args.d), vector ? of(vector) : 0,
+          uses_aux(args.epilogue) ? of(args.aux) : 0};
+}
+
+template <typename V>
+void set_preference(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+                    const V& value) {
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+}
+
+// What the heuristic may offer for `args`: within the workspace, the operands' alignments, and
+// for a 16-bit output only split-K products that add their partial sums in f32 (the in-place and
+// output-type schemes round each partial to fp16/bf16, which the device check saw as 2-4x the
+// error of one rounding on the small-N products, NSP's N = 2 and a width of 13, on an H200).
+cublasLtMatmulPreference_t make_preference(const GemmArgs& args, const Alignments& align,
+                                           uint64_t max_workspace) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, max_workspace);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align.a);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align.b);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align.d);
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align.d);
+  const uint32_t reductions = args.d_type == MatrixType::f32
+                                  ? uint32_t{CUBLASLT_REDUCTION_SCHEME_MASK}
+                                  : uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
+  set_preference(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductions);
+  return pref;
+}
+
+}  // namespace
+
+// The operation and matrix descriptors of a problem.
+void GemmRunner::create_descriptors(Plan& plan, const GemmArgs& args) {
+  const ColumnMajorGemm& g = args.shape;
   const cudaDataType_t ab = cuda_type(args.ab_type), dt = cuda_type(args.d_type);
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -173,43 +207,55 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
   if (uses_aux(args.epilogue))
     set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, args.aux_ld);
   set_epilogue_pointers(plan.desc, args);
-
   // Stored shapes: op(A) is m x k, so A is stored k x m when transposed.
   CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.a, ab, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
   CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.b, ab, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, dt, g.m, g.n, g.ldd));
+}
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t max_workspace = workspace_bytes_;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &max_workspace, sizeof(max_workspace)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
-  // A split-K product of a 16-bit output must add its partial sums in f32: the in-place and
-  // output-type schemes round each partial to fp16/bf16, which the device check saw as 2-4x the
-  // error of one rounding on the small-N products (NSP's N = 2, a width of 13) on an H200.
-  const uint32_t reductions = args.d_type == MatrixType::f32
-                                  ? uint32_t{CUBLASLT_REDUCTION_SCHEME_MASK}
-                                  : uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
-  cublasLtMatmulHeuristicResult_t result{};
+GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args, cudaStream_t stream) {
+  const ColumnMajorGemm& g = args.shape;
+  const Alignments align = alignments_of(args);
+  const Key key{g.m,
+                g.n,
+                g.k,
+                g.lda,
+                g.ldb,
+                g.ldd,
+                g.trans_a,
+                g.trans_b,
+                static_cast<int>(args.ab_type),
+                static_cast<int>(args.d_type),
+                static_cast<int>(args.epilogue),
+                static_cast<int>(args.bias_type),
+                uses_aux(args.epilogue) ? args.aux_ld : 0,
+                align.a,
+                align.b,
+                align.d,
+                align.bias,
+                align.aux};
+  if (Plan* found = cache_.find(key)) return *found;
+
+  Plan plan;
+  plan.use = uses_.size();
+  for (size_t i = 0; i < uses_.size(); ++i)
+    if (uses_[i].epilogue == args.epilogue && uses_[i].vector_type == args.bias_type) plan.use = i;
+  if (plan.use == uses_.size()) uses_.push_back(EpilogueUse{args.epilogue, args.bias_type, 0, 0});
+  create_descriptors(plan, args);
+  cublasLtMatmulPreference_t pref = make_preference(args, align, workspace_bytes_);
+  // (A unique_ptr array: nvcc 13's front end fails on a std::vector of this C struct.)
+  std::unique_ptr<cublasLtMatmulHeuristicResult_t[]> results(
+      new cublasLtMatmulHeuristicResult_t[static_cast<size_t>(tuning_.candidates)]());
   int found_count = 0;
   ++heuristic_queries_;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      handle_, plan.desc, plan.a, plan.b, plan.d, plan.d, pref, 1, &result, &found_count);
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.d, plan.d, pref,
+                                     tuning_.candidates, results.get(), &found_count);
   cublasLtMatmulPreferenceDestroy(pref);
   if (status == CUBLAS_STATUS_SUCCESS && found_count > 0) {
-    plan.algo = result.algo;
+    plan.algo = choose_algorithm(plan, args, results.get(), found_count, stream);
     plan.supported = true;
   } else if (status != CUBLAS_STATUS_SUCCESS && !is_refusal(status)) {
     CUBLAS_CHECK(status);
@@ -229,6 +275,12 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& args) {
 void GemmRunner::refuse(Plan& plan, const GemmArgs& args, const std::string& reason) {
   plan.supported = false;
   ++uses_[plan.use].refused_plans;
+  if (tuning_.strict)
+    throw std::runtime_error(
+        "cuBLASLt refused " +
+        describe_problem(args.epilogue, args.ab_type, args.d_type, args.bias_type, args.shape) +
+        ": " + reason + "; a strict GEMM run does not fall back to " +
+        (args.fallback ? args.fallback : "a fallback"));
   // Said once per product: its other token counts are only counted (fusion_report).
   if (!reported_refusals_.insert(refusal_report_key(args)).second) return;
   std::fprintf(
@@ -241,9 +293,127 @@ void GemmRunner::refuse(Plan& plan, const GemmArgs& args, const std::string& rea
   std::fflush(stderr);
 }
 
+// ---- tuning: the heuristic's first candidates timed once per problem (gemm_tuning.h) -------------
+
+namespace {
+constexpr int kTimingRuns = 3;  // after one untimed run
+
+AlgoWords words_of(const cublasLtMatmulAlgo_t& algo) {
+  AlgoWords w;
+  std::memcpy(w.words.data(), algo.data, sizeof(algo.data));
+  return w;
+}
+cublasLtMatmulAlgo_t algo_of(const AlgoWords& w) {
+  cublasLtMatmulAlgo_t algo{};
+  std::memcpy(algo.data, w.words.data(), sizeof(algo.data));
+  return algo;
+}
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+size_t matrix_bytes(MatrixType type) {
+  return type == MatrixType::f32 ? 4 : 2;
+}
+}  // namespace
+
+cublasLtMatmulAlgo_t GemmRunner::choose_algorithm(const Plan& plan, const GemmArgs& args,
+                                                  const cublasLtMatmulHeuristicResult_t* found,
+                                                  int count, cudaStream_t stream) {
+  if (tuning_.candidates <= 1) return found[0].algo;
+  const std::string key = tuning_key(args);
+  if (const TunedPlan* kept = tuned_.find(key)) {
+    for (int i = 0; i < count; ++i) {
+      if (words_of(found[i].algo) == kept->algo) {
+        ++reused_choices_;
+        return found[i].algo;
+      }
+    }
+    // Not among this shape's candidates: cuBLASLt may still take it for this shape.
+    cublasLtMatmulAlgo_t algo = algo_of(kept->algo);
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoCheck(handle_, plan.desc, plan.a, plan.b, plan.d, plan.d, &algo,
+                                &check) == CUBLAS_STATUS_SUCCESS &&
+        check.workspaceSize <= workspace_bytes_) {
+      ++reused_choices_;
+      return algo;
+    }
+    ++unmatched_choices_;
+    return found[0].algo;
+  }
+  if (count == 1 || capturing(stream)) return found[0].algo;
+  std::vector<double> microseconds(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) microseconds[i] = time_algorithm(plan, args, found[i].algo, stream);
+  const size_t best = fastest_candidate(microseconds);
+  if (best == microseconds.size()) return found[0].algo;  // none ran: its first run reports why
+  tuned_.record(key, TunedPlan{words_of(found[best].algo), microseconds[best], count});
+  ++timed_problems_;
+  return found[best].algo;
+}
+
+// An accumulating product (beta != 0) is timed on a copy of its output, which the timing runs
+// may add to freely; one that writes its output (beta 0) is timed in place, where the real run
+// then writes it once more.
+void* GemmRunner::output_copy(const GemmArgs& args, cudaStream_t stream) {
+  const size_t bytes =
+      static_cast<size_t>(args.shape.ldd) * static_cast<size_t>(args.shape.n) *
+      matrix_bytes(args.d_type);
+  if (bytes > timing_output_bytes_) {
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (timing_output_) CUDA_CHECK(cudaFree(timing_output_));
+    timing_output_ = nullptr;
+    CUDA_CHECK(cudaMalloc(&timing_output_, bytes));
+    timing_output_bytes_ = bytes;
+    ++tuning_allocations_;
+  }
+  CUDA_CHECK(cudaMemcpyAsync(timing_output_, args.d, bytes, cudaMemcpyDeviceToDevice, stream));
+  return timing_output_;
+}
+
+double GemmRunner::time_algorithm(const Plan& plan, const GemmArgs& args,
+                                  const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
+  void* d = args.beta != 0.0f ? output_copy(args, stream) : args.d;
+  set_epilogue_pointers(plan.desc, args);
+  auto run = [&] {
+    return cublasLtMatmul(handle_, plan.desc, &args.alpha, args.a, plan.a, args.b, plan.b,
+                          &args.beta, d, plan.d, d, plan.d, &algo, workspace_, workspace_bytes_,
+                          stream);
+  };
+  if (run() != CUBLAS_STATUS_SUCCESS) return INFINITY;
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  CUDA_CHECK(cudaEventRecord(start, stream));
+  bool ran = true;
+  for (int r = 0; r < kTimingRuns && ran; ++r) ran = run() == CUBLAS_STATUS_SUCCESS;
+  CUDA_CHECK(cudaEventRecord(stop, stream));
+  CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  return ran ? 1e3 * ms / kTimingRuns : INFINITY;
+}
+
+std::string GemmRunner::tuning_report() const {
+  if (tuning_.candidates <= 1) return "GEMM algorithms: the first heuristic";
+  return "GEMM algorithms: the fastest of up to " + std::to_string(tuning_.candidates) +
+         " candidates, timed once per problem: " + std::to_string(timed_problems_) +
+         " problems timed, " + std::to_string(reused_choices_) + " took a kept choice, " +
+         std::to_string(unmatched_choices_) + " could not (the first candidate instead)" +
+         (tuning_.plans_file.empty() ? ""
+                                     : "; plans file " + tuning_.plans_file.string() + " (" +
+                                           std::to_string(tuned_.size()) + " choices)");
+}
+
+void GemmRunner::save_tuned_plans() const {
+  if (!tuning_.plans_file.empty()) tuned_.save(tuning_.plans_file);
+}
+
 bool GemmRunner::run(const GemmArgs& args, cudaStream_t stream) {
   validate(args);
-  Plan& plan = plan_for(args);
+  Plan& plan = plan_for(args, stream);
   if (!plan.supported) return false;
   set_epilogue_pointers(plan.desc, args);
   const cublasStatus_t status = cublasLtMatmul(

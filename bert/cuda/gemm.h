@@ -2,8 +2,10 @@
 // cuBLASLt has no algorithm for (e.g. the 2-wide NSP output layer on some versions).
 //
 // Design choice: a GemmRunner owns one cuBLASLt handle and one preallocated workspace, and caches
-// per problem (shapes, types, epilogue, pointer alignments) the descriptors and the heuristic's
-// best algorithm, so steady-state steps make no heuristic queries and no allocations. The cache
+// per problem (shapes, types, epilogue, pointer alignments) the descriptors and the algorithm
+// (the heuristic's first, or with GemmTuning::candidates > 1 the fastest of its first candidates,
+// timed once: gemm_tuning.h), so steady-state steps make no heuristic queries and no allocations.
+// The cache
 // holds at most a few hundred problems, least recently used out first: packed batches bring a new
 // token count (a new problem for every layer's GEMMs) nearly every step, so an unbounded cache
 // would grow over a whole run. A problem cuBLASLt refuses (no algorithm, or its first
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "bert/cuda/gemm_plan.h"
+#include "bert/cuda/gemm_tuning.h"
 
 namespace mlbert::cuda {
 
@@ -112,13 +115,16 @@ std::string refusal_report_key(const GemmArgs& args);
 class GemmRunner {
  public:
   explicit GemmRunner(size_t workspace_bytes = kGemmWorkspaceBytes,
-                      size_t plan_capacity = kGemmPlanCacheCapacity);
+                      size_t plan_capacity = kGemmPlanCacheCapacity, GemmTuning tuning = {});
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
 
   // Enqueues the product on `stream`. Returns false, launching nothing, when cuBLASLt offers no
-  // algorithm for this problem (the caller then falls back); throws on any other failure.
+  // algorithm for this problem (the caller then falls back; with GemmTuning::strict it throws
+  // instead); throws on any other failure. A problem seen for the first time is planned here, and
+  // with tuning its candidates are timed on `stream` (synchronizing it; never while the stream is
+  // being captured into a CUDA graph: then the first candidate is taken).
   bool run(const GemmArgs& args, cudaStream_t stream);
 
   size_t cached_problems() const { return cache_.size(); }
@@ -128,6 +134,15 @@ class GemmRunner {
   // Fused runs and refused plans per (epilogue, vector type), in first-use order.
   const std::vector<EpilogueUse>& epilogue_uses() const { return uses_; }
   std::string fusion_report() const { return mlbert::cuda::fusion_report(uses_); }
+
+  // How the algorithms were chosen: "GEMM algorithms: the first heuristic", or the candidates
+  // timed, with the problems timed, those that took a kept choice and those whose kept choice
+  // cuBLASLt no longer offered (they took the first candidate).
+  std::string tuning_report() const;
+  // Writes the tuned choices to GemmTuning::plans_file (nothing without one).
+  void save_tuned_plans() const;
+  // cudaMalloc calls of the timing (its copy of an accumulating product's output).
+  size_t tuning_allocations() const { return tuning_allocations_; }
 
  private:
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int,
@@ -140,9 +155,16 @@ class GemmRunner {
     bool ran = false;  // cublasLtMatmul accepted it once
     size_t use = 0;    // index into uses_
   };
-  Plan& plan_for(const GemmArgs& args);
+  Plan& plan_for(const GemmArgs& args, cudaStream_t stream);
+  static void create_descriptors(Plan& plan, const GemmArgs& args);
   void refuse(Plan& plan, const GemmArgs& args, const std::string& reason);
   static void destroy(Plan& plan);
+  cublasLtMatmulAlgo_t choose_algorithm(const Plan& plan, const GemmArgs& args,
+                                        const cublasLtMatmulHeuristicResult_t* found, int count,
+                                        cudaStream_t stream);
+  double time_algorithm(const Plan& plan, const GemmArgs& args, const cublasLtMatmulAlgo_t& algo,
+                        cudaStream_t stream);
+  void* output_copy(const GemmArgs& args, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
@@ -151,6 +173,12 @@ class GemmRunner {
   size_t heuristic_queries_ = 0;
   std::vector<EpilogueUse> uses_;
   std::set<std::string> reported_refusals_;  // refusal_report_key of each refusal named on stderr
+  GemmTuning tuning_;
+  TunedPlans tuned_;
+  size_t timed_problems_ = 0, reused_choices_ = 0, unmatched_choices_ = 0;
+  void* timing_output_ = nullptr;  // the copy of D an accumulating product is timed on
+  size_t timing_output_bytes_ = 0;
+  size_t tuning_allocations_ = 0;
 };
 
 // Plain tiled GEMM (fp32 accumulate) with the same column-major conventions, alpha/beta and an

@@ -19,6 +19,8 @@ const char* gemm_epilogue_name(GemmEpilogue epilogue) {
       return "BGRADA";
     case GemmEpilogue::bgrad_b:
       return "BGRADB";
+    case GemmEpilogue::dgelu:
+      return "DGELU";
   }
   return "?";
 }
@@ -30,7 +32,8 @@ bool epilogue_writes_bias_grad(GemmEpilogue e) {
   return e == GemmEpilogue::dgelu_bgrad || e == GemmEpilogue::bgrad_a || e == GemmEpilogue::bgrad_b;
 }
 bool epilogue_uses_aux(GemmEpilogue e) {
-  return e == GemmEpilogue::gelu_aux_bias || e == GemmEpilogue::dgelu_bgrad;
+  return e == GemmEpilogue::gelu_aux_bias || e == GemmEpilogue::dgelu_bgrad ||
+         e == GemmEpilogue::dgelu;
 }
 
 const char* matrix_type_name(MatrixType type) {
@@ -138,10 +141,12 @@ GemmEpilogue forward_epilogue(bool has_bias, bool tanh_gelu, bool has_pre_activa
   return GemmEpilogue::bias;
 }
 
-EpilogueChoice data_gradient_epilogue(bool tanh_gelu_input, bool wants_bias_grad, int64_t ldd,
-                                      MatrixType d_type) {
-  if (!tanh_gelu_input || !wants_bias_grad || ldd % kGemmAuxLdMultiple != 0) return {};
-  return {GemmEpilogue::dgelu_bgrad, epilogue_vector_type(d_type)};
+EpilogueChoice data_gradient_epilogue(bool tanh_gelu_input, bool fused_bias_grad,
+                                      bool dgelu_allowed, int64_t ldd, MatrixType d_type) {
+  if (!tanh_gelu_input || ldd % kGemmAuxLdMultiple != 0) return {};
+  if (fused_bias_grad) return {GemmEpilogue::dgelu_bgrad, epilogue_vector_type(d_type)};
+  if (dgelu_allowed) return {GemmEpilogue::dgelu, epilogue_vector_type(d_type)};
+  return {};
 }
 
 EpilogueChoice weight_gradient_epilogue(const ColumnMajorGemm& weight_plan, bool wants_bias_grad,

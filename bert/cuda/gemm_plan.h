@@ -19,11 +19,12 @@ enum class GemmEpilogue : uint8_t {
   dgelu_bgrad,    // D = (A.B) * gelu_tanh'(aux), bias_grad = row sums of D
   bgrad_a,        // bias_grad = sums of A over k (length m), D = A.B
   bgrad_b,        // bias_grad = sums of B over k (length n), D = A.B
+  dgelu,          // D = (A.B) * gelu_tanh'(aux) (no bias gradient)
 };
 const char* gemm_epilogue_name(GemmEpilogue epilogue);
 bool epilogue_reads_bias(GemmEpilogue epilogue);        // BIAS, GELU_AUX_BIAS
 bool epilogue_writes_bias_grad(GemmEpilogue epilogue);  // DGELU_BGRAD, BGRADA, BGRADB
-bool epilogue_uses_aux(GemmEpilogue epilogue);          // GELU_AUX_BIAS, DGELU_BGRAD
+bool epilogue_uses_aux(GemmEpilogue epilogue);          // GELU_AUX_BIAS, DGELU_BGRAD, DGELU
 
 // Element types of the matrices and vectors of one product.
 enum class MatrixType : uint8_t { f16, bf16, f32 };
@@ -67,12 +68,13 @@ struct EpilogueChoice {
   MatrixType vector_type = MatrixType::f32;
   friend bool operator==(const EpilogueChoice&, const EpilogueChoice&) = default;
 };
-// linear_backward's data product with the input's activation folded in: DGELU_BGRAD with the
-// bias gradient in d_input's type, when that activation is the tanh GELU, a bias gradient is
-// wanted and the aux ld (= ldd) is a multiple of 8; else none (the caller runs the plain product,
-// the activation-gradient kernel and an f32 column sum).
-EpilogueChoice data_gradient_epilogue(bool tanh_gelu_input, bool wants_bias_grad, int64_t ldd,
-                                      MatrixType d_type);
+// linear_backward's data product with the input's activation folded in, when that activation is
+// the tanh GELU and the aux ld (= ldd) is a multiple of 8: DGELU_BGRAD with the bias gradient in
+// d_input's type when the bias gradient is to be fused (`fused_bias_grad`), else DGELU when
+// allowed (the caller sums the bias gradient, if any, itself); otherwise none (the caller runs the
+// plain product, the activation-gradient kernel and an f32 column sum).
+EpilogueChoice data_gradient_epilogue(bool tanh_gelu_input, bool fused_bias_grad,
+                                      bool dgelu_allowed, int64_t ldd, MatrixType d_type);
 // linear_backward's weight product: the plan's BGRADA/BGRADB with the bias gradient in d_weight's
 // type (f32) when a bias gradient is wanted, else none.
 EpilogueChoice weight_gradient_epilogue(const ColumnMajorGemm& weight_plan, bool wants_bias_grad,

@@ -1,6 +1,8 @@
 // Launch-configuration arithmetic (see launch_config.h).
 #include "bert/cuda/launch_config.h"
 
+#include "bert/cuda/layer_norm_layout.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -67,6 +69,29 @@ AttentionGrid attention_grid(int max_seqlen, int heads, int64_t num_sequences) {
   grid.y = static_cast<unsigned>(heads);
   grid.z = static_cast<unsigned>(num_sequences);
   return grid;
+}
+
+LayerNormStreamLayout layer_norm_stream_layout(int64_t rows, int64_t width, int max_blocks) {
+  if (width <= 0 || width % kStreamColumnsPerThread != 0 ||
+      width > kStreamMaxThreadsPerGroup * kStreamColumnsPerThread)
+    throw std::invalid_argument(
+        "the streaming LayerNorm backward needs a width that is a positive multiple of 8 and at "
+        "most 1024 (got " +
+        std::to_string(width) + ")");
+  if (rows <= 0 || max_blocks <= 0)
+    throw std::invalid_argument("the streaming LayerNorm backward needs rows and blocks (got " +
+                                std::to_string(rows) + " rows, " + std::to_string(max_blocks) +
+                                " blocks)");
+  LayerNormStreamLayout l;
+  l.rows = rows;
+  l.width = width;
+  const int64_t packs = width / kStreamColumnsPerThread;
+  l.threads_per_group = static_cast<int>((packs + 31) / 32 * 32);
+  const int64_t wanted = (rows + kStreamRowGroups - 1) / kStreamRowGroups;  // a row per group
+  const int64_t blocks = std::min<int64_t>(max_blocks, wanted);
+  l.rows_per_block = (rows + blocks - 1) / blocks;
+  l.blocks = static_cast<int>((rows + l.rows_per_block - 1) / l.rows_per_block);  // none empty
+  return l;
 }
 
 int64_t attention_busy_blocks(const int32_t* cu_seqlens, int64_t num_sequences) {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bert/cuda/layer_norm_layout.h"
 #include "bert/cuda/row_kernels.cuh"
 
 namespace mlbert::cuda {
@@ -23,6 +24,7 @@ __global__ void __launch_bounds__(kThreads)
   const T* x = static_cast<const T*>(a.x);
   const T* bias = static_cast<const T*>(a.bias);
   const T* residual = static_cast<const T*>(a.residual);
+  const bert::DropoutMask dropout = bert::resolve_dropout_key(a.dropout);
   for (int64_t r = row_begin; r < row_end; ++r) {
     float s[kPacks][kElementsPerPack];
 #pragma unroll
@@ -38,11 +40,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int i = 0; i < kElementsPerPack; ++i) h[i] += b[i];
       }
-      if (a.dropout.enabled) {
-        const uint32_t keep = dropout_keep_byte(a.dropout, static_cast<uint64_t>(offset));
+      if (dropout.enabled) {
+        const uint32_t keep = dropout_keep_byte(dropout, static_cast<uint64_t>(offset));
+        if (a.keep_bits != nullptr)
+          a.keep_bits[layer_norm_keep_byte(r, width, col)] = static_cast<uint8_t>(keep);
 #pragma unroll
         for (int i = 0; i < kElementsPerPack; ++i)
-          h[i] = (keep >> i) & 1u ? h[i] * a.dropout.scale : 0.0f;
+          h[i] = (keep >> i) & 1u ? h[i] * dropout.scale : 0.0f;
       }
       if (residual != nullptr) {
         float res[kElementsPerPack];
@@ -112,6 +116,7 @@ __global__ void __launch_bounds__(kThreads, kRowBlocksPerSm)
       (static_cast<int64_t>(blockIdx.x) * kRowWarpsPerBlock + warp) * rows_per_warp;
   const int64_t row_end = min(row_begin + rows_per_warp, a.rows);
   T* d_residual = static_cast<T*>(a.d_residual);
+  const bert::DropoutMask dropout = bert::resolve_dropout_key(a.dropout);
   float* my_beta_part = warp_part[0][warp];
   float* my_bias_part = warp_part[1][warp];
 
@@ -167,11 +172,13 @@ __global__ void __launch_bounds__(kThreads, kRowBlocksPerSm)
         }
         rows::store_floats(d_residual + offset, res);
       }
-      if (a.dropout.enabled) {
-        const uint32_t keep = dropout_keep_byte(a.dropout, static_cast<uint64_t>(offset));
+      if (dropout.enabled) {
+        const uint32_t keep = a.keep_bits != nullptr
+                                  ? a.keep_bits[layer_norm_keep_byte(r, width, col)]
+                                  : dropout_keep_byte(dropout, static_cast<uint64_t>(offset));
 #pragma unroll
         for (int i = 0; i < kElementsPerPack; ++i)
-          ds[i] = (keep >> i) & 1u ? ds[i] * a.dropout.scale : 0.0f;
+          ds[i] = (keep >> i) & 1u ? ds[i] * dropout.scale : 0.0f;
       }
 #pragma unroll
       for (int i = 0; i < kElementsPerPack; ++i) my_bias_part[col + i] += ds[i];
@@ -261,6 +268,16 @@ size_t layer_norm_backward_workspace_bytes(int64_t rows, int64_t width, int sm_c
   return column_partials_bytes(row_kernel_config(rows, width, sm_count), width, 3);
 }
 
+void validate_layer_norm_backward(const LayerNormBackwardArgs& a) {
+  require_aligned(a.d_out, "d_out", false);
+  require_aligned(a.ln_input, "ln_input", false);
+  require_aligned(a.gamma, "gamma", false);
+  require_aligned(a.d_x, "d_x", false);
+  require_aligned(a.d_residual, "d_residual", true);
+  if (a.mean == nullptr || a.rstd == nullptr || a.d_gamma == nullptr || a.d_beta == nullptr)
+    throw std::invalid_argument("layer_norm backward: mean, rstd, d_gamma and d_beta are required");
+}
+
 void layer_norm_backward(const LayerNormBackwardArgs& a, float* workspace, size_t workspace_bytes,
                          int sm_count, cudaStream_t stream) {
   if (a.rows == 0) return;
@@ -270,13 +287,7 @@ void layer_norm_backward(const LayerNormBackwardArgs& a, float* workspace, size_
     throw std::invalid_argument("layer_norm backward: workspace of " +
                                 std::to_string(workspace_bytes) + " bytes, needs " +
                                 std::to_string(needed));
-  require_aligned(a.d_out, "d_out", false);
-  require_aligned(a.ln_input, "ln_input", false);
-  require_aligned(a.gamma, "gamma", false);
-  require_aligned(a.d_x, "d_x", false);
-  require_aligned(a.d_residual, "d_residual", true);
-  if (a.mean == nullptr || a.rstd == nullptr || a.d_gamma == nullptr || a.d_beta == nullptr)
-    throw std::invalid_argument("layer_norm backward: mean, rstd, d_gamma and d_beta are required");
+  validate_layer_norm_backward(a);
   if (a.type == ComputeType::f16)
     backward_typed<__half>(a, config, workspace, stream);
   else

@@ -2,7 +2,11 @@
 //   forward   h = dropout(x + bias); s = h + residual; out = LN(s) * gamma + beta
 //   backward  d_s = LN'(d_out); d_residual = d_s; d_x = d_s * mask / (1 - p); gamma/beta/bias grads
 // One warp per row with the row in registers; the column gradients use a two-stage reduction
-// (per-block partials, then a per-column sum) instead of atomics, so they are deterministic.
+// (per-block partials, then a per-column sum) instead of atomics, so they are deterministic. Two
+// variants beside it: the forward may keep its dropout keep bits for the backward (one bit an
+// element, layer_norm_layout.h), and the streaming backward (layer_norm_stream.cu) makes one pass
+// over each row from registers with the next rows' loads in flight and sums the columns in the
+// same launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,6 +33,9 @@ struct LayerNormForwardArgs {
   bert::DropoutMask dropout;  // over h, element r * width + c
   int64_t rows = 0, width = 0;
   float eps = 1e-12f;
+  // Optional, with dropout: layer_norm_keep_bytes(rows, width) bytes receiving the mask's keep
+  // bits (layer_norm_layout.h), for the backward to read instead of drawing them again.
+  uint8_t* keep_bits = nullptr;
 };
 
 struct LayerNormBackwardArgs {
@@ -46,6 +53,7 @@ struct LayerNormBackwardArgs {
   float* d_bias = nullptr;   // optional, accumulated
   bert::DropoutMask dropout;
   int64_t rows = 0, width = 0;
+  const uint8_t* keep_bits = nullptr;  // the forward's, or null (then the mask is drawn again)
 };
 
 // One row per warp (row_kernel_config_one_row_per_warp).
@@ -54,5 +62,14 @@ void layer_norm_forward(const LayerNormForwardArgs& args, cudaStream_t stream);
 size_t layer_norm_backward_workspace_bytes(int64_t rows, int64_t width, int sm_count);
 void layer_norm_backward(const LayerNormBackwardArgs& args, float* workspace,
                          size_t workspace_bytes, int sm_count, cudaStream_t stream);
+// Throws std::invalid_argument naming the field a backward cannot take (null or misaligned).
+void validate_layer_norm_backward(const LayerNormBackwardArgs& args);
+
+// The streaming backward: the same results (within rounding; the same masks), one cooperative
+// launch of at most kStreamBlocksPerSm resident blocks an SM whose block partials stay in the
+// workspace (L2) between its two phases.
+size_t layer_norm_backward_stream_workspace_bytes(int64_t rows, int64_t width, int sm_count);
+void layer_norm_backward_stream(const LayerNormBackwardArgs& args, float* workspace,
+                                size_t workspace_bytes, int sm_count, cudaStream_t stream);
 
 }  // namespace mlbert::cuda

@@ -8,6 +8,7 @@
 #include "bert/cuda/cross_entropy.h"
 #include "bert/cuda/elementwise.h"
 #include "bert/cuda/launch_config.h"
+#include "bert/cuda/layer_norm_layout.h"
 #include "bert/cuda/multi_tensor.h"
 #include "bert/cuda/optimizer.h"
 #include "bert/parameters.h"
@@ -51,6 +52,11 @@ std::vector<WorkspaceNeed> workspace_needs(const WorkspaceLimits& w, int sm_coun
                     static_cast<size_t>(w.hidden) * static_cast<size_t>(sums) * sizeof(float));
   };
   needs.push_back({"layer_norm_backward", partials(3)});
+  const LayerNormStreamLayout stream =
+      layer_norm_stream_layout(w.max_tokens, w.hidden, sm_count * kStreamBlocksPerSm);
+  needs.push_back({"layer_norm_backward (streaming)",
+                   align_up(static_cast<size_t>(stream.blocks) * kStreamSums *
+                            static_cast<size_t>(w.hidden) * sizeof(float))});
   needs.push_back({"embedding_backward", partials(2)});
   // Linear backward: the bias gradient from the BGRAD epilogue, and (fallback) column-sum partials.
   const int64_t width = std::max(w.max_linear_width, w.hidden);

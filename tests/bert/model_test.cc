@@ -245,8 +245,26 @@ class CountingOps final : public Ops {
   std::vector<Tensor> forward_saved, backward_saved;
   std::vector<size_t> bytes_needed;         // attention_saved_bytes at each forward's sizes
   std::vector<Tensor> every_forward_saved;  // with dropout or without
+  std::vector<Tensor> norm_forward_saved, norm_backward_saved;  // LayerNorms with dropout
+  std::vector<size_t> norm_bytes_needed;
+  // Recorded steps: begin_step replays (returns true) from the `replay_from`-th step on.
+  bool records_steps = false;
+  int replay_from = 1 << 30;
+  std::vector<StepShape> began;
+  std::vector<bool> ended;  // end_step's `completed`
+  int linear_calls = 0;
   std::string name() const override { return "counting"; }
   DType compute_dtype() const override { return DType::f32; }
+  OpsPreferences preferences() const override {
+    OpsPreferences p;
+    p.record_steps = records_steps;
+    return p;
+  }
+  bool begin_step(const StepShape& shape, uint64_t, uint32_t) override {
+    began.push_back(shape);
+    return static_cast<int>(began.size()) > replay_from;
+  }
+  void end_step(bool completed) override { ended.push_back(completed); }
   Tensor allocate(DType d, size_t n) override {
     ++allocations;
     return cpu.allocate(d, n);
@@ -258,11 +276,24 @@ class CountingOps final : public Ops {
   void fill_zero(Tensor t) override { cpu.fill_zero(t); }
   void cast(Tensor d, Tensor s) override { cpu.cast(d, s); }
   void synchronize() override {}
-  void linear_forward(const LinearForwardParams& p) override { cpu.linear_forward(p); }
+  void linear_forward(const LinearForwardParams& p) override {
+    ++linear_calls;
+    cpu.linear_forward(p);
+  }
   void linear_backward(const LinearBackwardParams& p) override { cpu.linear_backward(p); }
-  void layer_norm_forward(const LayerNormForwardParams& p) override { cpu.layer_norm_forward(p); }
+  void layer_norm_forward(const LayerNormForwardParams& p) override {
+    if (p.dropout.enabled) {
+      norm_forward_saved.push_back(p.saved);
+      norm_bytes_needed.push_back(layer_norm_saved_bytes(p.rows, p.width));
+    }
+    cpu.layer_norm_forward(p);
+  }
   void layer_norm_backward(const LayerNormBackwardParams& p) override {
+    if (p.dropout.enabled) norm_backward_saved.push_back(p.saved);
     cpu.layer_norm_backward(p);
+  }
+  size_t layer_norm_saved_bytes(int64_t rows, int64_t width) const override {
+    return claims_saved ? static_cast<size_t>(rows * width / 8 + 3) : 0;
   }
   void embedding_forward(const EmbeddingForwardParams& p) override { cpu.embedding_forward(p); }
   void embedding_backward(const EmbeddingBackwardParams& p) override { cpu.embedding_backward(p); }
@@ -346,6 +377,85 @@ TEST_CASE("each layer's attention backward gets the tensor its forward saved int
   }
 }
 
+TEST_CASE("each residual LayerNorm's backward gets the tensor its forward kept, its own") {
+  for (const bool claims : {true, false}) {
+    CountingOps ops;
+    ops.claims_saved = claims;
+    const BertConfig c = small_config();
+    ParameterStore params(c, ops);
+    params.init_truncated_normal(7);
+    Model model(params, small_limits());
+    model.forward_backward(small_batch(73, c), DropoutKey{2, 1});
+    // Two a layer (after attention, after the FFN); the heads' LayerNorm has no dropout.
+    const size_t norms = 2 * static_cast<size_t>(c.num_hidden_layers);
+    REQUIRE(ops.norm_forward_saved.size() == norms);
+    REQUIRE(ops.norm_backward_saved.size() == norms);
+    for (size_t i = 0; i < norms; ++i) {
+      INFO("LayerNorm " << i << (claims ? " (backend keeps bytes)" : " (backend keeps nothing)"));
+      const Tensor& fwd = ops.norm_forward_saved[i];
+      const Tensor& bwd = ops.norm_backward_saved[norms - 1 - i];  // backward runs in reverse
+      CHECK(bwd.data == fwd.data);
+      CHECK(bwd.numel == fwd.numel);
+      if (!claims) {
+        CHECK(fwd.numel == 0);
+        continue;
+      }
+      CHECK(fwd.numel * 4 >= ops.norm_bytes_needed[i]);
+      for (size_t other = 0; other < i; ++other) {  // no two LayerNorms share bytes
+        const auto* a = static_cast<const char*>(fwd.data);
+        const auto* b = static_cast<const char*>(ops.norm_forward_saved[other].data);
+        CHECK((a + fwd.numel * 4 <= b || b + ops.norm_forward_saved[other].numel * 4 <= a));
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "a backend that records steps gets each step bracketed and its shape, and a replayed step "
+    "issues no op") {
+  CountingOps ops;
+  ops.records_steps = true;
+  ops.replay_from = 2;  // the third step on is a replay
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(12);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(90, c);
+  const double first = model.forward_backward(batch, DropoutKey{1, 1}).total_loss;
+  const int calls_per_step = ops.linear_calls;
+  CHECK(calls_per_step > 0);
+  const double second = model.forward_backward(batch, DropoutKey{1, 2}).total_loss;
+  CHECK(second != first);
+  REQUIRE(ops.ended == std::vector<bool>{true, true});
+  const StepShape& shape = ops.began[0];
+  CHECK(shape.owner == &model);
+  CHECK(shape.tokens == static_cast<int64_t>(batch.num_tokens()));
+  CHECK(shape.sequences == 3);
+  CHECK(shape.masked == static_cast<int64_t>(batch.num_masked()));
+  CHECK(shape.max_seqlen == batch.max_seqlen);
+  CHECK(shape.dropout);
+  CHECK(ops.began[1] == shape);
+  // A replay: no op issued, the step's result read back from the buffers it wrote.
+  const double replayed = model.forward_backward(batch, DropoutKey{1, 1}).total_loss;
+  CHECK(ops.linear_calls == 2 * calls_per_step);
+  CHECK(ops.ended.size() == 2);  // a replayed step is not ended
+  CHECK(replayed == model.forward_backward(batch, DropoutKey{1, 1}).total_loss);
+  CHECK(replayed == second);  // nothing ran: the buffers still hold the last step's statistics
+  // A step that reports gradients on the way runs op by op, outside any recording.
+  ops.replay_from = 1 << 30;
+  const size_t began = ops.began.size();
+  model.forward_backward(batch, DropoutKey{1, 3}, [](size_t) {});
+  CHECK(ops.began.size() == began);
+  // Without dropout, or with another loss scale, it is another shape.
+  ForwardBackwardOptions other;
+  other.dropout = false;
+  other.loss_scale = 4.0f;
+  model.forward_backward(batch, DropoutKey{1, 4}, {}, other);
+  CHECK_FALSE(ops.began.back().dropout);
+  CHECK(ops.began.back().loss_scale == 4.0f);
+  CHECK(ops.ended.back());
+}
+
 TEST_CASE("a model without attention dropout carves no keep-bit buffer") {
   CountingOps ops;
   ops.claims_saved = true;
@@ -400,4 +510,31 @@ TEST_CASE("a few Adam steps on one batch drive the loss down") {
   }
   INFO("loss " << first << " -> " << last);
   CHECK(last < 0.5 * first);
+}
+
+TEST_CASE(
+    "FFN1's bias gradient taken beside its weight gradient equals the one FFN2's backward folds "
+    "in") {
+  BertConfig c = small_config();
+  c.hidden_dropout_prob = 0.1;
+  OpsPreferences beside;
+  beside.ffn1_bias_grad_with_weight_grad = true;
+  CpuOps folded_ops, beside_ops(beside);
+  ParameterStore folded(c, folded_ops), moved(c, beside_ops);
+  folded.init_truncated_normal(9);
+  moved.init_truncated_normal(9);
+  Model a(folded, small_limits()), b(moved, small_limits());
+  const Batch batch = small_batch(81, c);
+  const double loss_a = a.forward_backward(batch, DropoutKey{4, 2}).total_loss;
+  const double loss_b = b.forward_backward(batch, DropoutKey{4, 2}).total_loss;
+  CHECK(loss_a == loss_b);
+  const auto ga = folded.download_grad(), gb = moved.download_grad();
+  for (const LayerParameters& lp : folded.index().layers) {
+    const ParameterInfo& bias = folded.infos()[lp.intermediate_bias];
+    double norm = 0;
+    for (size_t e = 0; e < bias.numel; ++e)
+      norm += double(ga[bias.offset + e]) * ga[bias.offset + e];
+    CHECK(norm > 0);
+  }
+  for (size_t i = 0; i < ga.size(); ++i) REQUIRE(gb[i] == Approx(ga[i]).margin(1e-6));
 }

@@ -50,11 +50,11 @@ double relative_norm_error(const std::vector<float>& ours, const std::vector<flo
 
 }  // namespace
 
-int compare_torch_dump(const std::filesystem::path& dir, std::ostream& log) {
+int compare_torch_dump(const std::filesystem::path& dir, std::ostream& log, QkvLayout qkv) {
   constexpr double kLossTolerance = 1e-5, kGradTolerance = 1e-4, kHiddenTolerance = 1e-4;
   const BertConfig config = config_from_hf_json(dir / "config.json");
   CpuOps ops;
-  ParameterStore params(config, ops);
+  ParameterStore params(config, ops, qkv);
   load_checkpoint(params, dir / "model.safetensors");
   const Batch batch = read_batch(dir / "batch.json");
   Model model(params, limits_for(batch));

@@ -13,3 +13,12 @@ TEST_CASE("losses, every gradient and hidden states match PyTorch BertForPreTrai
   INFO(log.str());
   CHECK(status == 0);
 }
+
+TEST_CASE("with the fused QKV layout the model matches PyTorch BertForPreTraining as closely") {
+  std::ostringstream log;
+  const int status = mlbert::test::compare_torch_dump(
+      mlbert::test::source_dir() / "tests/parity/data/bert/torch_small", log,
+      mlbert::bert::QkvLayout::fused);
+  INFO(log.str());
+  CHECK(status == 0);
+}

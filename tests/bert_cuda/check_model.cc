@@ -53,9 +53,9 @@ double rel(double got, double ref) {
 }
 
 CheckRow summary_row(const std::string& tensor, DType t, double value, double limit, bool pass,
-                     const std::string& note) {
+                     const std::string& note, const std::string& op = "bert-large fwd+bwd") {
   CheckRow row;
-  row.op = "bert-large fwd+bwd";
+  row.op = op;
   row.tensor = tensor;
   row.dtype = bert::dtype_name(t);
   row.gpu.max_abs = value;
@@ -63,6 +63,136 @@ CheckRow summary_row(const std::string& tensor, DType t, double value, double li
   row.pass = pass;
   row.note = note;
   return row;
+}
+
+// Per-tensor gradient norms and the whole gradient's direction, GPU against CPU (the CPU's flat
+// buffer in the separate QKV layout; the GPU's read tensor by tensor in TF layout, or from
+// `gpu_flat` when it is in the CPU's layout).
+void compare_gradients(std::vector<CheckRow>& rows, const std::string& op, DType t,
+                       const Tolerances& tol, const bert::ParameterStore& gpu_params,
+                       const bert::ParameterStore& cpu_params, const std::vector<float>& cpu_grad,
+                       const std::vector<float>* gpu_flat) {
+  std::vector<double> norm_errors;
+  double dot = 0, gg = 0, cc = 0, worst = 0;
+  std::string worst_name;
+  bool finite = true;
+  for (size_t i = 0; i < cpu_params.infos().size(); ++i) {
+    const bert::ParameterInfo& info = cpu_params.infos()[i];
+    std::vector<float> own;
+    if (!gpu_flat) own = gpu_params.download_grad(i);
+    double gn = 0, cn = 0;
+    for (size_t e = 0; e < info.numel; ++e) {
+      const double gv = gpu_flat ? (*gpu_flat)[info.offset + e] : own[e];
+      const double cv = cpu_grad[info.offset + e];
+      finite = finite && std::isfinite(gv);
+      gn += gv * gv;
+      cn += cv * cv;
+      dot += gv * cv;
+    }
+    gg += gn;
+    cc += cn;
+    if (cn == 0 && gn == 0) continue;  // e.g. embedding rows no token used
+    // The attention key bias's gradient is zero in exact arithmetic (it adds q . b_k to every
+    // score of a row, which the softmax ignores): both sides hold only rounding noise, whose norms
+    // differ by orders of magnitude. It still counts in the whole gradient's direction above.
+    if (info.name.ends_with("attention/self/key/bias")) continue;
+    const double err = rel(std::sqrt(gn), std::sqrt(cn));
+    norm_errors.push_back(err);
+    if (err > worst) {
+      worst = err;
+      worst_name = info.name;
+    }
+  }
+  std::sort(norm_errors.begin(), norm_errors.end());
+  const double median = norm_errors.empty() ? 0 : norm_errors[norm_errors.size() / 2];
+  const double cosine = dot / std::sqrt(std::max(gg * cc, 1e-300));
+  rows.push_back(summary_row("grad norms: median rel err", t, median, tol.grad_norm_median_rel,
+                             median <= tol.grad_norm_median_rel,
+                             std::to_string(norm_errors.size()) + " tensors", op));
+  rows.push_back(summary_row("grad norms: max rel err", t, worst, tol.grad_norm_max_rel,
+                             worst <= tol.grad_norm_max_rel, "worst: " + worst_name, op));
+  rows.push_back(summary_row("gradient cosine", t, cosine, tol.min_cosine, cosine >= tol.min_cosine,
+                             "flat gradient, GPU vs CPU (value is the cosine, limit the minimum)",
+                             op));
+  rows.push_back(summary_row("gradients finite", t, finite ? 0 : 1, 0, finite,
+                             "no NaN/inf anywhere in the GPU gradient", op));
+}
+
+// The same step on a CudaOps with every step variant of CudaOpsOptions on (fused QKV, DGELU with
+// FFN1's bias beside its weight gradient, tuned GEMM algorithms, kept LayerNorm bits, the
+// streaming LayerNorm backward), the same weights, against the same CPU step.
+void check_step_variants(std::vector<CheckRow>& rows, DType t, const Tolerances& tol,
+                         const CudaOps& gpu, const bert::ParameterStore& gpu_params,
+                         const bert::ModelLimits& limits, const bert::Batch& batch,
+                         const bert::DropoutKey& key, const bert::ForwardBackwardOptions& options,
+                         const bert::StepResult& c, const bert::ParameterStore& cpu_params,
+                         const std::vector<float>& cpu_grad) {
+  const std::string op = "bert-large fwd+bwd, step variants";
+  CudaOpsOptions o = gpu.options();
+  o.fused_qkv = o.dgelu_epilogue = o.layer_norm_keep_bits = o.layer_norm_streaming = true;
+  o.gemm_candidates = 4;
+  CudaOps ops(o);
+  bert::ParameterStore params(gpu_params.config(), ops);
+  for (size_t i = 0; i < params.infos().size(); ++i)
+    params.upload_master(i, gpu_params.download_master(i));
+  params.sync_compute();
+  bert::Model model(params, limits);
+  const bert::StepResult g = model.forward_backward(batch, key, {}, options);
+  std::printf("model check, step variants (%s): %s; %s\n", bert::dtype_name(t),
+              ops.gemm().tuning_report().c_str(), ops.gemm().fusion_report().c_str());
+  rows.push_back(summary_row("qkv layout", t, params.qkv_layout() == bert::QkvLayout::fused, 1,
+                             params.qkv_layout() == bert::QkvLayout::fused,
+                             "the store took the backend's fused QKV layout", op));
+  const std::string loss_note = "rel err <= " + std::to_string(tol.loss_rel);
+  for (const auto& [name, got, ref] : {std::tuple{"mlm_loss", g.mlm_loss, c.mlm_loss},
+                                       std::tuple{"nsp_loss", g.nsp_loss, c.nsp_loss}})
+    rows.push_back(summary_row(
+        name, t, rel(got, ref), tol.loss_rel, rel(got, ref) <= tol.loss_rel,
+        loss_note + " (cpu " + std::to_string(ref) + ", gpu " + std::to_string(got) + ")", op));
+  compare_gradients(rows, op, t, tol, params, cpu_params, cpu_grad, nullptr);
+}
+
+// CUDA graphs: without attention dropout (the attention kernels do not read the key from device
+// memory yet), steps 1-4 with four dropout keys on a CudaOps that records steps (op by op, then
+// recorded, then replayed twice) give the losses and gradients of the same steps run op by op,
+// bit for bit.
+void check_recorded_steps(std::vector<CheckRow>& rows, DType t, const CudaOps& gpu,
+                          const bert::ParameterStore& gpu_params, const bert::ModelLimits& limits,
+                          const bert::Batch& batch, const bert::ForwardBackwardOptions& options) {
+  const std::string op = "bert-large fwd+bwd, CUDA graphs";
+  bert::BertConfig config = gpu_params.config();
+  config.attention_probs_dropout_prob = 0;
+  const std::vector<float> master = gpu_params.download_master();
+  std::vector<double> losses[2];
+  std::vector<float> grads[2];
+  std::string report;
+  for (const bool graphs : {false, true}) {
+    CudaOpsOptions o = gpu.options();
+    o.cuda_graphs = graphs;
+    CudaOps ops(o);
+    bert::ParameterStore params(config, ops);
+    params.upload_master(master);
+    bert::Model model(params, limits);
+    for (uint32_t step = 1; step <= 4; ++step)
+      losses[graphs].push_back(
+          model.forward_backward(batch, bert::DropoutKey{77, step}, {}, options).total_loss);
+    grads[graphs] = params.download_grad();
+    if (graphs) report = ops.step_report();
+  }
+  const bool same_losses = losses[0] == losses[1];
+  const bool same_grads = grads[0] == grads[1];
+  rows.push_back(summary_row("losses of steps 1-4", t, same_losses ? 0 : 1, 0, same_losses,
+                             "recorded and replayed steps vs op by op, exactly; " + report, op));
+  rows.push_back(summary_row("gradient of step 4", t, same_grads ? 0 : 1, 0, same_grads,
+                             "a replay, bit for bit the op-by-op step's", op));
+  const bool replayed = report.find(" 1 steps recorded, 2 replayed") != std::string::npos;
+  rows.push_back(summary_row("steps replayed", t, replayed ? 0 : 1, 0, replayed,
+                             "step 2 recorded, steps 3 and 4 replayed: " + report, op));
+  bool distinct = true;
+  for (int k = 1; k < 4; ++k) distinct = distinct && losses[1][k] != losses[1][k - 1];
+  rows.push_back(summary_row("replays draw each step's masks", t, distinct ? 0 : 1, 0, distinct,
+                             "the four steps' losses all differ (hidden dropout keyed by step)",
+                             op));
 }
 
 }  // namespace
@@ -165,47 +295,11 @@ std::vector<CheckRow> check_model(DType t, uint64_t run_seed) {
                                    std::to_string(ref_total) + " (near-ties may flip)"));
   }
 
-  // Per-tensor gradient norms and the whole gradient's direction.
-  std::vector<double> norm_errors;
-  double dot = 0, gg = 0, cc = 0, worst = 0;
-  std::string worst_name;
-  for (size_t i = 0; i < cpu_params.infos().size(); ++i) {
-    const bert::ParameterInfo& info = cpu_params.infos()[i];
-    double gn = 0, cn = 0;
-    for (size_t e = info.offset; e < info.offset + info.numel; ++e) {
-      const double gv = gpu_grad[e], cv = cpu_grad[e];
-      gn += gv * gv;
-      cn += cv * cv;
-      dot += gv * cv;
-    }
-    gg += gn;
-    cc += cn;
-    if (cn == 0 && gn == 0) continue;  // e.g. embedding rows no token used
-    // The attention key bias's gradient is zero in exact arithmetic (it adds q . b_k to every
-    // score of a row, which the softmax ignores): both sides hold only rounding noise, whose norms
-    // differ by orders of magnitude. It still counts in the whole gradient's direction above.
-    if (info.name.ends_with("attention/self/key/bias")) continue;
-    const double err = rel(std::sqrt(gn), std::sqrt(cn));
-    norm_errors.push_back(err);
-    if (err > worst) {
-      worst = err;
-      worst_name = info.name;
-    }
-  }
-  std::sort(norm_errors.begin(), norm_errors.end());
-  const double median = norm_errors.empty() ? 0 : norm_errors[norm_errors.size() / 2];
-  const double cosine = dot / std::sqrt(std::max(gg * cc, 1e-300));
-  rows.push_back(summary_row("grad norms: median rel err", t, median, tol.grad_norm_median_rel,
-                             median <= tol.grad_norm_median_rel,
-                             std::to_string(norm_errors.size()) + " tensors"));
-  rows.push_back(summary_row("grad norms: max rel err", t, worst, tol.grad_norm_max_rel,
-                             worst <= tol.grad_norm_max_rel, "worst: " + worst_name));
-  rows.push_back(summary_row("gradient cosine", t, cosine, tol.min_cosine, cosine >= tol.min_cosine,
-                             "flat gradient, GPU vs CPU (value is the cosine, limit the minimum)"));
-  bool finite = true;
-  for (float x : gpu_grad) finite = finite && std::isfinite(x);
-  rows.push_back(summary_row("gradients finite", t, finite ? 0 : 1, 0, finite,
-                             "no NaN/inf anywhere in the GPU gradient"));
+  compare_gradients(rows, "bert-large fwd+bwd", t, tol, gpu_params, cpu_params, cpu_grad,
+                    &gpu_grad);
+  check_step_variants(rows, t, tol, gpu, gpu_params, limits, batch, key, options, c, cpu_params,
+                      cpu_grad);
+  check_recorded_steps(rows, t, gpu, gpu_params, limits, batch, options);
   return rows;
 }
 

@@ -288,10 +288,13 @@ void check_linear_input_activation(Context& c, const char* name, int64_t m, Acti
       b.cpu().linear_backward(p);
   };
   const int64_t dgelu_runs_before = fused_runs(b.gpu(), GemmEpilogue::dgelu_bgrad);
+  const int64_t dgelu_only_before = fused_runs(b.gpu(), GemmEpilogue::dgelu);
   bwd(true, d_x, d_w, &d_b, a);
   // Whether the GPU's data product ran with the DGELU_BGRAD epilogue: its runner's count, not the
-  // host rule, so a refused plan (unfused path) is judged with the unfused rounding.
+  // host rule, so a refused plan (unfused path) is judged with the unfused rounding. (With DGELU
+  // alone the bias gradient is the f32 column sum, as unfused.)
   const bool fused = fused_runs(b.gpu(), GemmEpilogue::dgelu_bgrad) > dgelu_runs_before;
+  const bool dgelu = fused_runs(b.gpu(), GemmEpilogue::dgelu) > dgelu_only_before;
   bwd(false, d_x, d_w, &d_b, a);
   // Plain: the product rounded to the compute type, times act' rounded again, and the column sums
   // of that in fp32. Where the backend fused this into cuBLASLt's DGELU_BGRAD (the tanh GELU), the
@@ -316,8 +319,9 @@ void check_linear_input_activation(Context& c, const char* name, int64_t m, Acti
   CheckRow bias_row = judge(op, "d_input_bias (+=)", c.t, b.gpu_values(d_b), plain_db,
                             b.cpu_values(d_b), kF32Floor);
   if (bias_row.note.empty())
-    bias_row.note = fused ? "ran as DGELU_BGRAD (bias gradient rounded once)"
-                          : "ran unfused (GEMM, activation gradient, f32 column sum)";
+    bias_row.note = fused   ? "ran as DGELU_BGRAD (bias gradient rounded once)"
+                    : dgelu ? "ran with the DGELU epilogue, then an f32 column sum"
+                            : "ran unfused (GEMM, activation gradient, f32 column sum)";
   c.add(std::move(bias_row));
   c.add(judge(op, "d_weight (+=)", c.t, b.gpu_values(d_w), b.cpu_values(plain_dw),
               b.cpu_values(d_w), kF32Floor));
@@ -506,6 +510,10 @@ void check_layer_norm(Context& c, const std::string& name, size_t rows) {
   auto beta = b.twin(normal(c.rng, W, 0.1f), c.t);
   auto out = b.output(R * W, c.t), ln_input = b.output(R * W, c.t);
   auto mean = b.output(R, DType::f32), rstd = b.output(R, DType::f32);
+  // What the GPU backend keeps between forward and backward (its dropout keep bits), if anything.
+  const size_t saved_bytes = b.gpu().layer_norm_saved_bytes(static_cast<int64_t>(R), W);
+  bert::Buffer saved;
+  if (saved_bytes > 0) saved = bert::Buffer(b.gpu(), DType::i32, (saved_bytes + 3) / 4);
   auto fwd = [&](bool gpu, bool with_residual) {
     bert::LayerNormForwardParams p;
     auto pick = [&](const Twin& tw) { return gpu ? tw.gpu.tensor() : tw.cpu.tensor(); };
@@ -522,6 +530,7 @@ void check_layer_norm(Context& c, const std::string& name, size_t rows) {
     p.rows = static_cast<int64_t>(R);
     p.width = static_cast<int64_t>(W);
     p.eps = eps;
+    if (gpu) p.saved = saved.tensor();
     if (gpu)
       b.gpu().layer_norm_forward(p);
     else
@@ -561,6 +570,17 @@ void check_layer_norm(Context& c, const std::string& name, size_t rows) {
   c.add(judge(fwd_op, "ln_input", c.t, b.gpu_values(ln_input), s, b.cpu_values(ln_input)));
   c.add(judge(fwd_op, "mean", c.t, b.gpu_values(mean), plain_mean, b.cpu_values(mean)));
   c.add(judge(fwd_op, "rstd", c.t, b.gpu_values(rstd), plain_rstd, b.cpu_values(rstd)));
+  if (saved_bytes > 0) {
+    // The kept bits, bit for bit the mask's draw (the backward reads them instead of drawing).
+    std::vector<uint8_t> bits(saved_bytes);
+    b.gpu().copy_to_host(bits.data(), saved.tensor(), saved_bytes);
+    std::vector<float> kept(R * W), drawn(R * W);
+    for (size_t i = 0; i < R * W; ++i) {
+      kept[i] = static_cast<float>((bits[i / 8] >> (i % 8)) & 1);
+      drawn[i] = bert::dropout_keep(mask, i) ? 1.0f : 0.0f;
+    }
+    c.add(judge_exact(fwd_op, "kept dropout bits", c.t, kept, drawn));
+  }
 
   // Backward from the same saved tensors on both backends (the CPU's, rounded).
   auto s_in = b.twin(b.cpu_values(ln_input), c.t);
@@ -591,6 +611,7 @@ void check_layer_norm(Context& c, const std::string& name, size_t rows) {
     p.dropout = m;
     p.rows = static_cast<int64_t>(R);
     p.width = static_cast<int64_t>(W);
+    if (gpu) p.saved = saved.tensor();
     if (gpu)
       b.gpu().layer_norm_backward(p);
     else
@@ -1576,6 +1597,74 @@ CheckCase make_epilogue_case(std::string name, bool fused, std::function<void(Co
 }
 }  // namespace
 
+// A case on a second CudaOps of the same compute type with `set` applied to its options; the last
+// row's note says what the options changed (GEMM tuning, epilogue use) when `report` is set.
+CheckCase make_options_case(std::string name, std::function<void(CudaOpsOptions&)> set,
+                            std::function<void(Context&)> body) {
+  CheckCase one;
+  one.name = name;
+  one.run = [name, set, body](bert::CpuOps& cpu, CudaOps& gpu, uint64_t seed) {
+    CudaOpsOptions options;
+    options.compute_dtype = gpu.compute_dtype();
+    set(options);
+    CudaOps other(options);
+    std::vector<CheckRow> rows = rows_on(cpu, other, name, seed, body);
+    if (!rows.empty() && rows.back().note.empty())
+      rows.back().note = other.gemm().tuning_report() + "; " + other.gemm().fusion_report();
+    return rows;
+  };
+  return one;
+}
+
+// The step variants of CudaOpsOptions (each off by default), on the ops they change.
+std::vector<CheckCase> step_variant_cases(int64_t tokens, size_t long_tokens) {
+  const LinearCase ffn1{
+      "ffn1 gelu (tuned algorithms)", tokens, kFfn, kHidden, 1, false, true, Activation::gelu};
+  const LinearCase qkv_fused{"qkv fused [3H,H]^T (tuned algorithms)",
+                             tokens,
+                             3 * kHidden,
+                             kHidden,
+                             1,
+                             true,
+                             true,
+                             Activation::none};
+  return {
+      make_options_case(
+          "linear ffn2 + gelu' (DGELU epilogue)",
+          [](CudaOpsOptions& o) { o.dgelu_epilogue = true; },
+          [tokens](Context& c) {
+            check_linear_input_activation(c, "gelu", tokens, Activation::gelu, "dgelu");
+          }),
+      make_options_case(
+          "linear with tuned cuBLASLt algorithms", [](CudaOpsOptions& o) { o.gemm_candidates = 8; },
+          [ffn1, qkv_fused](Context& c) {
+            check_linear(c, ffn1);
+            check_linear(c, qkv_fused);
+          }),
+      make_options_case(
+          "linear ffn1 gelu (strict GEMM plans: a refusal fails)",
+          [](CudaOpsOptions& o) { o.gemm_strict = true; },
+          [tokens](Context& c) {
+            check_linear(
+                c, {"ffn1 gelu (strict)", tokens, kFfn, kHidden, 1, false, true, Activation::gelu});
+          }),
+      make_options_case(
+          "layer_norm (forward keeps the dropout bits)",
+          [](CudaOpsOptions& o) { o.layer_norm_keep_bits = true; },
+          [tokens](Context& c) { check_layer_norm(c, "layer_norm kept bits", tokens); }),
+      make_options_case(
+          "layer_norm (streaming backward)",
+          [](CudaOpsOptions& o) { o.layer_norm_streaming = true; },
+          [tokens](Context& c) { check_layer_norm(c, "layer_norm streaming", tokens); }),
+      make_options_case(
+          "layer_norm 5003 rows (streaming backward, kept bits)",
+          [](CudaOpsOptions& o) { o.layer_norm_streaming = o.layer_norm_keep_bits = true; },
+          [long_tokens](Context& c) {
+            check_layer_norm(c, "layer_norm 5003 rows streaming kept", long_tokens);
+          }),
+  };
+}
+
 std::vector<CheckCase> op_cases() {
   const int64_t tokens = std::accumulate(kLengths.begin(), kLengths.end(), 0);
   const size_t long_tokens = std::accumulate(kLongLengths.begin(), kLongLengths.end(), size_t{0});
@@ -1586,9 +1675,11 @@ std::vector<CheckCase> op_cases() {
     return make_epilogue_case(std::string("linear ") + lc.name, false,
                               [lc](Context& c) { check_linear(c, lc); });
   };
-  return {
+  std::vector<CheckCase> cases = {
       linear({"ffn1 gelu", tokens, kFfn, kHidden, 1, false, true, Activation::gelu}),
       linear({"qkv batch 3", tokens, kHidden, kHidden, 3, false, true, Activation::none}),
+      // The fused QKV layout's product: N = 3H over the [3H, H] weight (transposed), K = 3H back.
+      linear({"qkv fused [3H,H]^T", tokens, 3 * kHidden, kHidden, 1, true, true, Activation::none}),
       linear({"pooler tanh", 7, kHidden, kHidden, 1, false, true, Activation::tanh}),
       linear({"nsp [2,H]^T", 7, 2, kHidden, 1, true, true, Activation::none}),
       linear({"ffn2", tokens, kHidden, kFfn, 1, false, false, Activation::none}),
@@ -1689,6 +1780,9 @@ std::vector<CheckCase> op_cases() {
       make_case("optimizer (segment at offset 66)", check_optimizer_unaligned),
       make_case("loss scaling", check_loss_scaling),
   };
+  for (CheckCase& variant : step_variant_cases(tokens, long_tokens))
+    cases.push_back(std::move(variant));
+  return cases;
 }
 
 }  // namespace mlbert::cuda::check

@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "bert/cuda/gemm_plan.h"
+#include "tests/bert_cuda/column_major_gemm.h"
 
 namespace {
 
 using mlbert::cuda::ColumnMajorGemm;
 using mlbert::cuda::GemmEpilogue;
 using mlbert::cuda::LinearOperand;
+using mlbert::test::op_at;
+using mlbert::test::run_plan;
 namespace cuda = mlbert::cuda;
 
 std::vector<double> random_matrix(std::mt19937& rng, size_t n) {
@@ -20,25 +23,6 @@ std::vector<double> random_matrix(std::mt19937& rng, size_t n) {
   std::vector<double> v(n);
   for (double& x : v) x = dist(rng);
   return v;
-}
-
-// Element (r, c) of op(X) for a column-major X with leading dimension ld.
-double op_at(const std::vector<double>& x, bool trans, int64_t ld, int64_t r, int64_t c) {
-  return trans ? x[c + r * ld] : x[r + c * ld];
-}
-
-// D (column-major, ldd) = op(A) . op(B).
-std::vector<double> run_plan(const ColumnMajorGemm& g, const std::vector<double>& a,
-                             const std::vector<double>& b) {
-  std::vector<double> d(static_cast<size_t>(g.ldd * g.n), 0.0);
-  for (int64_t i = 0; i < g.m; ++i)
-    for (int64_t j = 0; j < g.n; ++j) {
-      double sum = 0;
-      for (int64_t k = 0; k < g.k; ++k)
-        sum += op_at(a, g.trans_a, g.lda, i, k) * op_at(b, g.trans_b, g.ldb, k, j);
-      d[i + j * g.ldd] = sum;
-    }
-  return d;
 }
 
 // Row-major C[R,C] = A[R,K] . B[K,C] with an accessor for B.
@@ -152,7 +136,7 @@ TEST_CASE("bias-gradient epilogues write the output's type: DGELU_BGRAD bf16/fp1
   // The fused FFN backward writes d_input in the compute type, so cuBLASLt (which documents the
   // bias-gradient vector as Ctype) gets a compute-type vector, never f32 with a 16-bit output.
   for (MatrixType t : {MatrixType::bf16, MatrixType::f16}) {
-    const auto fused = cuda::data_gradient_epilogue(true, true, 4096, t);
+    const auto fused = cuda::data_gradient_epilogue(true, true, false, 4096, t);
     CHECK(fused.epilogue == GemmEpilogue::dgelu_bgrad);
     CHECK(fused.vector_type == t);
   }
@@ -165,12 +149,22 @@ TEST_CASE("bias-gradient epilogues write the output's type: DGELU_BGRAD bf16/fp1
     CHECK(cuda::weight_gradient_epilogue(w, false, MatrixType::f32).epilogue == GemmEpilogue::none);
   }
   // No fusion for the erf GELU, without a bias gradient, or with an aux ld cuBLASLt rejects.
-  CHECK(cuda::data_gradient_epilogue(false, true, 4096, MatrixType::bf16).epilogue ==
+  CHECK(cuda::data_gradient_epilogue(false, true, true, 4096, MatrixType::bf16).epilogue ==
         GemmEpilogue::none);
-  CHECK(cuda::data_gradient_epilogue(true, false, 4096, MatrixType::bf16).epilogue ==
+  CHECK(cuda::data_gradient_epilogue(true, false, false, 4096, MatrixType::bf16).epilogue ==
         GemmEpilogue::none);
-  CHECK(cuda::data_gradient_epilogue(true, true, 4092, MatrixType::bf16).epilogue ==
+  CHECK(cuda::data_gradient_epilogue(true, true, true, 4092, MatrixType::bf16).epilogue ==
         GemmEpilogue::none);
+  // DGELU alone (the bias gradient summed elsewhere) when allowed; DGELU_BGRAD when the bias
+  // gradient is to be fused; neither for the erf GELU.
+  CHECK(cuda::data_gradient_epilogue(true, false, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::dgelu);
+  CHECK(cuda::data_gradient_epilogue(true, true, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::dgelu_bgrad);
+  CHECK(cuda::data_gradient_epilogue(false, false, true, 4096, MatrixType::bf16).epilogue ==
+        GemmEpilogue::none);
+  CHECK(cuda::epilogue_uses_aux(GemmEpilogue::dgelu));
+  CHECK_FALSE(cuda::epilogue_writes_bias_grad(GemmEpilogue::dgelu));
   CHECK(cuda::epilogue_writes_bias_grad(GemmEpilogue::bgrad_a));
   CHECK_FALSE(cuda::epilogue_writes_bias_grad(GemmEpilogue::gelu_aux_bias));
   CHECK(cuda::epilogue_reads_bias(GemmEpilogue::gelu_aux_bias));
