@@ -260,22 +260,4 @@ void write_report_file(const fs::path& file, const std::string& html) {
   }
 }
 
-fs::path find_system_description(const fs::path& results_dir) {
-  std::vector<fs::path> candidates = {results_dir / "system.json"};
-  fs::path up = fs::absolute(results_dir).lexically_normal();
-  if (up.filename().empty()) up = up.parent_path();
-  if (up.filename() == kBertBenchmark) {
-    up = up.parent_path();
-    candidates.push_back(up / "system.json");
-  }
-  // The package layout: <org>/results/<system>/bert -> <org>/systems/<system>.json.
-  if (up.parent_path().filename() == "results")
-    candidates.push_back(up.parent_path().parent_path() / "systems" /
-                         (up.filename().string() + ".json"));
-  std::error_code ec;
-  for (const auto& candidate : candidates)
-    if (fs::is_regular_file(candidate, ec)) return candidate;
-  return {};
-}
-
 }  // namespace mlbert::logging

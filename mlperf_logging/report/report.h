@@ -87,11 +87,6 @@ struct SystemReport {
   std::optional<double> global_batch_size() const;
 };
 
-// The system description of a result directory: system.json in it or above a bert/ folder, else,
-// in a submission package, <org>/systems/<system>.json for <org>/results/<system>[/bert]; "" when
-// there is none.
-std::filesystem::path find_system_description(const std::filesystem::path& results_dir);
-
 // Reads one result directory and runs the checks on it. The system description is `system_json`,
 // else system.json in the result folder or above a bert/ folder, else, in a submission package,
 // <org>/systems/<system>.json. Throws AuditError when the directory is missing, holds no result
