@@ -190,6 +190,10 @@ std::optional<std::string> SystemReport::division() const {
   return std::nullopt;
 }
 
+const RcpResult* SystemReport::rcp_shown() const {
+  return rcp_train_samples ? &*rcp_train_samples : rcp ? &*rcp : nullptr;
+}
+
 std::optional<double> SystemReport::global_batch_size() const {
   for (const RunTrace& run : runs)
     if (run.global_batch_size) return run.global_batch_size;
@@ -246,6 +250,11 @@ SystemReport read_system_report(const ReportInput& input) {
   }
   check_rcp(report);
   read_description(report);
+  try {
+    report.advice = advise_result_folder(report.results_dir, report.ruleset);
+  } catch (const std::exception& e) {
+    report.advice_note = e.what();
+  }
   return report;
 }
 
