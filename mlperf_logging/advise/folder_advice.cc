@@ -85,9 +85,10 @@ void advise_rcp_envelope(const std::filesystem::path& results_dir, const std::st
   }
   const bool same_reference = official.reference.has_value() == envelope.reference.has_value() &&
                               (!official.reference || official.reference->name == envelope.reference->name);
-  if (official.verdict == envelope.verdict && same_reference &&
-      official.scaling_factor == envelope.scaling_factor)
-    return;
+  // The factor means something only for a passing result (a failing one's may be NaN).
+  const bool same_factor =
+      !official.passed || !envelope.passed || official.scaling_factor == envelope.scaling_factor;
+  if (official.verdict == envelope.verdict && same_reference && same_factor) return;
   const RcpCatalog catalog(ruleset);
   std::vector<RcpPoint> dropped;
   for (const RcpPoint& point : catalog.points(RcpPass::pruned))
