@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/input_file.h"
+#include "data_prep/check_cli.h"
 #include "data_prep/demo_corpus.h"
 #include "data_prep/eval_set.h"
 #include "data_prep/hdf5_io.h"
@@ -403,6 +404,7 @@ void register_cli(CLI::App& app, int& exit_code) {
   add_index(*data, exit_code);
   add_demo_corpus(*data, exit_code);
   add_inspect(*data, exit_code);
+  add_check(*data, exit_code);
   // After the subcommands: CLI11 copies a parent's footer into subcommands added later.
   data->footer("Example:\n  mlbert data prep --vocab vocab.txt --input text/ --output shards/");
 }

@@ -1,8 +1,8 @@
 // mlbert: the one CLI.
 //
-// The log toolkit's subcommands (check, score, rcp, system-check, package, report) run in this
-// process, which links the toolkit and nothing else: an audit starts in about a millisecond, on an
-// auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
+// The log toolkit's subcommands (check, score, rcp, system-check, package, report, audit) run in
+// this process, which links the toolkit and nothing else: an audit starts in about a millisecond,
+// on an auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
 // launch, bind, demo, simulate) is carried out by `mlbert-core`, built and installed next to this
 // binary (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer
 // than checking a log): this process replaces itself with it, same arguments, same exit status.

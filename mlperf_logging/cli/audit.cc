@@ -74,6 +74,39 @@ std::vector<std::string> score_rulesets(const ScoreArgs& args) {
   return rulesets;
 }
 
+// One folder's score as JSON. A run is "counted" when it is in the olympic mean; "compliant" tells
+// a run the mean drops as the fastest or slowest (its "reason" says so) from a failed one.
+nlohmann::json score_json(const std::string& dir, const SystemScore& score) {
+  std::vector<double> minutes;
+  std::vector<std::size_t> timed;  // indices into score.runs of the runs with a time
+  for (std::size_t i = 0; i < score.runs.size(); ++i)
+    if (score.runs[i].counted) minutes.push_back(*score.runs[i].minutes), timed.push_back(i);
+  std::vector<bool> in_mean(score.runs.size(), false);
+  if (score.score)
+    for (std::size_t k : olympic_kept(minutes, score.dropped, kBertMaxDroppedRuns))
+      in_mean[timed[k]] = true;
+  nlohmann::json runs = nlohmann::json::array();
+  for (std::size_t i = 0; i < score.runs.size(); ++i) {
+    const RunScore& run = score.runs[i];
+    std::string reason = run.reason;
+    if (run.counted && !in_mean[i])
+      reason = score.score ? "dropped by the olympic mean (fastest or slowest)"
+                           : "no score for the folder";
+    runs.push_back({{"file", run.file.string()},
+                    {"counted", in_mean[i]},
+                    {"compliant", run.counted},
+                    {"minutes", run.minutes ? nlohmann::json(*run.minutes) : nlohmann::json()},
+                    {"reason", reason}});
+  }
+  return {{"dir", dir},
+          {"ruleset", score.ruleset},
+          {"score", score.score ? nlohmann::json(*score.score) : nlohmann::json()},
+          {"dropped", score.dropped},
+          {"scaling_factor", score.scaling_factor},
+          {"runs", runs},
+          {"notes", score.notes}};
+}
+
 int run_score(const ScoreArgs& args) {
   bool all_scored = true;
   nlohmann::json results = nlohmann::json::array();
@@ -86,20 +119,7 @@ int run_score(const ScoreArgs& args) {
     const SystemScore score = score_system(dir, options);
     all_scored = all_scored && score.score.has_value();
     if (args.json) {
-      nlohmann::json runs = nlohmann::json::array();
-      for (const RunScore& run : score.runs) {
-        runs.push_back({{"file", run.file.string()},
-                        {"counted", run.counted},
-                        {"minutes", run.minutes ? nlohmann::json(*run.minutes) : nlohmann::json()},
-                        {"reason", run.reason}});
-      }
-      results.push_back({{"dir", dir},
-                         {"ruleset", score.ruleset},
-                         {"score", score.score ? nlohmann::json(*score.score) : nlohmann::json()},
-                         {"dropped", score.dropped},
-                         {"scaling_factor", score.scaling_factor},
-                         {"runs", runs},
-                         {"notes", score.notes}});
+      results.push_back(score_json(dir, score));
       continue;
     }
     std::cout << dir << "\t" << (score.score ? mllog::python_float_repr(*score.score) : "NONE")

@@ -26,6 +26,10 @@
 #include "mlperf_logging/rules/rulesets.h"
 
 namespace mlbert::logging {
+// advise.cc: the advisories of the logs, printed after the verdicts.
+void print_log_advice(const std::vector<std::string>& logs,
+                      const std::vector<std::string>& rulesets);
+
 namespace {
 
 struct CheckArgs {
@@ -36,6 +40,7 @@ struct CheckArgs {
   bool verbose = false;
   bool print_rules = false;
   bool print_example = false;
+  bool advise = false;
   std::string division = "closed";
   unsigned jobs = 0;
   std::vector<std::string> logs;
@@ -197,6 +202,7 @@ int run_check(const CheckArgs& args) {
     std::printf("%zu of %zu logs pass (ruleset%s %s)\n", passed, args.logs.size(),
                 used > 1 ? "s" : "", names.c_str());
   }
+  if (args.advise) print_log_advice(args.logs, rulesets);
   return status;
 }
 
@@ -223,6 +229,10 @@ void register_check_cli(CLI::App& app, int& exit_code) {
   check->add_option("--division", args->division, "Division of --print-example")
       ->check(CLI::IsMember({"closed", "open"}))
       ->capture_default_str();
+  check->add_flag("--advise", args->advise,
+                  "After the verdicts, the advisories the official checker misses (eval schedule, "
+                  "org/platform, seeds, identical runs, run_stop, clock; see `mlbert audit`); the "
+                  "exit status stays the verdicts'");
   check->add_option("-j,--jobs", args->jobs, "Logs checked in parallel (default: one per CPU)");
   check->add_flag("-v,--verbose", args->verbose, "Say which ruleset each log is checked against");
   check->add_option("LOG", args->logs, "Result logs (result_N.txt)")->check(cli::existing_file());

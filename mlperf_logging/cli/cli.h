@@ -1,5 +1,5 @@
 // The mlbert command line's log-audit subcommands (check, score, rcp, system-check, package,
-// report), which the front end `mlbert` runs itself.
+// report, audit), which the front end `mlbert` runs itself.
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -22,6 +22,8 @@ struct ReportArgs {
   std::string ruleset;
   double target = kBertQualityTarget;
   std::string title = ReportOptions{}.title;
+  std::string csv;   // the summary with the official summarizer's columns
+  std::string json;  // the same rows with mlbert's figures beside them
 };
 
 int run_report(const ReportArgs& args) {
@@ -43,13 +45,23 @@ int run_report(const ReportArgs& args) {
   for (const auto& dir : args.dirs) command += " " + dir;
   options.generated_by = "Written by `" + command + "` from the result logs alone.";
   write_report_file(args.out, render_report_html(systems, options));
+  if (!args.csv.empty()) write_report_file(args.csv, summary_csv(systems));
+  if (!args.json.empty()) write_report_file(args.json, summary_json(systems));
   for (const SystemReport& s : systems) {
+    const ScoreHeadline headline = score_headline(s);
     std::cout << "  " << s.input.dir.string() << ": " << s.runs.size() << " runs, ruleset "
               << s.ruleset << ", score "
-              << (s.score && s.score->score ? std::to_string(*s.score->score) + " min" : "none")
-              << "\n";
+              << (headline.normalized ? std::to_string(*headline.normalized) + " min" : "none");
+    if (headline.factor != 1.0)
+      std::cout << " (raw " << std::to_string(*headline.raw) << " min x RCP scaling "
+                << headline.factor << ")";
+    std::cout << ", " << (s.advice ? std::to_string(s.advice->report.advisories.size()) : "no")
+              << " advisories\n";
   }
-  std::cout << "mlbert report: wrote " << args.out << "\n";
+  std::cout << "mlbert report: wrote " << args.out;
+  for (const std::string* file : {&args.csv, &args.json})
+    if (!file->empty()) std::cout << ", " << *file;
+  std::cout << "\n";
   return 0;
 }
 
@@ -68,6 +80,11 @@ void register_report_cli(CLI::App& app, int& exit_code) {
   cmd->add_option("--target", args->target, "accuracy target line (default 0.720, BERT's)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--title", args->title, "the page title");
+  cmd->add_option("--csv", args->csv,
+                  "also write the summary as CSV, with the official result_summarizer's columns");
+  cmd->add_option("--json", args->json,
+                  "also write the summary as JSON: the same columns, plus each system's raw score, "
+                  "advisories and log SHA-256s");
   cli::set_example(*cmd,
               "mlbert report results/v4.0/NVIDIA/h200_ngc23.09_pytorch "
               "results/v2.0/Samsung/samsung_n128 --out bert.html");

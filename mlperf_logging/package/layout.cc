@@ -147,4 +147,22 @@ void for_each_mllog_payload(
   if (in.bad()) throw AuditError(file.string() + ": read error");
 }
 
+std::filesystem::path find_system_description(const std::filesystem::path& results_dir) {
+  std::vector<std::filesystem::path> candidates = {results_dir / "system.json"};
+  std::filesystem::path up = std::filesystem::absolute(results_dir).lexically_normal();
+  if (up.filename().empty()) up = up.parent_path();
+  if (up.filename() == kBertBenchmark) {
+    up = up.parent_path();
+    candidates.push_back(up / "system.json");
+  }
+  // The package layout: <org>/results/<system>/bert -> <org>/systems/<system>.json.
+  if (up.parent_path().filename() == "results")
+    candidates.push_back(up.parent_path().parent_path() / "systems" /
+                         (up.filename().string() + ".json"));
+  std::error_code ec;
+  for (const auto& candidate : candidates)
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  return {};
+}
+
 }  // namespace mlbert::logging

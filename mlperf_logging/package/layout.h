@@ -56,4 +56,9 @@ nlohmann::json read_json_file(const std::filesystem::path& file);
 void for_each_mllog_payload(const std::filesystem::path& file,
                             const std::function<void(std::string_view payload, int line)>& on_line);
 
+// The system description of a result directory: system.json in it or above a bert/ folder, else,
+// in a submission package, <org>/systems/<system>.json for <org>/results/<system>[/bert]; "" when
+// there is none.
+std::filesystem::path find_system_description(const std::filesystem::path& results_dir);
+
 }  // namespace mlbert::logging

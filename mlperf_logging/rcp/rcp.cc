@@ -100,6 +100,20 @@ void RcpCatalog::compute(std::vector<RcpReference> references) {
   for (const RcpPoint& point : all_) {
     if (point.batch_size >= fastest->batch_size) pruned_.push_back(point);
   }
+  // The lower convex envelope of the same points (Andrew's monotone chain, lower half): a point
+  // goes when it lies strictly above the segment from the last kept point to the next one, and
+  // each removal re-examines the kept point before it. Points on a segment stay, as officially.
+  for (const RcpPoint& point : pruned_) {
+    while (envelope_.size() >= 2) {
+      const RcpPoint& low = envelope_[envelope_.size() - 2];
+      const RcpPoint& middle = envelope_.back();
+      if (point.batch_size == low.batch_size) break;  // no line through two points of one size
+      const double slope = (point.mean - low.mean) / (point.batch_size - low.batch_size);
+      if (middle.mean <= slope * (middle.batch_size - low.batch_size) + low.mean) break;
+      envelope_.pop_back();
+    }
+    envelope_.push_back(point);
+  }
   // Step 2: a point converging slower than the interpolation of its two neighbours goes. One pass
   // left to right as officially (not a full lower convex hull: a removal is not re-examined to the
   // left).

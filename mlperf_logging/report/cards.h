@@ -21,4 +21,9 @@ std::string rcp_card(const SystemReport& system, const std::string& id, double w
 std::string compliance_card(const SystemReport& system);
 std::string description_card(const std::vector<SystemReport>& systems);
 
+// The audit (cards_audit.cc): hyperparameters and seeds, the logs' SHA-256, the advisories.
+std::string hyperparameters_card(const SystemReport& system);
+std::string logs_card(const SystemReport& system);
+std::string advisories_card(const SystemReport& system);
+
 }  // namespace mlbert::logging::report

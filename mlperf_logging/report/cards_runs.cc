@@ -210,10 +210,10 @@ std::string time_to_train_card(const SystemReport& system, const std::string& id
   }
   out += chart.svg(id, "time-to-train", "time to train per run with the olympic mean");
   if (scored) {
-    std::string line = "Score " + fixed(*system.score->score, 4) + " min";
-    if (system.score->scaling_factor != 1.0)
-      line += " (olympic mean x RCP scaling factor " + fixed(system.score->scaling_factor, 4) + ")";
-    out += "<p class=\"score\">" + escape_html(line) + "</p>\n";
+    const ScoreHeadline headline = score_headline(system);
+    std::string line = "Score " + fixed(*headline.normalized, 4) + " min";
+    if (headline.factor != 1.0) line += " (raw olympic mean " + fixed(*headline.raw, 4) + " min)";
+    out += "<p class=\"score\">" + escape_html(line) + "</p>\n" + paragraph(headline.basis);
   } else {
     out += "<p class=\"score none\">No score" +
            escape_html(system.score_note.empty() ? "" : ": " + system.score_note) + "</p>\n";

@@ -17,8 +17,8 @@ namespace {
 std::string summary_table(const std::vector<SystemReport>& systems) {
   std::string out =
       "<table class=\"summary\"><thead><tr><th>system</th><th>ruleset</th><th>division</th>"
-      "<th>global batch</th><th>runs</th><th>compliant</th><th>score (min)</th><th>RCP</th>"
-      "</tr></thead><tbody>\n";
+      "<th>global batch</th><th>runs</th><th>compliant</th><th>score (min)</th>"
+      "<th>raw olympic mean (min)</th><th>RCP</th><th>advisories</th></tr></thead><tbody>\n";
   for (const SystemReport& s : systems) {
     std::size_t passed = 0, checked = 0;
     for (const RunTrace& run : s.runs)
@@ -36,11 +36,19 @@ std::string summary_table(const std::vector<SystemReport>& systems) {
                         std::to_string(passed) + " / " + std::to_string(s.runs.size()))
                 : badge("none", "no rules")) +
            "</td>";
-    out += "<td class=\"num\">" +
-           (s.score && s.score->score ? "<b>" + fixed(*s.score->score, 4) + "</b>"
-                                      : badge("fail", "none")) +
+    // The headline is the normalized score, as the official results table gives it.
+    const ScoreHeadline headline = score_headline(s);
+    out += "<td class=\"num\" title=\"" + escape_html(headline.basis) + "\">" +
+           (headline.normalized ? "<b>" + fixed(*headline.normalized, 4) + "</b>" +
+                                      (headline.factor != 1.0
+                                           ? "<div class=\"note\">x " + fixed(headline.factor, 4) +
+                                                 " RCP scaling</div>"
+                                           : "")
+                                : badge("fail", "none")) +
            "</td>";
-    const RcpResult* rcp = s.rcp_train_samples ? &*s.rcp_train_samples : s.rcp ? &*s.rcp : nullptr;
+    out += "<td class=\"num\">" + (headline.raw ? fixed(*headline.raw, 4) : std::string("-")) +
+           "</td>";
+    const RcpResult* rcp = s.rcp_shown();
     const auto division = s.division();
     out += "<td>";
     if (!rcp)
@@ -49,6 +57,13 @@ std::string summary_table(const std::vector<SystemReport>& systems) {
       out += badge("none", "RCP " + std::string(to_string(rcp->verdict)) + " (" + *division + ")");
     else
       out += rcp_verdict_badge(*rcp);
+    out += "</td><td>";
+    if (!s.advice)
+      out += badge("none", "not audited");
+    else if (s.advice->report.advisories.empty())
+      out += badge("pass", "none");
+    else
+      out += badge("warn", std::to_string(s.advice->report.advisories.size()));
     out += "</td></tr>\n";
   }
   return out + "</tbody></table>\n";
@@ -111,7 +126,13 @@ details ul { margin: 4px 0; padding-left: 18px; }
 .badge.none { background: #eef1f4; color: var(--muted); }
 .quiet { color: var(--muted); }
 table.runs { margin-top: 8px; font-size: 12px; }
-table.runs td, table.runs th { padding: 2px 4px; white-space: nowrap; }
+table.runs td, table.runs th { padding: 2px 4px; }
+table.runs td.num { white-space: nowrap; }
+table.summary td, table.summary th, table.description thead th { overflow-wrap: anywhere; }
+table.hparams, table.seeds, table.logs { font-size: 12px; margin-bottom: 8px; }
+table.hparams td, table.seeds td, table.logs td { overflow-wrap: anywhere; padding: 2px 6px; }
+td.hash { font: 11px/1.35 ui-monospace, "DejaVu Sans Mono", monospace; word-break: break-all; }
+td.differs { color: #7d4e00; }
 .swatch { display: inline-block; width: 9px; height: 9px; border-radius: 2px; margin-right: 5px; }
 .more { color: var(--muted); }
 footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
@@ -172,10 +193,21 @@ std::string render_report_html(const std::vector<SystemReport>& systems,
                false);
     if (multi) out += "</div>\n";
   }
-  if (multi) out += "<h2>Compliance per file</h2>\n<div class=\"grid\"" + grid_style + ">\n";
-  for (std::size_t i = 0; i < n; ++i)
-    out += card(i, "Compliance per file", report::compliance_card(systems[i]), !multi);
-  if (multi) out += "</div>\n<h2>System description</h2>\n<div class=\"grid\">\n";
+  // The cards that are tables, not plots: one column each per system.
+  using TableSection = std::string (*)(const SystemReport&);
+  const std::pair<const char*, TableSection> tables[] = {
+      {"Advisories", report::advisories_card},
+      {"Compliance per file", report::compliance_card},
+      {"Hyperparameters and seeds", report::hyperparameters_card},
+      {"Logs (SHA-256)", report::logs_card},
+  };
+  for (const auto& [title, render] : tables) {
+    if (multi)
+      out += "<h2>" + std::string(title) + "</h2>\n<div class=\"grid\"" + grid_style + ">\n";
+    for (std::size_t i = 0; i < n; ++i) out += card(i, title, render(systems[i]), !multi);
+    if (multi) out += "</div>\n";
+  }
+  if (multi) out += "<h2>System description</h2>\n<div class=\"grid\">\n";
   out += "<div class=\"card wide\">" + std::string(multi ? "" : "<h3>System description</h3>\n") +
          report::description_card(systems) + "</div>\n";
   out += multi ? "</div>\n" : "</main>\n";

@@ -190,6 +190,10 @@ std::optional<std::string> SystemReport::division() const {
   return std::nullopt;
 }
 
+const RcpResult* SystemReport::rcp_shown() const {
+  return rcp_train_samples ? &*rcp_train_samples : rcp ? &*rcp : nullptr;
+}
+
 std::optional<double> SystemReport::global_batch_size() const {
   for (const RunTrace& run : runs)
     if (run.global_batch_size) return run.global_batch_size;
@@ -246,6 +250,11 @@ SystemReport read_system_report(const ReportInput& input) {
   }
   check_rcp(report);
   read_description(report);
+  try {
+    report.advice = advise_result_folder(report.results_dir, report.ruleset);
+  } catch (const std::exception& e) {
+    report.advice_note = e.what();
+  }
   return report;
 }
 
@@ -258,24 +267,6 @@ void write_report_file(const fs::path& file, const std::string& html) {
       why.erase(0, named.size());
     throw AuditError(file.string() + ": cannot write the report there (" + why + ")");
   }
-}
-
-fs::path find_system_description(const fs::path& results_dir) {
-  std::vector<fs::path> candidates = {results_dir / "system.json"};
-  fs::path up = fs::absolute(results_dir).lexically_normal();
-  if (up.filename().empty()) up = up.parent_path();
-  if (up.filename() == kBertBenchmark) {
-    up = up.parent_path();
-    candidates.push_back(up / "system.json");
-  }
-  // The package layout: <org>/results/<system>/bert -> <org>/systems/<system>.json.
-  if (up.parent_path().filename() == "results")
-    candidates.push_back(up.parent_path().parent_path() / "systems" /
-                         (up.filename().string() + ".json"));
-  std::error_code ec;
-  for (const auto& candidate : candidates)
-    if (fs::is_regular_file(candidate, ec)) return candidate;
-  return {};
 }
 
 }  // namespace mlbert::logging

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "mlperf_logging/advise/advise.h"
 #include "mlperf_logging/package/score.h"
 #include "mlperf_logging/package/system_desc.h"
 #include "mlperf_logging/rcp/rcp.h"
@@ -80,17 +81,31 @@ struct SystemReport {
   std::optional<SystemDescResult> description_check;
   std::string description_note;
 
+  // Every log's facts (SHA-256, seeds, hyperparameters) and the advisories beside the verdicts.
+  std::optional<FolderAdvice> advice;
+  std::string advice_note;  // why there is none
+
   // True when every run's eval records count samples in epoch_num (strictly increasing, at least
   // one global batch): the convergence plot then has samples on its x axis, else minutes.
   bool evals_count_samples = false;
   std::optional<std::string> division() const;  // the logs' submission_division, else the JSON's
   std::optional<double> global_batch_size() const;
+  // The RCP result the report judges by: read from train_samples when epoch_num does not count
+  // samples (as --rcp-bert-train-samples), else the official default; nullptr when none.
+  const RcpResult* rcp_shown() const;
 };
 
-// The system description of a result directory: system.json in it or above a bert/ folder, else,
-// in a submission package, <org>/systems/<system>.json for <org>/results/<system>[/bert]; "" when
-// there is none.
-std::filesystem::path find_system_description(const std::filesystem::path& results_dir);
+// The report's headline score: the olympic mean normalized by the RCP scaling factor, as the
+// official result_summarizer scores a closed result after the package checker has written the
+// factor to scaling.json (rounds with RCPs, the RCP check passed, faster than the RCP mean); the
+// raw olympic mean beside it.
+struct ScoreHeadline {
+  std::optional<double> raw;         // minutes, no factor applied
+  std::optional<double> normalized;  // minutes, raw x factor
+  double factor = 1.0;
+  std::string basis;  // where the factor comes from, or why it is 1
+};
+ScoreHeadline score_headline(const SystemReport& system);
 
 // Reads one result directory and runs the checks on it. The system description is `system_json`,
 // else system.json in the result folder or above a bert/ folder, else, in a submission package,
@@ -110,5 +125,19 @@ std::string render_report_html(const std::vector<SystemReport>& systems,
 
 // Writes `html` to `file` (via a temporary in the same folder); AuditError naming it otherwise.
 void write_report_file(const std::filesystem::path& file, const std::string& html);
+
+// The summary as the official result_summarizer's table: one row per system with its columns
+// (division, availability, submitter, system, number_of_nodes, host_processor_model_name,
+// host_processors_count, accelerator_model_name, accelerators_count, framework, notes, private_id,
+// bert, then the detailed table's bert:time_to_train, bert:Energy, bert:GBS,
+// bert:samples_to_converge, bert:RCP, bert:rcp_scaling_factor, then details_url, code_url), rows
+// sorted by their columns as the summarizer sorts them. `bert` is the headline score.
+std::vector<std::string> summary_columns();
+nlohmann::ordered_json summary_rows(const std::vector<SystemReport>& systems);
+// The rows as CSV (pandas' to_csv: no index, empty cells for missing values, RFC 4180 quoting),
+// and as JSON: the rows, each with "mlbert" beside the official columns (the raw score, the
+// advisories, every log's SHA-256).
+std::string summary_csv(const std::vector<SystemReport>& systems);
+std::string summary_json(const std::vector<SystemReport>& systems);
 
 }  // namespace mlbert::logging

@@ -164,6 +164,18 @@ TEST_CASE("pruning is one pass: a removal does not re-examine the point to its l
   CHECK(batch_sizes(catalog.points(lg::RcpPass::pruned)) == std::vector<double>{100, 200, 400});
 }
 
+TEST_CASE("the envelope re-examines the point left of a removal (mlcommons/logging#368)",
+          "[rcp][pruning]") {
+  // The points of the test above: after 300 goes, 200 lies above the 100..400 line and goes too.
+  lg::RcpCatalog catalog("hand-made", {flat(100, 1), flat(200, 2.5), flat(300, 4.5), flat(400, 5)});
+  CHECK(batch_sizes(catalog.points(lg::RcpPass::envelope)) == std::vector<double>{100, 400});
+  // Below the fastest point nothing is kept, as in the official step 1; a point on a segment
+  // stays, as the official comparison is strict.
+  lg::RcpCatalog flat_line("hand-made", {flat(50, 3), flat(100, 1), flat(200, 2), flat(300, 3)});
+  CHECK(batch_sizes(flat_line.points(lg::RcpPass::envelope)) ==
+        std::vector<double>{100, 200, 300});
+}
+
 TEST_CASE("interpolation is linear in mean and stdev and runs its own bisection",
           "[rcp][interpolation]") {
   std::vector<double> low_runs, high_runs;

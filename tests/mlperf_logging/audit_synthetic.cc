@@ -89,9 +89,11 @@ std::string synthetic_bert_log(const SyntheticRun& run) {
            Json{{"first_epoch_num", 1}, {"epoch_count", 1}});
   const std::int64_t run_stop =
       run.run_start_ms + static_cast<std::int64_t>(std::llround(run.run_minutes * 60'000));
-  const int evals = 4;
+  const int evals = run.eval_samples.empty() ? 4 : static_cast<int>(run.eval_samples.size());
   for (int i = 1; i <= evals; ++i) {
-    const double samples = std::round(run.samples_to_converge * i / evals);
+    const double samples = run.eval_samples.empty()
+                               ? std::round(run.samples_to_converge * i / evals)
+                               : run.eval_samples[static_cast<std::size_t>(i - 1)];
     const double accuracy = i == evals ? run.final_accuracy : 0.35 + 0.08 * i;
     log.at(run.run_start_ms + (run_stop - run.run_start_ms) * i / evals - 10);
     log.line("INTERVAL_START", "eval_start", samples, Json{{"epoch_num", samples}});

@@ -20,6 +20,8 @@ struct SyntheticRun {
   double run_minutes = 10.0;  // run_stop - run_start
   long long seed = 1234;
   int seed_lineno = 42;  // metadata.lineno of the seed record
+  // epoch_num of each eval; empty: four evals at a quarter, half, ... of samples_to_converge.
+  std::vector<double> eval_samples;
 };
 
 // The log text, lines ending in '\n'.

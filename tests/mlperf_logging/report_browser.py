@@ -8,7 +8,8 @@ Fails (exit 1, one FAIL line per finding) when:
     not have, is such an error);
   - the DOM holds active content (script, iframe, object, embed, img, link) or an on* handler
     attribute: log text must never become markup;
-  - the page is blank, or it or a card's content overflows sideways;
+  - the page is blank, or it or a card's content overflows sideways, or a table is clipped
+    (wider than its card, or a cell's content wider than the cell) at 1,280 px;
   - a plot is missing, tiny, without marks, or painted no coloured pixels in the screenshot;
   - a system lacks one of the report's sections (a plot, or a note saying why there is none).
 Exit 77 (skipped) when Chromium is not installed.
@@ -58,6 +59,20 @@ PAGE_CHECK_JS = r"""
     if (c.scrollWidth > c.clientWidth + 1)
       out.overflowing.push((c.querySelector('h3') || c).textContent.slice(0, 80) + ': ' +
                            c.scrollWidth + ' > ' + c.clientWidth + ' px');
+  // A table is clipped when it is wider than the card (or page) it sits in, or when a cell's
+  // content is wider than the cell.
+  out.clipped = [];
+  for (const t of document.querySelectorAll('table')) {
+    const box = (t.closest('.card') || document.body).getBoundingClientRect();
+    const r = t.getBoundingClientRect();
+    const name = t.className || 'table';
+    if (r.right > box.right + 1 || r.left < box.left - 1)
+      out.clipped.push(`${name}: ${Math.round(r.width)} px wide in a box of ${Math.round(box.width)} px`);
+    for (const c of t.querySelectorAll('th, td'))
+      if (c.scrollWidth > c.clientWidth + 1)
+        out.clipped.push(`${name} cell "${c.textContent.slice(0, 40)}": ${c.scrollWidth} > ${c.clientWidth} px`);
+  }
+  out.tables = document.querySelectorAll('table').length;
   out.text_length = document.body.innerText.length;
   out.scroll_width = document.documentElement.scrollWidth;
   out.inner_width = innerWidth;
@@ -255,6 +270,7 @@ def main():
     if page["text_length"] < 200:
         failures.append(f"page is nearly empty: {page['text_length']} characters of text")
     failures += [f"card content overflows its card: {c}" for c in page["overflowing"]]
+    failures += [f"table clipped at {WIDTH} px: {c}" for c in page["clipped"]]
     if page["scroll_width"] > page["inner_width"] + 1:
         failures.append(f"page overflows sideways: {page['scroll_width']} > {page['inner_width']} px")
     if pixels["ink"] < MIN_INK_FRACTION:
@@ -290,7 +306,8 @@ def main():
 
     for f in failures:
         print("FAIL:", f)
-    print(f"report_browser: {len(page['plots'])} plots for {args.systems} system(s), "
+    print(f"report_browser: {len(page['plots'])} plots and {page['tables']} tables for "
+          f"{args.systems} system(s), "
           f"{len(page['missing'])} explained absences, page {WIDTH}x{page['height']} px, "
           f"{pixels['ink']:.0%} ink; screenshot {pixels['width']}x{pixels['height']} "
           f"-> {args.screenshot}")

@@ -1,9 +1,11 @@
 #!/bin/sh
 # `mlbert report` pages of the fixture logs in headless Chromium (report_browser.py checks them).
-#   report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile
+#   report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile|wide
 # single: one 10-run system with every plot; multi: four systems side by side (closed and open,
 # compliant and failing, with and without throughput or eval intervals); hostile: a log and a
-# system description full of markup. Exit 77 (skipped) without chromium or python3.
+# system description full of markup; wide: three systems with long unbroken names, three columns
+# of 400 px whose tables (hyperparameters, seeds, SHA-256s, descriptions) must wrap, not clip.
+# Exit 77 (skipped) without chromium or python3.
 # docs/report.png is the single mode's screenshot (WORK_DIR/report_single.png).
 set -u
 mlbert=$1 fixtures=$2 work=$3 mode=$4
@@ -26,6 +28,16 @@ case $mode in
       --out "$page" >/dev/null 2>&1 || { echo "FAIL: mlbert report exited $?"; exit 1; }
     exec $check "$page" --systems 4 --screenshot "$work/report_multi.png" \
       --require "0:$all,throughput" --require "1:$all" --require "2:$all" --require "3:$all" ;;
+  wide)
+    rm -rf "$work/wide" && mkdir -p "$work/wide/v4.0/Org" "$work/wide/v3.0/Org" "$work/wide/v1.1/Org" || exit 1
+    long=a_system_name_far_longer_than_any_column_without_a_single_place_to_break_it
+    ln -s "$h200" "$work/wide/v4.0/Org/${long}_h200"
+    ln -s "$fixtures/v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch" "$work/wide/v3.0/Org/${long}_h100"
+    ln -s "$fixtures/v1.1/Samsung/samsung_supercomputer21_dgxa100_n128_pytorch" "$work/wide/v1.1/Org/${long}_samsung"
+    "$mlbert" report "$work/wide/v4.0/Org/${long}_h200" "$work/wide/v3.0/Org/${long}_h100" \
+      "$work/wide/v1.1/Org/${long}_samsung" --out "$page" >/dev/null 2>&1 \
+      || { echo "FAIL: mlbert report exited $?"; exit 1; }
+    exec $check "$page" --systems 3 --screenshot "$work/report_wide.png" ;;
   hostile)
     dir=$work/hostile/v4.1/org/sys
     rm -rf "$work/hostile" && mkdir -p "$dir" || exit 1
@@ -39,4 +51,4 @@ LOG
     "$mlbert" report "$dir" --out "$page" >/dev/null 2>&1 || { echo "FAIL: mlbert report exited $?"; exit 1; }
     exec $check "$page" --systems 1 --screenshot "$work/report_hostile.png" ;;
 esac
-echo "usage: report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile"; exit 2
+echo "usage: report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile|wide"; exit 2
