@@ -1,7 +1,7 @@
 // Line-level helpers shared by the tokenizer, vocabulary and corpus readers (UTF-8 itself is
 // common/utf8.h).
-// Whitespace here means Python's `str.isspace()`, because the reference strips lines with
-// `strip()`.
+// Whitespace here means Python's `str.isspace()` (common/utf8.h), because the reference strips
+// lines with `strip()`.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,8 +11,6 @@
 
 namespace mlbert::data {
 
-// Python's str.isspace() for one code point.
-bool is_python_space(char32_t cp);
 // Python's str.strip() on valid UTF-8.
 std::string_view python_strip(std::string_view text);
 

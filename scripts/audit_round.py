@@ -12,7 +12,7 @@ venv), and prints where they differ:
   mlbert;
 - score: each BERT result folder, `mlbert score --json` against the summarizer's per-folder function
   (`_compute_strong_score_standalone`): the identical score or none in both, and the same runs
-  counted with the identical minutes;
+  scored (compliant) with the identical minutes;
 - rcp: each folder (rulesets with BERT RCPs), `mlbert rcp --json` against the official RCP checker
   (`check_directory`, no scaling file written): the same verdict and message, and the same scaling
   factor to 1e-12;
@@ -146,7 +146,9 @@ def compare_scores(mlbert, folders, ruleset, differences):
                                f"{type(e).__name__}: {e}")
             continue
         ours = mlbert_json(mlbert, ["score", "--json", "--ruleset", ruleset, str(folder)])[0]
-        our_runs = {pathlib.Path(r["file"]).name: r["minutes"] for r in ours["runs"] if r["counted"]}
+        # The summarizer's runs are all compliant ones, those the olympic mean drops included.
+        our_runs = {pathlib.Path(r["file"]).name: r["minutes"]
+                    for r in ours["runs"] if r["compliant"]}
         if (theirs is None) != (ours["score"] is None) or \
                 (theirs is not None and float(theirs) != ours["score"]):
             differences.append(f"score {folder}: official {theirs!r}, mlbert {ours['score']!r}")

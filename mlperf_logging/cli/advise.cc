@@ -81,8 +81,7 @@ void print_log_advice(const std::vector<std::string>& logs,
 void register_advise_cli(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<AuditArgs>();
   CLI::App* cmd =
-      app.add_subcommand("audit", "advisories the official tools miss, for result folders or a "
-                                  "package (never a verdict)")
+      app.add_subcommand("audit", "what the official tools miss, as advisories (no verdict)")
           ->group("audit");
   cmd->add_option("dirs", args->dirs,
                   "result folders (result_*.txt, or bert/) or a package's organization folder")

@@ -35,7 +35,7 @@ std::vector<Sample> samples(int rows, int salt, int first_length = 20) {
 
 }  // namespace
 
-TEST_CASE("a byte copy of a shard and the same lengths rewritten are repeats; other shards not",
+TEST_CASE("a byte copy of a shard and the same lengths rewritten are repeats, other shards not",
           "[data][repeats]") {
   TempDir dir;
   write_shard(dir / "part_0.hdf5", Layout::kVarlen, samples(80, 0));

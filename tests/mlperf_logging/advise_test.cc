@@ -233,7 +233,7 @@ TEST_CASE("no-run-stop: a log without run_stop is named, a whole one is not", "[
   CHECK(truncated.advisories[0].line == 0);
 }
 
-TEST_CASE("clock-backwards: a step back in the timed run is named; init skew and jitter are not",
+TEST_CASE("clock-backwards: a step back in the timed run is named, init skew and jitter are not",
           "[advise][clock]") {
   TempDir dir;
   SyntheticRun run;
@@ -288,7 +288,7 @@ TEST_CASE("seed-repeat: two runs with one seed are named, different seeds are no
   CHECK_THAT(repeated.advisories[0].text, Catch::Contains("result_2.txt"));
 }
 
-TEST_CASE("identical-runs: a copy with another seed and shifted clock is named; real runs are not",
+TEST_CASE("identical-runs: a copy with another seed and shifted clock is named, real runs are not",
           "[advise][identical]") {
   TempDir dir;
   auto runs = mlbert::test::ten_good_runs("4.1.0", "closed");
@@ -330,7 +330,7 @@ TEST_CASE("rcp-envelope: the official pruning keeps 6144 and 6912, the lower con
   CHECK(envelope == std::vector<double>{448, 4608, 12288, 13056, 16384});
 }
 
-TEST_CASE("rcp-envelope: a closed folder at GBS 6144 is judged otherwise under the envelope; "
+TEST_CASE("rcp-envelope: a closed folder at GBS 6144 is judged otherwise under the envelope, "
           "one at 4608 is not",
           "[advise][rcp-envelope]") {
   TempDir dir;
@@ -363,7 +363,7 @@ TEST_CASE("rcp-envelope: a closed folder at GBS 6144 is judged otherwise under t
   CHECK(official.scaling_factor > 1.0);
 }
 
-TEST_CASE("seed-source: a seed logged from the implementation's seed line passes; from a file "
+TEST_CASE("seed-source: a seed logged from the implementation's seed line passes, from a file "
           "or line the package does not hold, it does not",
           "[advise][seed-source]") {
   TempDir dir;
@@ -401,7 +401,7 @@ TEST_CASE("seed-source: a seed logged from the implementation's seed line passes
              Catch::Contains("lines 40-44 of mlbert/bert/run_pretraining.py do not mention a seed"));
 }
 
-TEST_CASE("audit of a package folder covers every results/<system>/bert; bad input names the "
+TEST_CASE("audit of a package folder covers every results/<system>/bert, bad input names the "
           "folder",
           "[advise][audit]") {
   TempDir dir;

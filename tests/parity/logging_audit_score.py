@@ -63,7 +63,7 @@ def compare(what, folder, ruleset):
     theirs, their_runs = official_score(folder, ruleset)
     result = mlbert_run(folder, ruleset)
     ours = result["score"]
-    our_runs = {os.path.basename(r["file"]): r["minutes"] for r in result["runs"] if r["counted"]}
+    our_runs = {os.path.basename(r["file"]): r["minutes"] for r in result["runs"] if r["compliant"]}
     files = sorted(f for f in os.listdir(folder) if f.startswith("result_") and f.endswith(".txt"))
     if sorted(os.path.basename(r["file"]) for r in result["runs"]) != files:
         failures.append(f"{what}: mlbert scored runs {[r['file'] for r in result['runs']]}, the folder holds {files}")
