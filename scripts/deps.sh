@@ -6,7 +6,7 @@
 MLBERT_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libcli11-dev catch2
-  libhdf5-dev libopenmpi-dev openmpi-bin libopenblas-dev libutf8proc-dev libxxhash-dev
+  libhdf5-dev libopenmpi-dev openmpi-bin libopenblas-dev libutf8proc-dev libxxhash-dev libssl-dev
 )
 # Test: the extra tools `make test` and .ci/run use (libFuzzer via clang, Python venvs for oracles,
 # headless Chromium for the `mlbert report` page tests: ~115 MB download).
