@@ -93,6 +93,30 @@ std::string single_ruleset(const CheckArgs& args) {
   return newest;
 }
 
+// "N of M logs pass (rulesets ...)", the rulesets used oldest first: the order of the ruleset list.
+void print_pass_count(std::size_t passed, const std::vector<std::string>& rulesets) {
+  std::string names;
+  std::size_t used = 0;
+  for (const auto& r : mllog::supported_rulesets()) {
+    if (std::find(rulesets.begin(), rulesets.end(), r) == rulesets.end()) continue;
+    names += (names.empty() ? "" : ", ") + r;
+    ++used;
+  }
+  std::printf("%zu of %zu logs pass (ruleset%s %s)\n", passed, rulesets.size(),
+              used > 1 ? "s" : "", names.c_str());
+}
+
+// After the verdicts, so the cause stands next to the failures: logs without a round in their path
+// that failed were checked against the default ruleset.
+void warn_failed_on_default(std::size_t failed) {
+  const bool one = failed == 1;
+  std::fprintf(stderr,
+               "mlbert check: %zu failing log%s had no round in %s path and %s checked against "
+               "%s, the newest ruleset with BERT: pass --ruleset if %s from another round\n",
+               failed, one ? "" : "s", one ? "its" : "their", one ? "was" : "were",
+               default_ruleset().c_str(), one ? "it is" : "they are");
+}
+
 int run_check(const CheckArgs& args) {
   if (args.print_rules) {
     std::printf("%s\n", rules_as_json(single_ruleset(args)).dump(2).c_str());
@@ -160,26 +184,8 @@ int run_check(const CheckArgs& args) {
       if (choice.from_default[i]) ++failed_on_default;
     }
   }
-  if (args.logs.size() > 1) {
-    // The rulesets used, oldest first: the order of the ruleset list.
-    std::string names;
-    std::size_t used = 0;
-    for (const auto& r : mllog::supported_rulesets()) {
-      if (std::find(rulesets.begin(), rulesets.end(), r) == rulesets.end()) continue;
-      names += (names.empty() ? "" : ", ") + r;
-      ++used;
-    }
-    std::printf("%zu of %zu logs pass (ruleset%s %s)\n", passed, args.logs.size(),
-                used > 1 ? "s" : "", names.c_str());
-  }
-  if (failed_on_default > 0) {
-    std::fprintf(stderr,
-                 "mlbert check: %zu failing log%s had no round in %s path and %s checked against "
-                 "%s, the newest ruleset with BERT: pass --ruleset if %s from another round\n",
-                 failed_on_default, failed_on_default == 1 ? "" : "s",
-                 failed_on_default == 1 ? "its" : "their", failed_on_default == 1 ? "was" : "were",
-                 default_ruleset().c_str(), failed_on_default == 1 ? "it is" : "they are");
-  }
+  if (args.logs.size() > 1) print_pass_count(passed, rulesets);
+  if (failed_on_default > 0) warn_failed_on_default(failed_on_default);
   return status;
 }
 
