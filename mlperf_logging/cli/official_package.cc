@@ -124,12 +124,7 @@ void register_package_checker(CLI::App& app, int& exit_code) {
                                      "python -m mlperf_logging.package_checker, same arguments")
                       ->group("official");
   cmd->add_option("folder", args->folder, "the folder for a submission package")->required();
-  cmd->add_option("usage", args->usage, "the usage: training (hpc is not supported)")
-      ->required()
-      ->check(CLI::IsMember({"training", "hpc"}));
-  cmd->add_option("ruleset", args->options.ruleset, "the ruleset such as 0.6.0, 0.7.0, 1.0.0, etc.")
-      ->required()
-      ->check(CLI::IsMember(official_rulesets()));
+  add_usage_and_ruleset(cmd, args->usage, args->options.ruleset);
   cmd->add_flag("--werror", args->options.werror, "Treat warnings as errors");
   cmd->add_flag("--quiet", args->options.quiet,
                 "Suppress warnings. Does nothing if --werror is set");

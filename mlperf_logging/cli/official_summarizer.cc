@@ -140,12 +140,7 @@ void register_result_summarizer(CLI::App& app, int& exit_code) {
   cmd->add_option("folder", args->folder,
                   "the folder for a submission package (or PREFIX{A,B}, PREFIX{*})")
       ->required();
-  cmd->add_option("usage", args->usage, "the usage: training (hpc is not supported)")
-      ->required()
-      ->check(CLI::IsMember({"training", "hpc"}));
-  cmd->add_option("ruleset", args->ruleset, "the ruleset such as 0.6.0, 0.7.0, or 1.0.0")
-      ->required()
-      ->check(CLI::IsMember(official_rulesets()));
+  add_usage_and_ruleset(cmd, args->usage, args->ruleset);
   cmd->add_flag("--generate_private_ids", args->generate_private_ids,
                 "Generate private IDs for each run.");
   cmd->add_flag("--werror", args->werror, "Treat warnings as errors (no effect, as officially)");

@@ -64,12 +64,7 @@ void register_system_desc_checker(CLI::App& app, int& exit_code) {
                                      "python -m mlperf_logging.system_desc_checker, same arguments")
                       ->group("official");
   cmd->add_option("filename", args->file, "the file to check for compliance")->required();
-  cmd->add_option("usage", args->usage, "the usage: training (hpc is not supported)")
-      ->required()
-      ->check(CLI::IsMember({"training", "hpc"}));
-  cmd->add_option("ruleset", args->ruleset, "the ruleset such as 0.6.0, 0.7.0, or 1.0.0")
-      ->required()
-      ->check(CLI::IsMember(official_rulesets()));
+  add_usage_and_ruleset(cmd, args->usage, args->ruleset);
   cmd->add_flag("--werror", args->werror, "Treat warnings as errors (no effect, as officially)");
   cmd->add_flag("--quiet", args->quiet, "Suppress warnings (no effect, as officially)");
   cmd->add_option("--log_output", args->log_output,

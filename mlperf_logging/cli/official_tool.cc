@@ -129,6 +129,15 @@ std::vector<std::string> official_rulesets() {
   return names;
 }
 
+void add_usage_and_ruleset(CLI::App* command, std::string& usage, std::string& ruleset) {
+  command->add_option("usage", usage, "the usage: training (hpc is not supported)")
+      ->required()
+      ->check(CLI::IsMember({"training", "hpc"}));
+  command->add_option("ruleset", ruleset, "the ruleset such as 0.6.0, 0.7.0, 1.0.0, etc.")
+      ->required()
+      ->check(CLI::IsMember(official_rulesets()));
+}
+
 std::string python_repr(std::string_view text) {
   const bool double_quoted =
       text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos;

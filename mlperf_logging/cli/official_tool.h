@@ -63,6 +63,9 @@ int run_official(std::string_view tool, const std::string& log_file,
 void check_usage(std::string_view tool, const std::string& usage, bool hpc_allowed = false);
 // The RULESET choices of the official argparse: every training ruleset the tools know.
 std::vector<std::string> official_rulesets();
+// The positional USAGE and RULESET arguments after FOLDER or FILE, as the official package checker,
+// summarizer and system description checker take them.
+void add_usage_and_ruleset(CLI::App* command, std::string& usage, std::string& ruleset);
 
 // Python's repr() of a str, as in a logged list: 'text', or "text" when it holds ' and no ".
 std::string python_repr(std::string_view text);
