@@ -22,7 +22,7 @@ namespace mlbert::cli {
 const std::vector<CommandGroup>& command_groups() {
   static const std::vector<CommandGroup> groups = {
       {"audit", "audit MLPerf result logs and submissions (the official tools' semantics)"},
-      {"official", "the official mlperf_logging command lines: same arguments, lines and status"},
+      {"official", "the official mlperf_logging tools' command lines, answered by mlbert"},
       {"data", "prepare the training data"},
       {"model", "BERT checkpoints"},
       {"train", "train, launch and try out"},
@@ -33,7 +33,9 @@ const std::vector<CommandGroup>& command_groups() {
 namespace {
 
 constexpr int kUsageError = 2;
-constexpr std::size_t kCommandColumn = 22;  // top-level help: name column, then the description
+// Top-level help: the name column, then the description. A group of longer names (the official
+// tools' `system_desc_checker`) gets a column of its own, two spaces after its longest name.
+constexpr std::size_t kCommandColumn = 16;
 
 std::vector<const CLI::App*> named_subcommands(const CLI::App& app) {
   return app.get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
@@ -73,9 +75,11 @@ class GroupedHelp : public CLI::Formatter {
       for (const auto& known : command_groups())
         if (known.name == group) title += ": " + std::string(known.title);
       out << "\n" << title << "\n";
+      std::size_t column = kCommandColumn;
+      for (const CLI::App* c : members) column = std::max(column, c->get_name().size() + 4);
       for (const CLI::App* c : members) {
         std::string name = "  " + c->get_name();
-        name.resize(std::max(kCommandColumn, name.size() + 1), ' ');
+        name.resize(column, ' ');
         out << name << c->get_description() << "\n";
       }
     }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/input_file.h"
+#include "common/cli.h"
 #include "mlperf_logging/cli/official_tool.h"
 #include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/rules/checker.h"
@@ -107,8 +108,9 @@ void apply_config(ComplianceArgs& args) {
 void register_compliance_checker(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ComplianceArgs>();
   CLI::App* cmd = app.add_subcommand("compliance_checker",
-                                     "python -m mlperf_logging.compliance_checker, same arguments")
+                                     "mlperf_logging.compliance_checker, same arguments")
                       ->group("official");
+  cli::set_example(*cmd, "mlbert compliance_checker --usage training --ruleset 4.1.0 result_0.txt");
   cmd->add_option("filename", args->log, "the file to check for compliance")->required();
   cmd->add_option("--usage", args->usage, "what WG do the benchmarks come from")
       ->check(CLI::IsMember({"training", "hpc"}))

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "common/cli.h"
 #include "mlperf_logging/cli/official_tool.h"
 #include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/package/package.h"
@@ -121,8 +122,9 @@ void register_package_checker(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PackageCheckerArgs>();
   args->options.write_scaling = true;
   CLI::App* cmd = app.add_subcommand("package_checker",
-                                     "python -m mlperf_logging.package_checker, same arguments")
+                                     "mlperf_logging.package_checker, same arguments")
                       ->group("official");
+  cli::set_example(*cmd, "mlbert package_checker training_results_v4.1/NVIDIA training 4.1.0");
   cmd->add_option("folder", args->folder, "the folder for a submission package")->required();
   add_usage_and_ruleset(cmd, args->usage, args->options.ruleset);
   cmd->add_flag("--werror", args->options.werror, "Treat warnings as errors");

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "common/cli.h"
 #include "mlperf_logging/cli/official_tool.h"
 #include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/log/mllog.h"
@@ -117,8 +118,9 @@ int check(const RcpCheckerArgs& args, OfficialLog& log) {
 void register_rcp_checker(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RcpCheckerArgs>();
   CLI::App* cmd =
-      app.add_subcommand("rcp_checker", "python -m mlperf_logging.rcp_checker, same arguments")
+      app.add_subcommand("rcp_checker", "mlperf_logging.rcp_checker, same arguments")
           ->group("official");
+  cli::set_example(*cmd, "mlbert rcp_checker --rcp_version 4.1.0 NVIDIA/results/dgxh100/bert");
   cmd->add_option("dir", args->dir, "the directory to check for compliance")->required();
   cmd->add_option("--rcp_usage", args->usage,
                   "what WG does the benchmark come from (training; hpc is not supported)")

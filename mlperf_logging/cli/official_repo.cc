@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/cli.h"
 #include "mlperf_logging/cli/official_tool.h"
 #include "mlperf_logging/package/repo_rules.h"
 
@@ -52,8 +53,9 @@ int check(const RepoFindings& findings, const std::string& folder, OfficialLog& 
 void register_repo_checker(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RepoArgs>();
   CLI::App* cmd =
-      app.add_subcommand("repo_checker", "python -m mlperf_logging.repo_checker, same arguments")
+      app.add_subcommand("repo_checker", "mlperf_logging.repo_checker, same arguments")
           ->group("official");
+  cli::set_example(*cmd, "mlbert repo_checker training_results_v4.1/NVIDIA training 4.1.0");
   cmd->add_option("folder", args->folder, "the folder for a submission package.")->required();
   cmd->add_option("usage", args->usage, "the usage: training or hpc (the checks are the same)")
       ->required()

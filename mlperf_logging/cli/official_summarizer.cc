@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/atomic_file.h"
+#include "common/cli.h"
 #include "mlperf_logging/cli/official_tool.h"
 #include "mlperf_logging/cli/private_id.h"
 #include "mlperf_logging/package/summary.h"
@@ -135,8 +136,9 @@ int summarize(const SummarizerArgs& args) {
 void register_result_summarizer(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SummarizerArgs>();
   CLI::App* cmd = app.add_subcommand("result_summarizer",
-                                     "python -m mlperf_logging.result_summarizer, same arguments")
+                                     "mlperf_logging.result_summarizer, same arguments")
                       ->group("official");
+  cli::set_example(*cmd, "mlbert result_summarizer training_results_v4.1/NVIDIA training 4.1.0 --csv summary.csv");
   cmd->add_option("folder", args->folder,
                   "the folder for a submission package (or PREFIX{A,B}, PREFIX{*})")
       ->required();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/input_file.h"
+#include "common/cli.h"
 #include "mlperf_logging/cli/official_tool.h"
 #include "mlperf_logging/package/system_desc.h"
 
@@ -61,8 +62,9 @@ int check(const SystemArgs& args, OfficialLog& log) {
 void register_system_desc_checker(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SystemArgs>();
   CLI::App* cmd = app.add_subcommand("system_desc_checker",
-                                     "python -m mlperf_logging.system_desc_checker, same arguments")
+                                     "mlperf_logging.system_desc_checker, same arguments")
                       ->group("official");
+  cli::set_example(*cmd, "mlbert system_desc_checker NVIDIA/systems/dgxh100.json training 4.1.0");
   cmd->add_option("filename", args->file, "the file to check for compliance")->required();
   add_usage_and_ruleset(cmd, args->usage, args->ruleset);
   cmd->add_flag("--werror", args->werror, "Treat warnings as errors (no effect, as officially)");
