@@ -124,6 +124,7 @@ struct RcpArgs {
   bool bert_train_samples = false;
   bool bypass = false;
   bool write_scaling = false;
+  bool any_division = false;
   bool json = false;
   bool verbose = false;
 };
@@ -282,7 +283,8 @@ bool open_division(const std::string& dir, bool json, nlohmann::json& results) {
   if (logged_division(find_result_files(dir)) != "open") return false;
   const std::string why =
       "open division: RCPs apply to closed-division results only, as in the official package "
-      "checker (`mlbert rcp_checker` checks it anyway, as the official rcp_checker does)";
+      "checker (--any-division or `mlbert rcp_checker` check it anyway, as the official "
+      "rcp_checker does)";
   results.push_back(
       {{"dir", dir}, {"passed", true}, {"verdict", "not applicable"}, {"message", why}});
   if (!json) std::cout << dir << ": RCP not applicable: " << why << "\n";
@@ -308,7 +310,7 @@ int run_rcp(const RcpArgs& given) {
   bool all_passed = true;
   nlohmann::json results = nlohmann::json::array();
   for (const auto& dir : args.dirs) {
-    if (open_division(dir, args.json, results)) continue;
+    if (!args.any_division && open_division(dir, args.json, results)) continue;
     RcpOptions options;
     options.ruleset = args.ruleset;
     options.custom_rcps = args.custom_rcps;
@@ -348,6 +350,8 @@ void register_rcp(CLI::App& app, int& exit_code) {
   cmd->add_flag("--rcp-bypass", args->bypass, "let RCP failures pass (needs committee review)");
   cmd->add_flag("--set-scaling", args->write_scaling,
                 "write scaling.json into the directory as the official package checker does");
+  cmd->add_flag("--any-division", args->any_division,
+                "check open-division folders too, as the official rcp_checker does");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("-v,--verbose", args->verbose, "per-run samples to converge");
   cmd->callback([args, &exit_code] { exit_code = run_rcp(*args); });
