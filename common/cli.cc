@@ -1,13 +1,17 @@
 // The command-line machinery both mlbert binaries share, around CLI11. Before CLI11 parses, the
 // command words are walked down the registered subcommand tree, so an unknown word is reported as
-// such (CLI11 itself would say "A subcommand is required" or print the parent's help); every usage
-// error then leaves as one line and exit status 2, whatever CLI11's own exit code for it.
+// such (CLI11 itself would say "A subcommand is required" or print the parent's help), and so is an
+// unknown option; every usage error then leaves as one line and exit status 2, whatever CLI11's own
+// exit code for it.
 #include "common/cli.h"
+
+#include "common/nearest_name.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -18,6 +22,7 @@ namespace mlbert::cli {
 const std::vector<CommandGroup>& command_groups() {
   static const std::vector<CommandGroup> groups = {
       {"audit", "audit MLPerf result logs and submissions (the official tools' semantics)"},
+      {"official", "the official mlperf_logging tools' command lines, answered by mlbert"},
       {"data", "prepare the training data"},
       {"model", "BERT checkpoints"},
       {"train", "train, launch and try out"},
@@ -28,7 +33,9 @@ const std::vector<CommandGroup>& command_groups() {
 namespace {
 
 constexpr int kUsageError = 2;
-constexpr std::size_t kCommandColumn = 16;  // top-level help: name column, then the description
+// Top-level help: the name column, then the description. A group of longer names (the official
+// tools' `system_desc_checker`) gets a column of its own, two spaces after its longest name.
+constexpr std::size_t kCommandColumn = 16;
 
 std::vector<const CLI::App*> named_subcommands(const CLI::App& app) {
   return app.get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
@@ -68,9 +75,11 @@ class GroupedHelp : public CLI::Formatter {
       for (const auto& known : command_groups())
         if (known.name == group) title += ": " + std::string(known.title);
       out << "\n" << title << "\n";
+      std::size_t column = kCommandColumn;
+      for (const CLI::App* c : members) column = std::max(column, c->get_name().size() + 4);
       for (const CLI::App* c : members) {
         std::string name = "  " + c->get_name();
-        name.resize(std::max(kCommandColumn, name.size() + 1), ' ');
+        name.resize(column, ' ');
         out << name << c->get_description() << "\n";
       }
     }
@@ -84,10 +93,11 @@ struct CommandWalk {
   std::string path;             // its words, "data prep"; empty at the top
   std::optional<std::string> unknown;
   bool command_missing = false;  // `command` needs a subcommand and none follows
+  int first_argument = 1;        // argv index after the command words
 };
 
 CommandWalk walk_commands(CLI::App& app, int argc, char** argv) {
-  CommandWalk walk{&app, "", std::nullopt, false};
+  CommandWalk walk{&app, "", std::nullopt, false, 1};
   auto has_positionals = [](const CLI::App& a) {
     return !a.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
   };
@@ -104,6 +114,7 @@ CommandWalk walk_commands(CLI::App& app, int argc, char** argv) {
     }
     walk.command = next;
     walk.path += (walk.path.empty() ? "" : " ") + word;
+    walk.first_argument = i + 1;
   }
   walk.command_missing =
       !named_subcommands(*walk.command).empty() && walk.command->get_require_subcommand_min() > 0;
@@ -131,6 +142,91 @@ int unknown_command(const CommandWalk& walk) {
   return kUsageError;
 }
 
+// "-5", "-0.25", "-1e3": a value, not an option.
+bool looks_numeric(const std::string& word) {
+  char* end = nullptr;
+  std::strtod(word.c_str(), &end);
+  return end != word.c_str() && *end == '\0';
+}
+
+struct KnownOptions {
+  std::vector<std::string> names;  // "--ruleset", "-j", ...
+  std::vector<std::string> taking_value;
+};
+
+// The command's options, and its parent's where the command lets them fall through.
+KnownOptions known_options(const CLI::App& command) {
+  KnownOptions known;
+  for (const CLI::App* app = &command; app != nullptr;
+       app = app->get_fallthrough() ? app->get_parent() : nullptr) {
+    for (const CLI::Option* option : app->get_options()) {
+      if (option->get_positional()) continue;
+      const bool takes_value = option->get_type_size_max() > 0;
+      for (const auto& name : option->get_lnames()) {
+        known.names.push_back("--" + name);
+        if (takes_value) known.taking_value.push_back("--" + name);
+      }
+      for (const auto& name : option->get_snames()) {
+        known.names.push_back("-" + name);
+        if (takes_value) known.taking_value.push_back("-" + name);
+      }
+    }
+  }
+  return known;
+}
+
+// The first option word on the command line that the command does not know, checked before CLI11
+// parses: CLI11 validates positionals as it meets them, so `rcp --rcp_version 4.1.0 DIR` would
+// otherwise be reported as "4.1.0: no such directory". A word after an option that takes a value,
+// and everything after "--", is a value.
+std::optional<std::string> unknown_option(const CommandWalk& walk, int argc, char** argv) {
+  if (walk.command->get_allow_extras()) return std::nullopt;
+  const KnownOptions known = known_options(*walk.command);
+  auto has = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  for (int i = walk.first_argument; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.size() < 2 || word.front() != '-' || looks_numeric(word)) continue;
+    const bool long_form = word.starts_with("--");
+    const std::string name =
+        long_form ? word.substr(0, word.find('=')) : word.substr(0, 2);  // -j4 is -j with 4
+    if (!has(known.names, name)) return name;
+    const bool value_attached = long_form ? word.find('=') != std::string::npos : word.size() > 2;
+    if (has(known.taking_value, name) && !value_attached) ++i;
+  }
+  return std::nullopt;
+}
+
+// Another command of the same parent that has `option`, e.g. the official form of a command
+// (`rcp --rcp_version` is `rcp_checker`'s); "" when none has.
+std::string command_with_option(const CommandWalk& walk, const std::string& option) {
+  const CLI::App* parent = walk.command->get_parent();
+  if (parent == nullptr) return "";
+  for (const CLI::App* sibling : named_subcommands(*parent)) {
+    const auto names = known_options(*sibling).names;
+    if (sibling != walk.command && std::find(names.begin(), names.end(), option) != names.end())
+      return sibling->get_name();
+  }
+  return "";
+}
+
+int report_unknown_option(const CommandWalk& walk, const std::string& option) {
+  const std::string suggestion = nearest_name(option, known_options(*walk.command).names);
+  const std::string other = command_with_option(walk, option);
+  std::fprintf(stderr, "mlbert: error: %s%sunknown option '%s'", walk.path.c_str(),
+               walk.path.empty() ? "" : ": ", option.c_str());
+  if (!suggestion.empty()) std::fprintf(stderr, "; did you mean '%s'?", suggestion.c_str());
+  if (suggestion.empty() && !other.empty()) {
+    const std::string prefix = command_name(walk).substr(0, command_name(walk).rfind(' '));
+    std::fprintf(stderr, "; it is an option of `%s %s`", prefix.c_str(), other.c_str());
+  }
+  std::fprintf(stderr, "\nRun `%s --help` for its options and an example.\n",
+               command_name(walk).c_str());
+  return kUsageError;
+}
+
 std::string path_kind(const std::string& path, bool want_directory) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return want_directory ? "no such directory" : "no such file";
@@ -142,33 +238,9 @@ std::string path_kind(const std::string& path, bool want_directory) {
 }  // namespace
 
 std::string closest_command(std::string_view word, const std::vector<std::string>& known) {
-  // Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps.
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-    return d[a.size()][b.size()];
-  };
-  // A third of the word may be wrong; a word that begins exactly one command names it.
-  const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
-  std::string best;
-  std::size_t best_distance = allowed + 1;
-  for (const auto& candidate : known) {
-    const std::size_t dist = distance(word, candidate);
-    if (dist < best_distance) {
-      best = candidate;
-      best_distance = dist;
-    }
-  }
+  std::string best = nearest_name(word, known);
   if (!best.empty() || word.size() < 2) return best;
+  // A word that begins exactly one command names it.
   for (const auto& candidate : known) {
     if (candidate.starts_with(word)) {
       if (!best.empty()) return "";
@@ -232,6 +304,8 @@ int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
       "Example:\n  mlbert demo");
   const CommandWalk walk = walk_commands(app, argc, argv);
   if (walk.unknown) return unknown_command(walk);
+  if (const auto option = unknown_option(walk, argc, argv))
+    return report_unknown_option(walk, *option);
   if (walk.command_missing) {
     std::fprintf(stderr, "mlbert: error: %s%sa command is required\n\n", walk.path.c_str(),
                  walk.path.empty() ? "" : ": ");

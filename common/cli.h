@@ -20,6 +20,7 @@ const std::vector<CommandGroup>& command_groups();
 
 // What both mlbert binaries' main does with their registered subcommands, in order:
 //  - an unknown command word is an error naming it and the closest known command (exit 2);
+//  - so is an option the command does not know, named before any argument is validated;
 //  - --version prints what `version` returns (called only then);
 //  - parse and run; a CLI11 usage error is one line "mlbert: error: <command>: ..." plus a hint
 //    (exit 2), any other exception one line "mlbert: error: ..." (exit 2);

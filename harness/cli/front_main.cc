@@ -1,8 +1,9 @@
 // mlbert: the one CLI.
 //
-// The log toolkit's subcommands (check, score, rcp, system-check, package, report, audit) run in
-// this process, which links the toolkit and nothing else: an audit starts in about a millisecond,
-// on an auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
+// The log toolkit's subcommands (check, score, rcp, system-check, package, report, audit, and the
+// official tools' command lines, also reached through a link named after a tool) run in this
+// process, which links the toolkit and nothing else: an audit starts in about a millisecond, on an
+// auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
 // launch, bind, demo, simulate) is carried out by `mlbert-core`, built and installed next to this
 // binary (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer
 // than checking a log): this process replaces itself with it, same arguments, same exit status.
@@ -23,6 +24,7 @@
 #include "harness/cli/version.h"
 #include "common/cli.h"
 #include "mlperf_logging/cli/cli.h"
+#include "mlperf_logging/cli/official_cli.h"
 
 namespace {
 
@@ -87,5 +89,12 @@ int main(int argc, char** argv) {
   mlbert::logging::register_cli(app, exit_code);
   // Listed for --help and suggestions only: a forwarded name never reaches the parser.
   for (const auto& f : kForwarded) app.add_subcommand(f.name, f.description)->group(f.group);
-  return mlbert::cli::run_cli(app, argc, argv, exit_code, mlbert::version_text);
+  // A link named after an official tool (`compliance_checker`) runs `mlbert compliance_checker`.
+  std::vector<std::string> words = mlbert::logging::command_line_by_program_name(argc, argv);
+  mlbert::logging::adapt_official_arguments(app, words);
+  std::vector<char*> args;
+  for (auto& word : words) args.push_back(word.data());
+  args.push_back(nullptr);
+  return mlbert::cli::run_cli(app, static_cast<int>(words.size()), args.data(), exit_code,
+                              mlbert::version_text);
 }

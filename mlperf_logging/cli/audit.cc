@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "mlperf_logging/cli/cli.h"
+#include "mlperf_logging/cli/ruleset_choice.h"
+#include "mlperf_logging/cli/score_inputs.h"
 #include "mlperf_logging/log/mllog.h"
 #include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/package/package.h"
@@ -40,39 +42,6 @@ struct ScoreArgs {
   bool json = false;
   bool verbose = false;
 };
-
-// Each folder's ruleset: --ruleset, else the round in its path. What was inferred is said once on
-// stderr (per folder with --verbose).
-std::vector<std::string> score_rulesets(const ScoreArgs& args) {
-  std::vector<std::string> rulesets;
-  std::map<std::string, std::size_t> inferred_counts;
-  for (const auto& dir : args.dirs) {
-    if (!args.ruleset.empty()) {
-      rulesets.push_back(args.ruleset);
-      continue;
-    }
-    const auto inferred = ruleset_from_path(dir);
-    if (!inferred)
-      throw AuditError(
-          dir + ": no --ruleset given and no round (e.g. v4.0) in the path to infer it from");
-    rulesets.push_back(*inferred);
-    ++inferred_counts[*inferred];
-    if (args.verbose && !args.json)
-      std::cerr << "mlbert score: " << dir << ": ruleset " << *inferred
-                << " (from the round in its path)\n";
-  }
-  if (inferred_counts.empty() || args.json) return rulesets;
-  std::string note;
-  for (const auto& [ruleset, count] : inferred_counts) {
-    note += (note.empty() ? "" : ", ") + ruleset;
-    if (inferred_counts.size() > 1)
-      note += " (" + std::to_string(count) + (count == 1 ? " folder)" : " folders)");
-  }
-  std::cerr << "mlbert score: ruleset" << (inferred_counts.size() > 1 ? "s " : " ") << note
-            << " from the round in the path (--ruleset overrides"
-            << (args.verbose || args.dirs.size() == 1 ? "" : "; -v lists each folder") << ")\n";
-  return rulesets;
-}
 
 // One folder's score as JSON. A run is "counted" when it is in the olympic mean; "compliant" tells
 // a run the mean drops as the fastest or slowest (its "reason" says so) from a failed one.
@@ -110,9 +79,15 @@ nlohmann::json score_json(const std::string& dir, const SystemScore& score) {
 int run_score(const ScoreArgs& args) {
   bool all_scored = true;
   nlohmann::json results = nlohmann::json::array();
-  const std::vector<std::string> rulesets = score_rulesets(args);
-  for (std::size_t i = 0; i < args.dirs.size(); ++i) {
-    const std::string& dir = args.dirs[i];
+  const ScoreInputs inputs = read_score_inputs(args.dirs, args.ruleset);
+  const RulesetChoice choice = choose_rulesets(inputs.ruleset, inputs.dirs, "folder");
+  if (!args.json) {
+    for (const auto& note : inputs.notes) std::cerr << "mlbert score: " << note << "\n";
+    print_ruleset_note("mlbert score", choice, args.verbose);
+  }
+  const std::vector<std::string>& rulesets = choice.rulesets;
+  for (std::size_t i = 0; i < inputs.dirs.size(); ++i) {
+    const std::string& dir = inputs.dirs[i];
     ScoreOptions options;
     options.apply_scaling = !args.no_scaling;
     options.ruleset = rulesets[i];
@@ -142,11 +117,13 @@ void register_score(CLI::App& app, int& exit_code) {
   CLI::App* cmd =
       app.add_subcommand("score", "olympic-mean minutes of result folders (official summarizer)")
           ->group("audit");
-  cmd->add_option("dirs", args->dirs, "system directories holding result_*.txt (or bert/)")
-      ->required()
-      ->check(cli::existing_directory());
+  cmd->add_option("dirs", args->dirs,
+                  "system folders holding result_*.txt (or bert/), or organization folders "
+                  "(results/<system>/bert/); the summarizer's DIR training RULESET also works")
+      ->required();
   cmd->add_option("--ruleset", args->ruleset,
-                  "training ruleset, e.g. 4.0.0; default: the round in the path (v4.0 -> 4.0.0)");
+                  "training ruleset, e.g. 4.0.0; default: the round in the path (v4.0 -> 4.0.0), "
+                  "else the newest with BERT (with a warning)");
   cmd->add_flag("--no-scaling", args->no_scaling, "ignore scaling.json (RCP score normalization)");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("-v,--verbose", args->verbose,
@@ -167,6 +144,7 @@ struct RcpArgs {
   bool bert_train_samples = false;
   bool bypass = false;
   bool write_scaling = false;
+  bool any_division = false;
   bool json = false;
   bool verbose = false;
 };
@@ -297,12 +275,50 @@ void print_rcp_result(const std::string& dir, const RcpResult& result, const Rcp
   }
 }
 
-int run_rcp(const RcpArgs& args) {
-  require_ruleset_format(args.ruleset);
-  const RcpPass pass = args.pass == "full" ? RcpPass::full : RcpPass::pruned;
-  if (args.dirs.empty() && !args.table && args.batch_sizes.empty()) {
+// The one ruleset of an rcp run (ruleset_choice.h): --ruleset, else the folders' round, else the
+// newest with BERT; folders of different rounds are checked one command at a time.
+std::string rcp_ruleset(const RcpArgs& args) {
+  if (!args.ruleset.empty()) return args.ruleset;
+  if (args.dirs.empty()) {
+    if (!args.json)
+      std::cerr << "mlbert rcp: warning: no --ruleset and no result folder: using ruleset "
+                << default_ruleset() << ", the newest with BERT\n";
+    return default_ruleset();
+  }
+  const RulesetChoice choice = choose_rulesets("", args.dirs, "folder");
+  for (std::size_t i = 1; i < choice.rulesets.size(); ++i) {
+    if (choice.rulesets[i] != choice.rulesets.front())
+      throw AuditError("the folders are of different rounds (" + choice.per_path.front() + "; " +
+                       choice.per_path[i] +
+                       "): check them one command at a time, or pass --ruleset");
+  }
+  if (!args.json) print_ruleset_note("mlbert rcp", choice, args.verbose);
+  return choice.rulesets.front();
+}
+
+// RCPs apply to closed-division results only: the official package checker and summarizer run the
+// RCP test in the closed division alone. True (and the answer printed) when every log of `dir`
+// says submission_division "open".
+bool open_division(const std::string& dir, bool json, nlohmann::json& results) {
+  if (logged_division(find_result_files(dir)) != "open") return false;
+  const std::string why =
+      "open division: RCPs apply to closed-division results only, as in the official package "
+      "checker (--any-division or `mlbert rcp_checker` check it anyway, as the official "
+      "rcp_checker does)";
+  results.push_back(
+      {{"dir", dir}, {"passed", true}, {"verdict", "not applicable"}, {"message", why}});
+  if (!json) std::cout << dir << ": RCP not applicable: " << why << "\n";
+  return true;
+}
+
+int run_rcp(const RcpArgs& given) {
+  if (given.dirs.empty() && !given.table && given.batch_sizes.empty()) {
     throw AuditError("rcp: give a result directory, --table or --batch-size");
   }
+  RcpArgs args = given;
+  args.ruleset = rcp_ruleset(given);
+  require_ruleset_format(args.ruleset);
+  const RcpPass pass = args.pass == "full" ? RcpPass::full : RcpPass::pruned;
   if (rcp_not_applicable(args)) return 0;
   const RcpCatalog catalog = args.custom_rcps.empty()
                                  ? RcpCatalog(args.ruleset)
@@ -314,6 +330,7 @@ int run_rcp(const RcpArgs& args) {
   bool all_passed = true;
   nlohmann::json results = nlohmann::json::array();
   for (const auto& dir : args.dirs) {
+    if (!args.any_division && open_division(dir, args.json, results)) continue;
     RcpOptions options;
     options.ruleset = args.ruleset;
     options.custom_rcps = args.custom_rcps;
@@ -337,7 +354,9 @@ void register_rcp(CLI::App& app, int& exit_code) {
                       ->group("audit");
   cmd->add_option("dirs", args->dirs, "directories holding result_*.txt")
       ->check(cli::existing_directory());
-  cmd->add_option("--ruleset", args->ruleset, "training ruleset, e.g. 4.1.0")->required();
+  cmd->add_option("--ruleset", args->ruleset,
+                  "training ruleset, e.g. 4.1.0; default: the round in the path, else the newest "
+                  "with BERT (with a warning)");
   cmd->add_option("--custom-rcps", args->custom_rcps,
                   "RCP JSON file (official layout) to use instead of the ruleset's table")
       ->check(CLI::ExistingFile);
@@ -351,6 +370,8 @@ void register_rcp(CLI::App& app, int& exit_code) {
   cmd->add_flag("--rcp-bypass", args->bypass, "let RCP failures pass (needs committee review)");
   cmd->add_flag("--set-scaling", args->write_scaling,
                 "write scaling.json into the directory as the official package checker does");
+  cmd->add_flag("--any-division", args->any_division,
+                "check open-division folders too, as the official rcp_checker does");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("-v,--verbose", args->verbose, "per-run samples to converge");
   cmd->callback([args, &exit_code] { exit_code = run_rcp(*args); });
@@ -369,8 +390,11 @@ struct SystemCheckArgs {
 int run_system_check(const SystemCheckArgs& args) {
   bool all_valid = true;
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& file : args.files) {
-    const SystemDescResult result = check_system_desc_file(file, args.ruleset, args.werror);
+  const RulesetChoice choice = choose_rulesets(args.ruleset, args.files, "file");
+  if (!args.json) print_ruleset_note("mlbert system-check", choice, false);
+  for (std::size_t i = 0; i < args.files.size(); ++i) {
+    const std::string& file = args.files[i];
+    const SystemDescResult result = check_system_desc_file(file, choice.rulesets[i], args.werror);
     all_valid = all_valid && result.valid;
     nlohmann::json findings = nlohmann::json::array();
     for (const auto& finding : result.findings) {
@@ -406,7 +430,9 @@ void register_system_check(CLI::App& app, int& exit_code) {
   cmd->add_option("files", args->files, "systems/<system>.json files")
       ->required()
       ->check(cli::existing_file());
-  cmd->add_option("--ruleset", args->ruleset, "training ruleset, e.g. 4.1.0")->required();
+  cmd->add_option("--ruleset", args->ruleset,
+                  "training ruleset, e.g. 4.1.0; default: the round in the path, else the newest "
+                  "with BERT (with a warning)");
   cmd->add_flag("--werror", args->werror, "warnings (types, integer counts, division) are errors");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args, &exit_code] { exit_code = run_system_check(*args); });
@@ -434,7 +460,11 @@ std::string_view level_name(PackageFinding::Level level) {
   return "ERROR";
 }
 
-int run_package(const PackageArgs& args) {
+int run_package(const PackageArgs& given) {
+  PackageArgs args = given;
+  const RulesetChoice choice = choose_rulesets(args.options.ruleset, {args.dir}, "folder");
+  if (!args.json) print_ruleset_note("mlbert package", choice, false);
+  args.options.ruleset = choice.rulesets.front();
   const PackageResult result = check_package(args.dir, args.options);
   if (args.json) {
     nlohmann::json findings = nlohmann::json::array();
@@ -490,7 +520,9 @@ void register_package(CLI::App& app, int& exit_code) {
   cmd->add_option("dir", args->dir, "the organization folder of the package")
       ->required()
       ->check(cli::existing_directory());
-  cmd->add_option("--ruleset", args->options.ruleset, "training ruleset, e.g. 4.1.0")->required();
+  cmd->add_option("--ruleset", args->options.ruleset,
+                  "training ruleset, e.g. 4.1.0; default: the round in the path, else the newest "
+                  "with BERT (with a warning)");
   cmd->add_flag("--quiet", args->options.quiet, "do not report compliance warnings");
   cmd->add_flag("--werror", args->options.werror,
                 "compliance and system-description warnings are errors");

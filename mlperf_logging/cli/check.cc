@@ -1,14 +1,13 @@
 // `mlbert check`: the compliance checker on the command line. Files are checked in parallel (one
 // per worker thread) and reported in the order given; exit status 0 when every log passes, 1 when
 // any fails, 2 when a file cannot be read. Without --ruleset each log's ruleset is the round in its
-// path (as `mlbert score` infers it), else the newest ruleset with BERT; what was inferred is
-// reported once for the whole command.
+// path, else the newest ruleset with BERT with a warning (ruleset_choice.h, the rule of every audit
+// command); what was inferred is reported once for the whole command.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlperf_logging/cli/cli.h"
+#include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/rules/example_log.h"
@@ -74,47 +74,19 @@ nlohmann::ordered_json rules_as_json(const std::string& ruleset) {
   return out;
 }
 
-// The ruleset of each log: --ruleset, else the round in its path, else the newest with BERT. Says
-// on stderr, once, what was inferred (with --verbose, for each log).
-std::vector<std::string> choose_rulesets(const CheckArgs& args) {
-  if (!args.ruleset.empty()) return std::vector<std::string>(args.logs.size(), args.ruleset);
-  std::vector<std::string> rulesets;
-  std::map<std::string, std::size_t> from_path;
-  std::size_t defaulted = 0;
-  const std::string newest(mllog::newest_bert_ruleset());
-  for (const auto& log : args.logs) {
-    const auto inferred = ruleset_from_path(log);
-    rulesets.push_back(inferred ? *inferred : newest);
-    if (inferred) {
-      ++from_path[*inferred];
-      if (!mllog::is_supported_ruleset(*inferred))
-        throw AuditError(log + ": the round in its path means ruleset " + *inferred +
-                         ", which mlbert does not know; pass --ruleset");
-    } else {
-      ++defaulted;
-    }
-    if (args.verbose)
-      std::fprintf(stderr, "mlbert check: %s: ruleset %s (%s)\n", log.c_str(),
-                   rulesets.back().c_str(),
-                   inferred ? "from the round in its path" : "the newest with BERT");
-  }
-  std::string note;
-  for (const auto& [ruleset, count] : from_path) {
-    note += (note.empty() ? "" : ", ") + ruleset;
-    if (from_path.size() > 1 || defaulted > 0)
-      note += " (" + std::to_string(count) + (count == 1 ? " log)" : " logs)");
-  }
-  if (!note.empty())
-    note = (from_path.size() > 1 ? "rulesets " : "ruleset ") + note + " from the round in the path";
-  if (defaulted > 0) {
-    note += (note.empty() ? "" : "; ") + std::string("ruleset ") + newest +
-            ", the newest with BERT, for " +
-            (defaulted == args.logs.size() ? std::string(defaulted == 1 ? "the log" : "every log")
-                                           : std::to_string(defaulted) + " without a round");
-  }
-  std::fprintf(stderr, "mlbert check: %s (--ruleset overrides%s)\n", note.c_str(),
-               args.verbose || args.logs.size() == 1 ? "" : "; -v lists each log");
-  return rulesets;
+// The ruleset of each log (ruleset_choice.h), said once on stderr.
+RulesetChoice choose_log_rulesets(const CheckArgs& args) {
+  RulesetChoice choice = choose_rulesets(args.ruleset, args.logs, "log");
+  print_ruleset_note("mlbert check", choice, args.verbose);
+  return choice;
+}
+
+// A log without MLLOG lines fails every requirement; the official checker lists "No log lines
+// detected" after the missing keys, where the cause is easy to miss. `check` names it first.
+mllog::CheckResult cause_first(mllog::CheckResult result) {
+  std::stable_partition(result.messages.begin(), result.messages.end(),
+                        [](const mllog::CheckMessage& m) { return m.rule == "log:records"; });
+  return result;
 }
 
 // --print-rules and --print-example without --ruleset: the newest with BERT, said once.
@@ -124,6 +96,30 @@ std::string single_ruleset(const CheckArgs& args) {
   std::fprintf(stderr, "mlbert check: ruleset %s, the newest with BERT (--ruleset overrides)\n",
                newest.c_str());
   return newest;
+}
+
+// "N of M logs pass (rulesets ...)", the rulesets used oldest first: the order of the ruleset list.
+void print_pass_count(std::size_t passed, const std::vector<std::string>& rulesets) {
+  std::string names;
+  std::size_t used = 0;
+  for (const auto& r : mllog::supported_rulesets()) {
+    if (std::find(rulesets.begin(), rulesets.end(), r) == rulesets.end()) continue;
+    names += (names.empty() ? "" : ", ") + r;
+    ++used;
+  }
+  std::printf("%zu of %zu logs pass (ruleset%s %s)\n", passed, rulesets.size(),
+              used > 1 ? "s" : "", names.c_str());
+}
+
+// After the verdicts, so the cause stands next to the failures: logs without a round in their path
+// that failed were checked against the default ruleset.
+void warn_failed_on_default(std::size_t failed) {
+  const bool one = failed == 1;
+  std::fprintf(stderr,
+               "mlbert check: %zu failing log%s had no round in %s path and %s checked against "
+               "%s, the newest ruleset with BERT: pass --ruleset if %s from another round\n",
+               failed, one ? "" : "s", one ? "its" : "their", one ? "was" : "were",
+               default_ruleset().c_str(), one ? "it is" : "they are");
 }
 
 int run_check(const CheckArgs& args) {
@@ -139,7 +135,8 @@ int run_check(const CheckArgs& args) {
     return 0;
   }
   if (args.logs.empty()) throw CLI::ValidationError("LOG", "at least one log file is required");
-  const std::vector<std::string> rulesets = choose_rulesets(args);
+  const RulesetChoice choice = choose_log_rulesets(args);
+  const std::vector<std::string>& rulesets = choice.rulesets;
   mllog::CheckOptions options;
   options.usage = args.usage;
   options.werror = args.werror;
@@ -176,6 +173,7 @@ int run_check(const CheckArgs& args) {
 
   int status = 0;
   std::size_t passed = 0;
+  std::size_t failed_on_default = 0;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (!outcomes[i].result) {
       std::printf("ERROR   %s\n  %s\n", args.logs[i].c_str(), outcomes[i].io_error.c_str());
@@ -183,25 +181,16 @@ int run_check(const CheckArgs& args) {
       continue;
     }
     const auto& result = *outcomes[i].result;
-    std::fputs(mllog::format_result(result, !args.quiet).c_str(), stdout);
+    std::fputs(mllog::format_result(cause_first(result), !args.quiet).c_str(), stdout);
     if (result.success) {
       ++passed;
-    } else if (status == 0) {
-      status = 1;
+    } else {
+      if (status == 0) status = 1;
+      if (choice.from_default[i]) ++failed_on_default;
     }
   }
-  if (args.logs.size() > 1) {
-    // The rulesets used, oldest first: the order of the ruleset list.
-    std::string names;
-    std::size_t used = 0;
-    for (const auto& r : mllog::supported_rulesets()) {
-      if (std::find(rulesets.begin(), rulesets.end(), r) == rulesets.end()) continue;
-      names += (names.empty() ? "" : ", ") + r;
-      ++used;
-    }
-    std::printf("%zu of %zu logs pass (ruleset%s %s)\n", passed, args.logs.size(),
-                used > 1 ? "s" : "", names.c_str());
-  }
+  if (args.logs.size() > 1) print_pass_count(passed, rulesets);
+  if (failed_on_default > 0) warn_failed_on_default(failed_on_default);
   if (args.advise) print_log_advice(args.logs, rulesets);
   return status;
 }
@@ -221,7 +210,7 @@ void register_check_cli(CLI::App& app, int& exit_code) {
                    "else the newest with BERT)")
       ->check(CLI::IsMember(mllog::supported_rulesets()));
   check->add_flag("--werror", args->werror, "Treat warnings as errors");
-  check->add_flag("--quiet", args->quiet, "Suppress warnings (no effect with --werror)");
+  check->add_flag("-q,--quiet", args->quiet, "Suppress warnings (no effect with --werror)");
   check->add_flag("--print-rules", args->print_rules,
                   "Print the ruleset's BERT rules (with their Python sources) as JSON and exit");
   check->add_flag("--print-example", args->print_example,

@@ -1,5 +1,6 @@
 // The mlbert command line's log-audit subcommands (check, score, rcp, system-check, package,
-// report, audit), which the front end `mlbert` runs itself.
+// report, audit, and the official tools' command lines of official_cli.h), which the front end
+// `mlbert` runs itself.
 #pragma once
 #include <CLI/CLI.hpp>
 

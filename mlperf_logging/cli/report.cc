@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mlperf_logging/cli/cli.h"
+#include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/report/report.h"
 
@@ -28,15 +29,13 @@ struct ReportArgs {
 
 int run_report(const ReportArgs& args) {
   std::vector<SystemReport> systems;
-  for (const auto& dir : args.dirs) {
+  const RulesetChoice choice = choose_rulesets(args.ruleset, args.dirs, "folder");
+  print_ruleset_note("mlbert report", choice, true);
+  for (std::size_t i = 0; i < args.dirs.size(); ++i) {
     ReportInput input;
-    input.dir = dir;
-    input.ruleset = args.ruleset;
+    input.dir = args.dirs[i];
+    input.ruleset = choice.rulesets[i];
     input.target = args.target;
-    if (args.ruleset.empty())
-      if (auto inferred = ruleset_from_path(dir))
-        std::cerr << "mlbert report: " << dir << ": ruleset " << *inferred
-                  << " (from the round in its path; --ruleset overrides)\n";
     systems.push_back(read_system_report(input));
   }
   ReportOptions options;
@@ -76,7 +75,8 @@ void register_report_cli(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("-o,--out", args->out, "the HTML file to write (default report.html)");
   cmd->add_option("--ruleset", args->ruleset,
-                  "training ruleset for every directory; default: the round in each path");
+                  "training ruleset for every directory; default: the round in each path, else "
+                  "the newest with BERT (with a warning)");
   cmd->add_option("--target", args->target, "accuracy target line (default 0.720, BERT's)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--title", args->title, "the page title");

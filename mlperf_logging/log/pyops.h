@@ -3,6 +3,7 @@
 // exceptions: a rule that raises is reported by the checker differently from one that is false.
 #pragma once
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -38,6 +39,11 @@ bool ge(const nlohmann::json& v, double x);
 
 // `v != ''`
 bool ne_empty_string(const nlohmann::json& v);
+
+// Python's int(v) as decimal text (a seed, a node count): bool, int, a finite float truncated, a
+// str of an optionally signed decimal integer between whitespace; empty with `why` set to the
+// error int() would raise.
+std::optional<std::string> int_text(const nlohmann::json& v, std::string& why);
 
 // `v in ['a', 'b', ...]`
 bool in_list(const nlohmann::json& v, std::initializer_list<std::string_view> items);

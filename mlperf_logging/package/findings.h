@@ -23,6 +23,11 @@ class PackageFindings {
   void info(const std::filesystem::path& where, std::string text) {
     add(PackageFinding::Level::info, where, std::move(text));
   }
+  // The first reason the official checker would stop with an exception here.
+  void official_stop(const std::filesystem::path& where, const std::string& why) {
+    if (result_.official_stop.empty())
+      result_.official_stop = relative(where).string() + ": " + why;
+  }
   std::filesystem::path relative(const std::filesystem::path& where) const {
     std::error_code ec;
     std::filesystem::path rel = std::filesystem::relative(where, root_, ec);
@@ -31,7 +36,8 @@ class PackageFindings {
 
  private:
   void add(PackageFinding::Level level, const std::filesystem::path& where, std::string text) {
-    result_.findings.push_back({level, relative(where), std::move(text)});
+    const bool layout = text.starts_with("[layout] ");
+    result_.findings.push_back({level, relative(where), std::move(text), layout});
   }
   PackageResult& result_;
   std::filesystem::path root_;

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "common/utf8.h"
+#include "mlperf_logging/log/python_json.h"
 #include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/rules/rulesets.h"
 
@@ -74,6 +75,10 @@ std::vector<std::filesystem::path> sorted_subdirectories(const std::filesystem::
   return out;
 }
 
+std::string os_path_join(const std::string& a, const std::string& b) {
+  return a.empty() || a.back() == '/' ? a + b : a + "/" + b;
+}
+
 void require_ruleset_format(std::string_view ruleset) {
   static const std::regex kPattern(R"(\d+\.\d+\.\d+)");
   if (!std::regex_match(ruleset.begin(), ruleset.end(), kPattern)) {
@@ -101,6 +106,32 @@ std::optional<std::string> ruleset_from_path(const std::filesystem::path& path) 
     if (std::regex_match(name, m, kRound)) found = m[1].str() + "." + m[2].str() + ".0";
   }
   return found;
+}
+
+std::optional<std::string> logged_division(const std::vector<std::filesystem::path>& files) {
+  std::optional<std::string> common;
+  for (const auto& file : files) {
+    std::optional<std::string> division;
+    try {
+      for_each_mllog_payload(file, [&](std::string_view payload, int) {
+        if (division || payload.find("submission_division") == std::string_view::npos) return;
+        try {
+          const nlohmann::json record = mllog::pyjson::loads(payload);
+          if (!record.is_object() || record.value("key", nlohmann::json()) != "submission_division")
+            return;
+          const auto value = record.find("value");
+          if (value != record.end() && value->is_string()) division = value->get<std::string>();
+        } catch (const mllog::pyjson::DecodeError&) {
+          // A malformed line says nothing about the division; the checks report it.
+        }
+      });
+    } catch (const AuditError&) {
+      return std::nullopt;
+    }
+    if (!division || (common && *common != *division)) return std::nullopt;
+    common = division;
+  }
+  return common;
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& file) {

@@ -37,6 +37,10 @@ std::vector<std::filesystem::path> find_result_files(const std::filesystem::path
 std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir);
 std::vector<std::filesystem::path> sorted_subdirectories(const std::filesystem::path& dir);
 
+// Python's os.path.join(a, b) for a relative `b`: the official tools print paths spelled so, from
+// the folder as the user typed it ("pkg/" + "results" is "pkg/results").
+std::string os_path_join(const std::string& a, const std::string& b);
+
 // Throws AuditError unless `ruleset` looks like "M.m.p" (digits).
 void require_ruleset_format(std::string_view ruleset);
 // Throws AuditError unless `ruleset` looks like "M.m.p" and has BERT compliance rules (checker.h).
@@ -45,6 +49,10 @@ void require_ruleset_with_bert_rules(std::string_view ruleset);
 // The ruleset of a published results tree, from a path component "v3.0" or
 // "training_results_v3.0" -> "3.0.0". Empty when no component says.
 std::optional<std::string> ruleset_from_path(const std::filesystem::path& path);
+
+// The submission_division value every one of `files` logs, when they all log the same string;
+// empty when one logs none, logs another or cannot be read.
+std::optional<std::string> logged_division(const std::vector<std::filesystem::path>& files);
 
 // Whole JSON file; throws AuditError "FILE: line L, column C: ..." for malformed JSON.
 nlohmann::json read_json_file(const std::filesystem::path& file);

@@ -48,6 +48,7 @@ BypassFlags read_params(const fs::path& file, PackageFindings& findings) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
     findings.error(file, "package_checker_params is not a file");
+    findings.official_stop(file, "package_checker_params cannot be read as a file");
     return flags;
   }
   std::ifstream in(file, std::ios::binary);
@@ -173,6 +174,7 @@ FailedRuns check_compliance(const std::vector<fs::path>& results, const std::str
     } catch (const std::exception& e) {
       failed.names.insert(result.stem().string());
       failed.compliance.emplace_back(result, std::string("cannot check: ") + e.what());
+      findings.official_stop(result, std::string("cannot be read: ") + e.what());
     }
   }
   return failed;
@@ -208,6 +210,9 @@ void check_folder_rcp(const fs::path& folder, const BypassFlags& flags,
   rcp_options.write_scaling = options.write_scaling;
   try {
     const RcpResult rcp = check_rcp_directory(folder, rcp_options);
+    if (stops_official_rcp_checker(rcp))
+      findings.official_stop(folder,
+                             "the RCP checker cannot read the logs: " + rcp.problems.front());
     summary.rcp_ok = rcp.passed;
     summary.rcp_message = rcp.message;
     summary.rcp_scaling_factor = rcp.scaling_factor;
@@ -313,6 +318,8 @@ SystemDivisions check_system_descriptions(const fs::path& systems, const Package
       continue;
     }
     const SystemDescResult desc = check_system_desc_file(entry, options.ruleset, options.werror);
+    if (audit_systems && !desc.official_stop.empty())
+      findings.official_stop(entry, desc.official_stop);
     for (const auto& finding : desc.findings) {
       const std::string text =
           (finding.field.empty() ? "" : "field '" + finding.field + "': ") + finding.text;
@@ -342,13 +349,14 @@ bool has_source_file(const fs::path& dir) {
   return false;
 }
 
-// benchmarks/bert/implementations/<implementation>/, with source code in each.
+// benchmarks/bert/implementations/<implementation>/, with source code in each: warnings, because
+// the official checker has no such rule (package.h).
 void check_implementations(const fs::path& org_dir, PackageFindings& findings) {
   const fs::path implementations = org_dir / "benchmarks" / kBertBenchmark / "implementations";
   const auto impls = fs::is_directory(implementations) ? sorted_subdirectories(implementations)
                                                        : std::vector<fs::path>{};
   if (impls.empty()) {
-    findings.error(
+    findings.warning(
         implementations,
         std::string(kLayoutTag) +
             "no implementation folder "
@@ -383,10 +391,17 @@ void check_system_results(const fs::path& system_folder, const ResultsContext& c
     if (division == context.divisions.of.end()) {
       findings.error(benchmark_folder,
                      "no system description systems/" + system + ".json for these results");
-    } else if (!context.audit_systems && context.divisions.unreadable.count(system)) {
-      findings.error(benchmark_folder, "systems/" + system +
-                                           ".json has no readable division field, which the "
-                                           "official checker reads for these results");
+      findings.official_stop(benchmark_folder,
+                             "no systems/" + system + ".json to read the division from");
+    } else if (context.divisions.unreadable.count(system)) {
+      // The official checker reads contents['division'] for every results folder.
+      findings.official_stop(benchmark_folder,
+                             "systems/" + system + ".json has no division field to read");
+      if (!context.audit_systems) {
+        findings.error(benchmark_folder, "systems/" + system +
+                                             ".json has no readable division field, which the "
+                                             "official checker reads for these results");
+      }
     }
     if (benchmark != kBertBenchmark) {
       findings.warning(benchmark_folder,
@@ -412,6 +427,7 @@ void check_results(const fs::path& results, const ResultsContext& context,
                    PackageFindings& findings, PackageResult& result) {
   if (!fs::is_directory(results)) {
     findings.error(results, std::string(kLayoutTag) + "no results/ folder");
+    findings.official_stop(results, "no such folder to list");
     return;
   }
   for (const fs::path& system_folder : sorted_subdirectories(results))
@@ -431,6 +447,12 @@ std::size_t PackageResult::error_count() const {
   return static_cast<std::size_t>(
       std::count_if(findings.begin(), findings.end(),
                     [](const auto& f) { return f.level == PackageFinding::Level::error; }));
+}
+
+bool PackageResult::official_passed() const {
+  return std::none_of(findings.begin(), findings.end(), [](const PackageFinding& f) {
+    return f.level == PackageFinding::Level::error && !f.layout;
+  });
 }
 
 std::size_t PackageResult::warning_count() const {

@@ -2,9 +2,11 @@
 // system descriptions, then per results/<system>/bert: exactly 10 result_*.txt, compliance of each
 // (one failing run tolerated under olympic scoring), power-log layout when present, and in the
 // closed division unique seeds and the RCP check. mlbert also requires the layout the official tool
-// takes for granted (a systems/<system>.json per results system, the implementation folder
-// benchmarks/bert/implementations/<impl>/, at least one BERT result folder); those findings are
-// marked "[layout]" so they are easy to tell from the official ones.
+// takes for granted (a systems/ and a results/ folder, at least one BERT result folder); those
+// findings are marked "[layout]" so they are easy to tell from the official ones. The
+// implementation folder benchmarks/bert/implementations/<impl>/ is a [layout] warning only: the
+// official checker has no rule about benchmarks/ in any ruleset (it lists its source files and
+// never uses the list), so a package without it passes there, 1.0.0 included.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -28,6 +30,7 @@ struct PackageFinding {
   Level level = Level::error;
   std::filesystem::path where;  // the file or folder concerned (relative to the package root)
   std::string text;
+  bool layout = false;  // a "[layout]" finding: mlbert's, the official checker has no such rule
 };
 
 // What the check found for one results/<system>/bert folder.
@@ -48,9 +51,14 @@ struct PackageResult {
   bool passed = false;
   std::vector<PackageFinding> findings;
   std::vector<BenchmarkSummary> benchmarks;
+  // Why the official package_checker would stop with a Python exception on this package (no
+  // verdict line, exit status 1), naming the file; "" when it runs to its verdict.
+  std::string official_stop;
 
   std::size_t error_count() const;
   std::size_t warning_count() const;
+  // The official checker's verdict when it runs to one: no error but mlbert's [layout] ones.
+  bool official_passed() const;
 };
 
 // Checks the package rooted at `org_dir` (the folder holding systems/, results/, benchmarks/).

@@ -4,58 +4,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
-#include <optional>
 #include <tuple>
 
 #include "mlperf_logging/log/parser.h"
+#include "mlperf_logging/log/pyops.h"
 
 namespace mlbert::logging {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Python's int() of a logged seed value, as text; empty with `why` set when int() would raise.
-std::optional<std::string> python_int_text(const nlohmann::json& value, std::string& why) {
-  if (value.is_boolean()) return value.get<bool>() ? "1" : "0";
-  if (value.is_number_integer()) return value.dump();
-  if (value.is_number_float()) {
-    const double x = value.get<double>();
-    if (!std::isfinite(x)) {
-      why = "cannot convert float " + value.dump() + " to integer";
-      return std::nullopt;
-    }
-    char buffer[400];
-    std::snprintf(buffer, sizeof buffer, "%.0f", std::trunc(x));
-    return std::string(buffer) == "-0" ? "0" : buffer;
-  }
-  if (value.is_string()) {
-    std::string text = value.get<std::string>();
-    const auto first = text.find_first_not_of(" \t\n\r\f\v");
-    const auto last = text.find_last_not_of(" \t\n\r\f\v");
-    if (first != std::string::npos) {
-      text = text.substr(first, last - first + 1);
-      std::string digits = text;
-      bool negative = false;
-      if (digits.front() == '+' || digits.front() == '-') {
-        negative = digits.front() == '-';
-        digits.erase(0, 1);
-      }
-      if (!digits.empty() &&
-          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-        return (negative && digits != "0" ? "-" : "") + digits;
-      }
-    }
-    why = "invalid literal for int() with base 10: " + value.dump();
-    return std::nullopt;
-  }
-  why = "int() argument must be a string or a number, not " + std::string(value.type_name());
-  return std::nullopt;
-}
 
 std::string number_key(const nlohmann::json& value) {
   if (value.is_number_float()) {
@@ -103,7 +62,7 @@ std::vector<std::pair<fs::path, std::string>> check_seeds(const std::vector<fs::
               return;
             }
             std::string why;
-            const auto value = python_int_text(record.value, why);
+            const auto value = mllog::py::int_text(record.value, why);
             if (!value) {
               problems.push_back(at + ": seed value: " + why);
               return;

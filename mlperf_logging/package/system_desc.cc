@@ -8,6 +8,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "common/nearest_name.h"
+#include "mlperf_logging/log/pyops.h"
 #include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/rules/rulesets.h"
 
@@ -126,6 +128,10 @@ class DescFindings {
   void warn(std::string field, std::string text) {
     result_.findings.push_back({warning_level_, std::move(field), std::move(text)});
   }
+  std::vector<std::string>& official_reasons() { return result_.official_reasons; }
+  void official_stop(std::string why) {
+    if (result_.official_stop.empty()) result_.official_stop = std::move(why);
+  }
 
  private:
   SystemDescResult& result_;
@@ -149,10 +155,17 @@ void check_status(const nlohmann::json& description, std::string_view ruleset,
                                       status.get<std::string>()) != kAvailabilityStatuses.end();
   if (allowed) return;
   std::string options;
-  for (auto s : kAvailabilityStatuses)
+  std::string official_options;
+  for (auto s : kAvailabilityStatuses) {
     options += (options.empty() ? "\"" : ", \"") + std::string(s) + "\"";
+    official_options += (official_options.empty() ? "'" : ", '") + std::string(s) + "'";
+  }
   findings.error("status", "value " + status.dump() +
                                " is not allowed from ruleset 4.0.0 on; use one of " + options);
+  // The official checker replaces its list of reasons with this one.
+  findings.official_reasons() = {
+      "Field status contains a non valid value: " + mllog::py::str(status) + ", must be one of [" +
+      official_options + "]"};
 }
 
 // What the official verdict ignores but the result summarizer trips over.
@@ -171,6 +184,9 @@ void check_summarizer_fields(const nlohmann::json& description, DescFindings& fi
       findings.error(field, "must be a string, not a " + json_type_name(value) + " (" +
                                 value.dump() +
                                 "): the official checker cannot process the file otherwise");
+      findings.official_stop("field '" + field + "' is a " + json_type_name(value) +
+                             ", which the official checker cannot join into its CSV row "
+                             "(it stops with a TypeError)");
     } else if (!value.is_string()) {
       findings.warn(field, "should be a string, not a " + json_type_name(value) + " (" +
                                value.dump() +
@@ -184,6 +200,27 @@ void check_summarizer_fields(const nlohmann::json& description, DescFindings& fi
                                             "\" is not an integer: the result summarizer "
                                             "multiplies it as one");
     }
+  }
+}
+
+// Every required field, in the official order. A missing one is named with the key of the file
+// that misspells it, if one does ("coolng" for cooling).
+void check_required_fields(const nlohmann::json& description, DescFindings& findings,
+                           std::vector<std::pair<std::string, std::string>>& misspelled) {
+  const std::vector<std::string> required(kRequiredFields.begin(), kRequiredFields.end());
+  for (const auto& [key, value] : description.items()) {
+    if (std::find(required.begin(), required.end(), key) != required.end()) continue;
+    const std::string field = nearest_name(key, required);
+    if (!field.empty() && !description.contains(field)) misspelled.emplace_back(key, field);
+  }
+  for (const std::string& field : required) {
+    if (description.contains(field)) continue;
+    findings.official_reasons().push_back("Missing field " + field);
+    std::string text = "missing field";
+    for (const auto& [key, meant] : misspelled)
+      if (meant == field)
+        text += "; the file has '" + key + "', which looks like a misspelling of it";
+    findings.error(field, text);
   }
 }
 
@@ -220,12 +257,11 @@ SystemDescResult check_system_desc(const nlohmann::json& description, std::strin
   if (!description.is_object()) {
     findings.error("", "a system description is a JSON object, this file holds a JSON " +
                            json_type_name(description));
+    findings.official_stop("the file holds a JSON " + json_type_name(description) +
+                           ", not an object");
     return result;
   }
-  for (std::string_view field : kRequiredFields) {
-    if (!description.contains(std::string(field)))
-      findings.error(std::string(field), "missing field");
-  }
+  check_required_fields(description, findings, result.misspelled_keys);
   result.system_name = text_of(description, "system_name").value_or("");
   result.division = text_of(description, "division");
   result.has_division = description.contains("division");
@@ -255,6 +291,8 @@ SystemDescResult check_system_desc_file(const std::filesystem::path& file, std::
     std::string what = e.what();
     if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
     result.findings.push_back({SystemDescFinding::Level::error, "", "malformed JSON: " + what});
+    result.official_stop =
+        "malformed JSON (the official checker stops with a JSONDecodeError): " + what;
     result.valid = false;
     return result;
   }

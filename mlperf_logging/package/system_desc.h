@@ -1,6 +1,7 @@
 // The system description check (`<org>/systems/<system>.json`), with the official
 // system_desc_checker's verdict: every required field present and, from ruleset 4.0.0 on, `status`
-// one of the four availability categories. Beyond the official verdict it warns (errors with
+// one of the four availability categories. A missing field whose name a key of the file misspells
+// is named with that key. Beyond the official verdict it warns (errors with
 // --werror) about what would break the result summarizer later: non-string values, node and
 // accelerator counts that are not integers, a division other than closed/open.
 #pragma once
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mlbert::logging {
@@ -30,6 +32,15 @@ struct SystemDescResult {
   bool has_division = false;  // the file is a JSON object with a division field (of any type)
   std::optional<std::string> status;
   std::vector<SystemDescFinding> findings;
+  // Keys that are no field of a description but one edit or so from a missing required field:
+  // (key in the file, the field it was probably meant to be).
+  std::vector<std::pair<std::string, std::string>> misspelled_keys;
+
+  // The official checker's own account, for `mlbert system_desc_checker`: its list of invalid
+  // reasons ("Missing field cooling", ...), and why it would stop with a Python exception instead
+  // of a verdict (malformed JSON, a non-string value it joins), "" when it runs to its verdict.
+  std::vector<std::string> official_reasons;
+  std::string official_stop;
 
   std::size_t error_count() const;
   std::size_t warning_count() const;

@@ -472,6 +472,16 @@ void judge(const RcpCatalog& catalog, double bs, const std::filesystem::path& di
 
 }  // namespace
 
+bool stops_official_rcp_checker(const RcpResult& result) {
+  if (result.problems.empty()) return false;
+  const bool only_batch_sizes_missing =
+      result.problems.size() == result.runs.size() &&
+      std::all_of(result.runs.begin(), result.runs.end(), [](const RcpRun& run) {
+        return !run.batch_size && run.benchmark == std::string(kBertBenchmark);
+      });
+  return !only_batch_sizes_missing;
+}
+
 RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions& options) {
   require_ruleset_format(options.ruleset);
   RcpResult result;

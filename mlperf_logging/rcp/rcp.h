@@ -133,6 +133,11 @@ struct RcpResult {
 // missing or has no result files; malformed records become `problems` and an error verdict.
 RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions& options);
 
+// True when the official check_directory would stop with a Python exception on what `result`
+// read (a KeyError, a JSONDecodeError): any unreadable record, except that logs which all say
+// "bert" and all lack a batch size get its verdict "Could not detect global_batch_size".
+bool stops_official_rcp_checker(const RcpResult& result);
+
 // Reads one result file the way the RCP checker does. Malformed records are appended to
 // `problems` as "FILE:LINE: ..." and leave the run unconverged.
 RcpRun read_rcp_run(const std::filesystem::path& file, bool bert_train_samples,

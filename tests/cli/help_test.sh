@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# help_test.sh MLBERT: `mlbert --help` lists the commands under the job groups audit, data, model
-# and train, in that order, one line each and at most 80 columns; every command's --help (nested
-# ones too) exits 0 and ends with "Example:" and one line that runs that very command.
+# help_test.sh MLBERT: `mlbert --help` lists the commands under the job groups audit, official
+# (the official tools' command lines), data, model and train, in that order, one line each and at
+# most 80 columns; every command's --help (nested ones too) exits 0 and ends with "Example:" and one
+# line that runs that very command.
 set -u
 bin=$1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -9,22 +10,22 @@ fail() { echo "FAIL: $*"; exit 1; }
 top=$("$bin" --help) || fail "mlbert --help exited $?"
 [[ $(head -n 1 <<<"$top") == "mlbert: prepare, run and audit MLPerf Training BERT submissions" ]] ||
   fail "mlbert --help's first line: $(head -n 1 <<<"$top")"
-groups=$(grep -Eo '^(audit|data|model|train): ' <<<"$top" | tr -d ': ' | tr '\n' ' ')
-[[ $groups == "audit data model train " ]] || fail "groups in mlbert --help: '$groups'"
+groups=$(grep -Eo '^(audit|official|data|model|train): ' <<<"$top" | tr -d ': ' | tr '\n' ' ')
+[[ $groups == "audit official data model train " ]] || fail "groups in mlbert --help: '$groups'"
 
 # The command lines: two spaces, the name, two or more spaces, a description, between the first
 # group heading and the closing hint.
 section=$(sed -n '/^audit: /,/^`mlbert COMMAND --help`/p' <<<"$top" | sed '$d')
-headings=$(grep -Ev '^(  |$)' <<<"$section" | grep -Ev '^(audit|data|model|train): ')
-[[ -z $headings ]] || fail "commands outside the groups audit, data, model, train: under '$headings'"
+headings=$(grep -Ev '^(  |$)' <<<"$section" | grep -Ev '^(audit|official|data|model|train): ')
+[[ -z $headings ]] || fail "commands outside the groups audit, official, data, model, train: under '$headings'"
 listing=$(grep -E '^  [a-z]' <<<"$section")
 commands=$(awk '{print $1}' <<<"$listing")
 [[ $(wc -l <<<"$commands") -ge 11 ]] || fail "fewer than 11 commands listed: $commands"
 while IFS= read -r line; do
-  [[ $line =~ ^\ \ [a-z][a-z-]*\ {2,}[^\ ] ]] || fail "not one line 'name  description': '$line'"
+  [[ $line =~ ^\ \ [a-z][a-z_-]*\ {2,}[^\ ] ]] || fail "not one line 'name  description': '$line'"
   (( ${#line} <= 80 )) || fail "wider than 80 columns (${#line}): '$line'"
 done <<<"$listing"
-for c in check score package data checkpoint train launch demo; do
+for c in check score package compliance_checker repo_checker data checkpoint train launch demo; do
   grep -qx "$c" <<<"$commands" || fail "$c is not listed"
 done
 

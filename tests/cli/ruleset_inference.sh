@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ruleset_inference.sh MLBERT WORK_DIR: `mlbert check` without --ruleset checks each log against
-# the round in its path (training_results_v4.0 -> 4.0.0), else the newest ruleset with BERT; it says
-# what it inferred in one stderr line per command, and one per log only with -v.
+# the round in its path (training_results_v4.0 -> 4.0.0), else the newest ruleset with BERT and a
+# warning naming it; it says what it inferred in one stderr line per command, and one per log only
+# with -v.
 set -u
 bin=$1 work=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -33,13 +34,13 @@ run 0 -v "$a/result_0.txt" "$b/result_0.txt"
   fail "-v did not name each log's ruleset: $(cat "$work/err")"
 
 run 0 "$work/plain/result_0.txt"
-grep -Eq '^mlbert check: ruleset [0-9.]+, the newest with BERT, for the log' "$work/err" ||
+grep -Eq '^mlbert check: warning: no round [(]e[.]g[.] v4[.]1[)] in the path of .*plain/result_0[.]txt: using ruleset [0-9.]+, the newest with BERT' "$work/err" ||
   fail "a log without a round: $(cat "$work/err")"
-newest=$(sed -n 's/^mlbert check: ruleset \([0-9.]*\),.*/\1/p' "$work/err")
+newest=$(sed -n 's/^mlbert check: warning: .*: using ruleset \([0-9.]*\),.*/\1/p' "$work/err")
 "$bin" --version | grep -q "(newest with BERT: $newest)" || fail "check's newest ($newest) is not --version's"
 
 # Logs of a round and logs without one: still one line, with both counts.
 run 0 "$a/result_0.txt" "$work/plain/result_0.txt"
-grep -Eq "^mlbert check: ruleset 4.0.0 [(]1 log[)] from the round in the path; ruleset $newest, the newest with BERT, for 1 without a round" "$work/err" ||
+grep -Eq "^mlbert check: ruleset 4.0.0 [(]1 log[)] from the round in the path; warning: no round [(]e[.]g[.] v4[.]1[)] in the path of .*plain/result_0[.]txt: using ruleset $newest, the newest with BERT" "$work/err" ||
   fail "mixed logs: $(cat "$work/err")"
 echo "ok"

@@ -115,3 +115,44 @@ TEST_CASE("malformed and non-object files fail with the position, missing files 
   CHECK_THROWS_AS(lg::check_system_desc_file(tmp.path() / "absent.json", "4.1.0"), lg::AuditError);
   CHECK_THROWS_AS(lg::check_system_desc(good_desc("4.1.0"), "9.9.9", "s.json"), lg::AuditError);
 }
+
+TEST_CASE("a missing field is named with the key that misspells it", "[system]") {
+  auto desc = good_desc("4.1.0");
+  desc["coolng"] = desc["cooling"];
+  desc.erase("cooling");
+  desc["system_type"] = "datacenter";  // an extra field near no missing one: not a misspelling
+  const auto result = lg::check_system_desc(desc, "4.1.0", "sys.json");
+  CHECK_FALSE(result.valid);
+  REQUIRE(result.misspelled_keys.size() == 1);
+  CHECK(result.misspelled_keys[0] == std::pair<std::string, std::string>("coolng", "cooling"));
+  bool named = false;
+  for (const auto& f : result.findings)
+    named |= f.field == "cooling" && f.text.find("the file has 'coolng'") != std::string::npos;
+  CHECK(named);
+  // A key near a field that is present is no misspelling of it.
+  auto both = good_desc("4.1.0");
+  both["coolng"] = "air";
+  CHECK(lg::check_system_desc(both, "4.1.0", "sys.json").misspelled_keys.empty());
+}
+
+TEST_CASE("the official reasons are its list: missing fields in order, or the status alone",
+          "[system]") {
+  auto desc = good_desc("4.1.0");
+  desc.erase("hw_notes");
+  desc.erase("cooling");
+  const auto missing = lg::check_system_desc(desc, "4.1.0", "s.json");
+  CHECK(missing.official_reasons ==
+        std::vector<std::string>{"Missing field cooling", "Missing field hw_notes"});
+  CHECK(missing.official_stop.empty());
+  // The official checker replaces its list with the status reason (str() of the value).
+  desc["status"] = 3;
+  const auto status = lg::check_system_desc(desc, "4.1.0", "s.json");
+  REQUIRE(status.official_reasons.size() == 1);
+  CHECK(status.official_reasons[0] ==
+        "Field status contains a non valid value: 3, must be one of ['Available on-premise', "
+        "'Available cloud', 'Research, Development, or Internal (RDI)', 'Preview']");
+  auto joined = good_desc("4.1.0");
+  joined["system_name"] = 8;  // joined into its CSV row: a TypeError stops it
+  CHECK(lg::check_system_desc(joined, "4.1.0", "s.json").official_stop.find("system_name") !=
+        std::string::npos);
+}

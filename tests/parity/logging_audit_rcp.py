@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -151,6 +152,17 @@ def spread(center, width=0.02, n=10):
     return [round(center * (1 + width * (i - (n - 1) / 2) / n)) for i in range(n)]
 
 
+def open_division(d):
+    """True when every log of `d` says submission_division "open"."""
+    divisions = set()
+    for name in os.listdir(d):
+        if name.startswith("result_"):
+            with open(os.path.join(d, name), encoding="utf-8", errors="replace") as f:
+                found = re.search(r'"key": "submission_division", "value": "(\w+)"', f.read())
+            divisions.add(found.group(1) if found else None)
+    return divisions == {"open"}
+
+
 def compare_dir(what, d, ruleset, bypass=False, full=False, train_samples=False):
     # The official checker writes scaling.json into the directory it checks: give each tool its own copy.
     official_dir, ours_dir = d + ".official", d + ".mlbert"
@@ -159,7 +171,8 @@ def compare_dir(what, d, ruleset, bypass=False, full=False, train_samples=False)
     passed, msg, norm = rcp_checker.check_directory(
         official_dir, "training", ruleset, False, train_samples, rcp_pass="full_rcps" if full else "pruned_rcps",
         rcp_bypass=bypass, set_scaling=True)
-    args = [ours_dir, "--ruleset", ruleset, "--set-scaling"]
+    # --any-division: the official checker judges open-division folders too.
+    args = [ours_dir, "--ruleset", ruleset, "--set-scaling", "--any-division"]
     if bypass:
         args.append("--rcp-bypass")
     if full:
@@ -167,6 +180,12 @@ def compare_dir(what, d, ruleset, bypass=False, full=False, train_samples=False)
     if train_samples:
         args.append("--bert-train-samples")
     ours = mlbert_json(args)["results"][0]
+    if open_division(d):
+        # RCPs apply to closed results only: without --any-division mlbert says so and passes.
+        plain = mlbert_json([d, "--ruleset", ruleset])["results"][0]
+        if (plain["passed"], plain.get("verdict")) != (True, "not applicable"):
+            failures.append(f"{what}: an open-division folder: mlbert rcp must say not applicable, "
+                            f"got {plain}")
     if (ours["passed"], ours["message"]) != (passed, msg):
         failures.append(f"{what}: mlbert ({ours['passed']}, {ours['message']!r}) vs official ({passed}, {msg!r})")
     expect_close(what, "scaling_factor", ours["scaling_factor"], float(norm), 1e-12)
