@@ -1,8 +1,8 @@
 // bert_cuda_bench: throughput of one BERT-large training step (forward, backward, global gradient
 // norm, LAMB) on the CUDA backend in bf16 and fp16, for a padded batch (16 x 512) and a realistic
-// unpadded length mix (REFERENCE.md section 8), with the MFU of REFERENCE.md section 7. In the same
-// process it measures two baselines of the device: a large bf16 GEMM through cuBLASLt and a
-// device-to-device copy, and prints the step's FLOP rate as a ratio of the GEMM ceiling.
+// unpadded length mix (docs/reference.md, "The length mix"), with the MFU of its "Compute". In
+// the same process it measures two baselines of the device: a large bf16 GEMM through cuBLASLt and
+// a device-to-device copy, and prints the step's FLOP rate as a ratio of the GEMM ceiling.
 // PyTorch on the same GPU is timed by torch_bert_step.py (scripts/device_check.sh runs both).
 // fp16 steps use the device loss scaler; each step's loss is scaled by the scale the device holds
 // for it (read back before the step), and the table reports the steps the scaler skipped and the
@@ -144,7 +144,7 @@ nlohmann::json batch_shape(const bert::Batch& batch) {
           {"squares", sum_of_squared_lengths(batch)}};
 }
 
-// REFERENCE.md section 7: 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
+// docs/reference.md, "Compute": 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
 double step_flops(const bert::BertConfig& c, const bert::Batch& batch) {
   const double L = static_cast<double>(c.num_hidden_layers), H = static_cast<double>(c.hidden_size);
   const double F = static_cast<double>(c.intermediate_size), V = static_cast<double>(c.vocab_size);
