@@ -1,5 +1,6 @@
-# The README's two commands: `make test` and `make demo`. Both install missing Debian packages
-# (as root; otherwise they print the apt-get line), configure, build, then run.
+# `make test` (the README's test command) and `make demo` (its training example). Both install
+# missing Debian packages (as root; otherwise they print the apt-get line), configure, build, then
+# run.
 #
 # `make test` is the whole suite: it also makes the venv of pinned Python oracles the parity tests
 # compare against (the official mlperf_logging, HF tokenizers, TensorFlow, PyTorch ...; PyPI, once,

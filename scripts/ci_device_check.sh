@@ -3,8 +3,8 @@
 # same executables `make test` built and tested) and verifies it (scripts/device_check.sh
 # --prepare: every library resolves inside the bundle or is one the device image provides; the
 # host unit tests, the no-device paths and an MPI singleton of the bundled, relocated Open MPI run
-# from it alone; it fits the device tool's 64 MiB). The stage logic and the one-GPU training run
-# on the CPU backend are ctest entries of `make test` (tests/bert_cuda). About a minute of CPU.
+# from it alone). The stage logic and the one-GPU training run on the CPU backend are ctest
+# entries of `make test` (tests/bert_cuda). About a minute of CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device check of the CUDA backend on one GPU machine (the H200 of the device tool), prepared
+# The device check of the CUDA backend on one GPU machine (a Hopper GPU: H100, H200), prepared
 # on a CPU machine so that it works the first time on a bare image that has nvcc, CMake and a
 # PyTorch venv but none of the project's libraries (HDF5, Open MPI, OpenBLAS, CLI11, json, ...)
 # and no package registry.
@@ -9,9 +9,9 @@
 # load except those the device image brings (glibc, libstdc++, the driver's libcuda, CUDA 13's
 # cuBLASLt, the NCCL of its PyTorch wheel), plus a relocatable Open MPI runtime (orted, MCA and
 # PMIx plugins, help files) that OPAL_PREFIX points at, into build-device-bundle/bundle.tar.xz
-# (git-ignored; carried). Building there would spend 3-5 of the 15 device minutes and depend on
-# its compiler, pkg-config and CMake; the bundle's binaries run on the device's newer glibc, which
-# `--verify` and a Debian root without the dev packages check here (README, device section).
+# (git-ignored; copied with the working tree). Building there would spend minutes of GPU time
+# and depend on its compiler, pkg-config and CMake; the bundle's binaries run on the device's
+# newer glibc, which `--verify` and a Debian root without the dev packages check (docs/gpu.md).
 #
 #   scripts/device_check.sh --prepare [--build-dir DIR] [--jobs N]   here: build, bundle, verify
 #   scripts/device_check.sh --verify                                 here: check the bundle again
@@ -20,7 +20,7 @@
 #   scripts/device_check.sh --exec PROGRAM [ARGS...]                 there: one program of the
 #                                                                    bundle in its environment
 #
-# Stages, each with its own time cap and log under $OUT (8 files come back: summary.txt and one
+# Stages, each with its own time cap and log under $OUT (8 files: summary.txt and one
 # log per stage); the summary table is printed whatever a stage does (scripts/device_stages.sh),
 # and the exit status is non-zero when a stage failed, hung, crashed or got no time:
 #   setup     the bundle's libraries resolve, GPU and driver, bert_cuda_unit (host logic, ptxas
@@ -358,8 +358,8 @@ setup_stage() {
 ops_stage() { with_bundle "$BIN/bert_cuda_check" --ops-only --dtype "$1" --seed "$SEED" ${ONLY:+--only "$ONLY"}; }
 model_stage() { with_bundle "$BIN/bert_cuda_check" --model-only --dtype both --seed "$SEED"; }
 # The bench's verdict is the stage's; its measurements then become a measured accelerator profile
-# (`mlbert simulate calibrate --bench`), printed into the log (the 8 files that come back are
-# taken): the fitted rate, the prediction of each other configuration, and both JSON files.
+# (`mlbert simulate calibrate --bench`), printed into the log (the logs are what a run leaves):
+# the fitted rate, the prediction of each other configuration, and both JSON files.
 bench_stage() {
   local status=0 accelerator
   rm -f "$RUNDIR/bench.json" "$RUNDIR/profile_measured.json"

@@ -284,7 +284,8 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
     if (sampler.contains("quotas") && sampler["quotas"].is_array())
       for (const json& q : sampler["quotas"])
         if (q.is_number_integer()) quotas.push_back(q.get<int>());
-    if (quotas.empty()) quotas = {6, 3, 2, 5};  // the paper's mix (REFERENCE.md section 3)
+    // The paper's mix (docs/reference.md, "The paper's techniques").
+    if (quotas.empty()) quotas = {6, 3, 2, 5};
     if (std::accumulate(quotas.begin(), quotas.end(), 0) != batch && batch > 0) {
       quotas = rescale_quotas(quotas, static_cast<int>(batch));
       sampler["quotas"] = quotas;

@@ -23,8 +23,8 @@
 namespace mlbert::simulate {
 
 // Backward FLOPs each tensor's gradient needs before it is final, as coefficients of the
-// micro-batch's tokens T, squared tokens Q and masked predictions P (REFERENCE.md section 7:
-// backward = 2 x forward).
+// micro-batch's tokens T, squared tokens Q and masked predictions P (docs/reference.md,
+// "Compute": backward = 2 x forward).
 struct BackwardWork {
   double tokens = 0, squares = 0, predictions = 0;
 };

@@ -82,7 +82,7 @@ nlohmann::json batch_shape(const bert::Batch& batch) {
           {"squares", sum_of_squared_lengths(batch)}};
 }
 
-// REFERENCE.md section 7: 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
+// docs/reference.md, "Compute": 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
 double step_flops(const bert::BertConfig& c, const bert::Batch& batch) {
   const double L = static_cast<double>(c.num_hidden_layers), H = static_cast<double>(c.hidden_size);
   const double F = static_cast<double>(c.intermediate_size), V = static_cast<double>(c.vocab_size);

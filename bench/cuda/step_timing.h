@@ -26,7 +26,7 @@ namespace mlbert::bench {
 double sum_of_squared_lengths(const bert::Batch& batch);
 // The shape of a micro-batch as the simulator's kernel model takes it.
 nlohmann::json batch_shape(const bert::Batch& batch);
-// REFERENCE.md section 7: 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
+// docs/reference.md, "Compute": 6*N_enc*s + 12*L*H*s^2 + 6*p*(H^2 + H*V) per sequence.
 double step_flops(const bert::BertConfig& c, const bert::Batch& batch);
 // `batch_size` sequences: each 512 long ("padded"), or the paper's per-16 length quotas 6/3/2/5
 // from the bins 1-128, 129-256, 257-384, 385-512, uniform inside a bin ("mix"); 15% masked.

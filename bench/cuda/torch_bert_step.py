@@ -19,7 +19,7 @@ SKIPPED = 77
 
 
 def flops_per_step(lengths, masked, layers=24, hidden=1024, ffn=4096, vocab=30522):
-    """REFERENCE.md section 7, counting real (unpadded) tokens, as the C++ bench does."""
+    """docs/reference.md, "Compute": counting real (unpadded) tokens, as the C++ bench does."""
     n_enc = layers * (4 * hidden * hidden + 2 * hidden * ffn)
     return sum(6 * n_enc * s + 12 * layers * hidden * s * s + 6 * p * (hidden * hidden + hidden * vocab)
                for s, p in zip(lengths, masked))

@@ -7,11 +7,11 @@
 // bins of 512 shards, as `mlbert data stratify` writes, for `stratified`), whose row lengths play
 // the length index; the plans come from the harness's load balancers (plan_exchange,
 // global_deal). The work of a rank is its real token count (what unpadded training costs), with a
-// FLOP-weighted variant that adds attention's s^2 term (REFERENCE.md section 7). Lengths follow
-// the MLPerf training set's bin mix (REFERENCE.md section 8: 37.5% 1-128, 18.75% 129-256, 12.5%
-// 257-384, 31.25% 385-512); inside a bin the shape is an assumption stated in the output: uniform
-// in the first three bins, and in the last 80% full 512-token sequences (the reference fills most
-// sequences to the maximum) and 20% uniform in 385-511.
+// FLOP-weighted variant that adds attention's s^2 term (docs/reference.md, "Compute"). Lengths
+// follow the MLPerf training set's bin mix (docs/reference.md, "The length mix": 37.5% 1-128,
+// 18.75% 129-256, 12.5% 257-384, 31.25% 385-512); inside a bin the shape is an assumption stated
+// in the output: uniform in the first three bins, and in the last 80% full 512-token sequences
+// (the reference fills most sequences to the maximum) and 20% uniform in 385-511.
 // Baseline: `none` (each rank trains what it sampled). The step-time gain of a method is the
 // ratio of straggler overheads, since a synchronous step lasts as long as its slowest rank.
 // Bytes exchanged: what the sample exchange all-gathers (serialize_samples), received per rank.
@@ -55,10 +55,11 @@ double thread_seconds() {
 }
 
 constexpr int kRanksPerNode = 8;
-constexpr std::int64_t kMlperfRows = 156726829;  // the MLPerf training set (REFERENCE.md 2)
+// The MLPerf training set's row count (docs/reference.md, "Data").
+constexpr std::int64_t kMlperfRows = 156726829;
 constexpr int kRandomShards = 2048, kShardsPerBin = 512;
 
-// FLOPs of a sequence of length s, without the masked-LM head (REFERENCE.md section 7).
+// FLOPs of a sequence of length s, without the masked-LM head (docs/reference.md, "Compute").
 double flops(int s) {
   return 6.0 * 302e6 * s + 12.0 * 24 * 1024 * double(s) * s;
 }

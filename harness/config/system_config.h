@@ -180,7 +180,7 @@ SystemConfig load_system(const std::string& name_or_path,
 // Parses and validates JSON already in memory (`origin` names it in messages).
 SystemConfig parse_system(const nlohmann::json& json, const std::filesystem::path& origin);
 
-// The MLPerf eval interval in samples for a global batch size (REFERENCE.md section 1).
+// The MLPerf eval interval in samples for a global batch size (docs/reference.md, "The benchmark").
 std::int64_t mlperf_eval_interval(std::int64_t global_batch_size);
 
 // The eval interval this run uses (MLPerf formula or the system's explicit interval).

@@ -1,12 +1,13 @@
 // Sequence lengths of the MLPerf BERT training set as a stated histogram, for planning tools that
 // run without the data: the straggler bench and `mlbert simulate`.
 //
-// Design choice: the bin mix is the one the paper's stratified quotas imply (REFERENCE.md section
-// 8: 37.5% of samples 1-128 tokens, 18.75% 129-256, 12.5% 257-384, 31.25% 385-512); the shape
-// inside a bin is an assumption every caller states: uniform in the first three bins (at least 20
-// tokens: [CLS] A [SEP] B [SEP] is never shorter than a few), and in the last bin 80% full
-// 512-token sequences (the reference fills most sequences to the maximum) and 20% uniform in
-// 385-511. Both draws consume a std::mt19937_64 the caller owns, so a seed fixes the sequence.
+// Design choice: the bin mix is the one the paper's stratified quotas imply (docs/reference.md,
+// "The length mix": 37.5% of samples 1-128 tokens, 18.75% 129-256, 12.5% 257-384, 31.25%
+// 385-512); the shape inside a bin is an assumption every caller states: uniform in the first
+// three bins (at least 20 tokens: [CLS] A [SEP] B [SEP] is never shorter than a few), and in the
+// last bin 80% full 512-token sequences (the reference fills most sequences to the maximum) and
+// 20% uniform in 385-511. Both draws consume a std::mt19937_64 the caller owns, so a seed fixes
+// the sequence.
 #pragma once
 
 #include <array>

@@ -56,8 +56,8 @@ struct TrainingDataset {
   RowLengths lengths() const { return RowLengths{first_row, row_lengths.span()}; }
 };
 
-// The length bins of stratified sampling (REFERENCE.md section 3): 1-128, 129-256, 257-384,
-// 385-512.
+// The length bins of stratified sampling (docs/reference.md, "The paper's techniques"): 1-128,
+// 129-256, 257-384, 385-512.
 inline const std::vector<std::int32_t> kStratifiedBinBounds = {128, 256, 384, 512};
 
 // Finds the HDF5 shards under `dir` (recursively) and builds the streams the run's sampler draws

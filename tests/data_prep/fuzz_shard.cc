@@ -279,9 +279,9 @@ void get_result(data::ByteReader& in, std::vector<data::PackedRow>& rows) {
 // starting from a state without earlier reads is what makes the two passes comparable. The forks
 // were once taken from the fuzzer itself; each then copied the page tables of a process that grows
 // to hundreds of MB as it fuzzes, and tore them down at exit (77% of the target's busy time in the
-// kernel, BENCHMARKS.md): the server stays the size it had at the start. A read's fork starts its
-// coverage counters from zero and copies them to the shared mapping as it ends; the fuzzer adds
-// them to its own, so the readers' checks guide it.
+// kernel, measured 2026-12-05): the server stays the size it had at the start. A read's fork
+// starts its coverage counters from zero and copies them to the shared mapping as it ends; the
+// fuzzer adds them to its own, so the readers' checks guide it.
 enum class Op : std::uint8_t { inspect, lengths, shard, packed, rows, range };
 
 struct Request {
@@ -635,8 +635,8 @@ bool differs_alone(const std::filesystem::path& path) {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // A hang inside HDF5 ends as a contained error well before libFuzzer's own -timeout. Reading a
   // seed-sized shard takes milliseconds; each input that hangs HDF5 costs the whole limit, spent
-  // spinning in the reader (CI's rate: 12 executions a second with 3 s, 21 with 1 s; BENCHMARKS.md
-  // for 0.25 s). A read cut short on a busy machine only skips that input's second pass.
+  // spinning in the reader (CI's rate: 12 executions a second with 3 s, 21 with 1 s). A read cut
+  // short on a busy machine only skips that input's second pass.
   setenv("MLBERT_SHARD_READ_TIMEOUT", "0.25", 0);
   const auto reader =
       std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mlbert-shard-reader-fuzz";

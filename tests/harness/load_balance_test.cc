@@ -17,8 +17,8 @@ using namespace mlbert::harness;
 
 namespace {
 
-// Lengths with the MLPerf training set's bin mix (REFERENCE.md section 8): 37.5% in 1-128,
-// 18.75% in 129-256, 12.5% in 257-384, 31.25% in 385-512 (of which most are full 512s).
+// Lengths with the MLPerf training set's bin mix (docs/reference.md, "The length mix"): 37.5% in
+// 1-128, 18.75% in 129-256, 12.5% in 257-384, 31.25% in 385-512 (of which most are full 512s).
 int realistic_length(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0, 1);
   const double bin = u(rng);

@@ -91,7 +91,7 @@ std::vector<double> on_schedule_4608(int evals) {
 
 TEST_CASE("the reference eval interval is floor(0.05*(230.23*GBS + 3M), 25000)",
           "[advise][eval-schedule]") {
-  // REFERENCE.md's examples.
+  // docs/reference.md's examples.
   CHECK(lg::reference_eval_interval(2048) == 150'000);
   CHECK(lg::reference_eval_interval(4096) == 175'000);
   CHECK(lg::reference_eval_interval(6144) == 200'000);

@@ -410,7 +410,7 @@ TEST_CASE(
         Approx(allreduce_cost(n, bytes).seconds / 2).epsilon(0.02));
 }
 
-TEST_CASE("the traced kernels do BERT-large's training FLOPs (REFERENCE.md section 7)",
+TEST_CASE("the traced kernels do BERT-large's training FLOPs (docs/reference.md: Compute)",
           "[simulate]") {
   const mlbert::bert::BertConfig c = mlbert::bert::BertConfig::preset("bert-large");
   const KernelPlan plan = trace_kernel_plan(c);
