@@ -1,8 +1,8 @@
 // bert_cuda_bench: throughput of one BERT-large training step (forward, backward, global gradient
 // norm, LAMB) on the CUDA backend in bf16 and fp16, for a padded batch (16 x 512) and a realistic
 // unpadded length mix (docs/reference.md, "The length mix"), with the MFU of its "Compute"
-// against the datasheet peak and against a GEMM ceiling measured in the same process (an 8192^3 bf16 GEMM
-// through cuBLASLt; a device-to-device copy is the memory ceiling). PyTorch on the same GPU is
+// against the datasheet peak and against a GEMM ceiling measured in the same process (an 8192^3
+// bf16 GEMM through cuBLASLt; a device-to-device copy is the memory ceiling). PyTorch on the same GPU is
 // timed by torch_bert_step.py (scripts/device_check.sh runs both). fp16 steps use the device loss
 // scaler; each step's loss is scaled by the scale the device holds for it, and the table reports
 // the steps the scaler skipped and the final scale. With --check the exit status is 1 unless every
