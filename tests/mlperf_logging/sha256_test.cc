@@ -33,7 +33,7 @@ TEST_CASE("SHA-256 of pieces of every size equals that of the whole", "[sha256]"
   }
 }
 
-TEST_CASE("SHA-256 of a file is that of its bytes; an unreadable file is an error naming it",
+TEST_CASE("SHA-256 of a file is that of its bytes, an unreadable file is an error naming it",
           "[sha256]") {
   mlbert::test::TempDir dir;
   const std::string bytes = std::string("line\r\n\0\xff", 8) + std::string(3'000'000, 'x');
