@@ -145,6 +145,9 @@ void add_prep(CLI::App& data, int& exit_code) {
   cmd->add_option("--seed", o->pretraining.random_seed, "default 12345");
   cmd->add_option("--threads", o->threads, "worker threads (default: all cores)");
   cmd->add_flag("--joint", o->joint, "all inputs form one reference run and one output file");
+  cmd->add_flag("--replace", o->replace,
+                "remove the output folder's shards that these inputs do not produce (an earlier "
+                "run's) once this run succeeds");
   cmd->add_option("--flavor", *flavor, "tokenizer: reference (default) or hf");
   cmd->add_option("--invalid-utf8", *utf8, "error (default) or replace");
   cmd->add_option("--progress", *progress, "auto (terminal only), always, never");
@@ -169,6 +172,10 @@ void add_prep(CLI::App& data, int& exit_code) {
         static_cast<long long>(r.samples), static_cast<long long>(r.tokens),
         r.samples ? static_cast<double>(r.tokens) / static_cast<double>(r.samples) : 0.0, r.seconds,
         static_cast<long long>(r.outputs.size()), output->c_str());
+    for (const auto& shard : r.replaced) {
+      std::fprintf(stderr, "mlbert: removed %s (--replace: not produced by these inputs)\n",
+                   shard.c_str());
+    }
     if (r.replaced_lines) {
       std::fprintf(stderr, "mlbert: warning: %lld line(s) had invalid UTF-8 replaced by U+FFFD\n",
                    static_cast<long long>(r.replaced_lines));

@@ -2,6 +2,7 @@
 // of worker threads. Each input file is one independent reference run (its own Random(seed)), which
 // is how MLPerf builds its 500 training parts; `joint` treats all inputs as one run (the reference
 // invoked with a comma-separated input list). Peak memory is a few input files, not the corpus.
+// One run writes a folder at a time, and a folder holds one run's shards (prep_folder.h).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -22,6 +23,9 @@ struct PrepOptions {
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;
   int threads = 0;  // 0: hardware concurrency
   bool joint = false;
+  // Shards in the output folder that these inputs do not produce are removed once the run
+  // succeeds; without it they make the run fail before it starts.
+  bool replace = false;
   int progress = -1;  // see Progress
 };
 
@@ -29,6 +33,7 @@ struct PrepResult {
   int64_t files = 0, documents = 0, samples = 0, tokens = 0, replaced_lines = 0, bytes = 0;
   double seconds = 0;
   std::vector<std::filesystem::path> outputs;
+  std::vector<std::filesystem::path> replaced;  // earlier shards removed (PrepOptions::replace)
 };
 
 // Expands directories and checks that every input is a readable regular file.
