@@ -162,6 +162,9 @@ void add_prep(CLI::App& data, int& exit_code) {
     o->flavor = parse_flavor(*flavor);
     o->invalid_utf8 = parse_utf8_policy(*utf8);
     o->progress = parse_progress(*progress);
+    o->on_skipped = [](const SkippedInput& s) {
+      std::fprintf(stderr, "mlbert: note: skipped %s: %s\n", s.file.c_str(), s.reason.c_str());
+    };
     const Vocab v = Vocab::load(*vocab);
     const PrepResult r = run_prep(*o, v);
     std::printf(

@@ -15,42 +15,11 @@
 #include <thread>
 
 #include "common/atomic_file.h"
-#include "common/input_file.h"
 #include "data_prep/length_index.h"
 #include "data_prep/prep_folder.h"
 #include "data_prep/progress.h"
 
 namespace mlbert::data {
-
-std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesystem::path>& inputs) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& in : inputs) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(in, ec)) {
-      std::vector<std::filesystem::path> found;
-      for (const auto& e : std::filesystem::directory_iterator(in)) {
-        // A temporary of an unfinished writer (a killed `data demo-corpus`) is not input.
-        if (e.is_regular_file() && !files::is_partial_name(e.path())) found.push_back(e.path());
-      }
-      std::sort(found.begin(), found.end());
-      if (found.empty()) throw std::runtime_error(in.string() + ": input directory has no files");
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (std::filesystem::is_regular_file(in, ec)) {
-      files.push_back(in);
-    } else if (std::filesystem::exists(in, ec)) {
-      throw std::runtime_error(in.string() +
-                               ": not a text file or a folder of them (a device, "
-                               "a pipe or a socket)");
-    } else {
-      throw std::runtime_error(in.string() + ": no such input file");
-    }
-  }
-  if (files.empty()) throw std::runtime_error("no input files given");
-  for (const auto& f : files) {
-    files::open_input(f, "input file");
-  }
-  return files;
-}
 
 std::filesystem::path shard_name_for(const std::filesystem::path& output_dir,
                                      const std::filesystem::path& input) {
@@ -226,7 +195,11 @@ std::vector<std::filesystem::path> make_shards(const PrepOptions& options,
 
 PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   validate(options.pretraining);
-  const auto files = expand_inputs(options.inputs);
+  PrepInputs inputs = expand_inputs(options.inputs, vocab.origin());
+  if (options.on_skipped) {
+    for (const auto& skipped : inputs.skipped) options.on_skipped(skipped);
+  }
+  const std::vector<std::filesystem::path> files = std::move(inputs.files);
   check_outputs(options, files);
   const PrepFolderLock lock(output_folder(options));
   int64_t total_bytes = 0;

@@ -6,9 +6,11 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "data_prep/hdf5_io.h"
+#include "data_prep/prep_inputs.h"
 #include "data_prep/pretraining.h"
 #include "data_prep/tokenizer.h"
 
@@ -27,6 +29,8 @@ struct PrepOptions {
   // succeeds; without it they make the run fail before it starts.
   bool replace = false;
   int progress = -1;  // see Progress
+  // Told of each file of an input folder that is not read as training text (prep_inputs.h).
+  std::function<void(const SkippedInput&)> on_skipped;
 };
 
 struct PrepResult {
@@ -36,8 +40,6 @@ struct PrepResult {
   std::vector<std::filesystem::path> replaced;  // earlier shards removed (PrepOptions::replace)
 };
 
-// Expands directories and checks that every input is a readable regular file.
-std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesystem::path>& inputs);
 // Output shard name for an input file: `<dir>/<input file name>.hdf5`.
 std::filesystem::path shard_name_for(const std::filesystem::path& output_dir,
                                      const std::filesystem::path& input);
