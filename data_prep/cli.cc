@@ -179,6 +179,9 @@ void add_prep(CLI::App& data, int& exit_code) {
       std::fprintf(stderr, "mlbert: removed %s (--replace: not produced by these inputs)\n",
                    shard.c_str());
     }
+    if (const std::string unknown = unknown_token_warning(r, v); !unknown.empty()) {
+      std::fprintf(stderr, "mlbert: warning: %s\n", unknown.c_str());
+    }
     if (r.replaced_lines) {
       std::fprintf(stderr, "mlbert: warning: %lld line(s) had invalid UTF-8 replaced by U+FFFD\n",
                    static_cast<long long>(r.replaced_lines));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -97,6 +98,8 @@ class ShardMaker {
     result_.tokens += tokens;
     result_.replaced_lines += stats.replaced_lines;
     result_.bytes += stats.bytes;
+    result_.word_pieces += stats.word_pieces;
+    result_.unknown += stats.unknown;
     result_.files += static_cast<int64_t>(group.size());
     result_.outputs.push_back(out_path);
     lengths_of_shard_[out_path] = std::move(lengths);
@@ -222,6 +225,18 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   std::sort(result.outputs.begin(), result.outputs.end());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+std::string unknown_token_warning(const PrepResult& result, const Vocab& vocab) {
+  if (result.unknown * 20 <= result.word_pieces) return "";
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.1f%%",
+                100.0 * static_cast<double>(result.unknown) /
+                    static_cast<double>(result.word_pieces));
+  return std::string(rate) + " of the text's word pieces are [UNK] (" +
+         std::to_string(result.unknown) + " of " + std::to_string(result.word_pieces) +
+         "): the vocabulary " + vocab.origin() +
+         " does not fit this text (another language or casing?)";
 }
 
 }  // namespace mlbert::data

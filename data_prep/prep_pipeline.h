@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "data_prep/hdf5_io.h"
@@ -35,6 +36,7 @@ struct PrepOptions {
 
 struct PrepResult {
   int64_t files = 0, documents = 0, samples = 0, tokens = 0, replaced_lines = 0, bytes = 0;
+  int64_t word_pieces = 0, unknown = 0;  // of the text read (ReadStats), before sampling
   double seconds = 0;
   std::vector<std::filesystem::path> outputs;
   std::vector<std::filesystem::path> replaced;  // earlier shards removed (PrepOptions::replace)
@@ -47,5 +49,9 @@ std::filesystem::path shard_name_for(const std::filesystem::path& output_dir,
 void check_output_dir(const std::filesystem::path& dir);
 
 PrepResult run_prep(const PrepOptions& options, const Vocab& vocab);
+
+// A warning when more than 5% of the text's word pieces are [UNK] (a vocabulary that does not fit
+// the text: another language or casing, or a vocabulary file for another model), else "".
+std::string unknown_token_warning(const PrepResult& result, const Vocab& vocab);
 
 }  // namespace mlbert::data

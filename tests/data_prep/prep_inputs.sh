@@ -1,32 +1,14 @@
 #!/usr/bin/env bash
 # What `mlbert data prep` reads: a folder's training text only (the vocabulary, eval text and
-# binary files a previous step left beside it are named and skipped).
+# binary files a previous step left beside it are named and skipped), and a warning with the rate
+# when more than 5% of the text's word pieces are [UNK].
 # Usage: prep_inputs.sh <mlbert binary>
 set -u
 mlbert=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/cli_checks.sh"
 
-run() {  # <expected status> <name> <substring of stderr or ''> <command...>; sets $err
-  local want=$1 name=$2 pattern=$3 rc
-  shift 3
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$name: exit status $rc, expected $want; stderr: $err"
-    return 1
-  elif [[ -n $pattern ]] && ! grep -qF -- "$pattern" <<<"$err"; then
-    fail "$name: stderr does not mention '$pattern': $err"
-    return 1
-  fi
-  echo "ok   $name${err:+: $err}"
-}
 expect_shards() {  # <name> <dir> <expected `ls` of the shards>
-  local got
-  got=$(cd "$2" && ls -- *.hdf5 2>/dev/null | tr '\n' ' ')
-  [[ $got == "$3" ]] || fail "$1: expected shards '$3', found '$got'"
+  [[ $(shards_of "$2") == "$3" ]] || fail "$1: expected shards '$3', found '$(shards_of "$2")'"
 }
 
 "$mlbert" data demo-corpus --output "$work/corpus" --documents 60 --eval-documents 10 --parts 2 \
@@ -64,8 +46,19 @@ mkdir "$work/no_text" && cp "$work/corpus/vocab.txt" "$work/corpus/eval.txt" "$w
 run 2 "folder without training text" "no_text: input directory has no training text files (eval.txt, vocab.txt skipped)" \
   "${prep[@]}" --vocab "$work/corpus/vocab.txt" --input "$work/no_text" --output "$work/none"
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures input case(s) failed"
-  exit 1
+# [UNK]: the demo corpus has none; 1 in 20 word pieces is not over 5%, 2 in 20 is.
+if run 0 "text the vocabulary fits" "" \
+    "${prep[@]}" --vocab "$work/corpus/vocab.txt" --input "$work/corpus/eval.txt" --output "$work/unk0"; then
+  [[ $err != *UNK* ]] || fail "text the vocabulary fits: warned: $err"
 fi
-echo "prep read training text only"
+printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n' > "$work/tiny_vocab.txt"
+for i in $(seq 1 200); do printf 'the %.0s' $(seq 1 19); echo 'dog'; done > "$work/unk5.txt"
+for i in $(seq 1 200); do printf 'the %.0s' $(seq 1 18); echo 'dog dog'; done > "$work/unk10.txt"
+if run 0 "5% [UNK]" "" \
+    "${prep[@]}" --vocab "$work/tiny_vocab.txt" --input "$work/unk5.txt" --output "$work/unk5"; then
+  [[ $err != *UNK* ]] || fail "5% [UNK]: warned: $err"
+fi
+run 0 "10% [UNK]" "warning: 10.0% of the text's word pieces are [UNK] (400 of 4000): the vocabulary $work/tiny_vocab.txt does not fit" \
+  "${prep[@]}" --vocab "$work/tiny_vocab.txt" --input "$work/unk10.txt" --output "$work/unk10"
+
+finish "prep read training text only"

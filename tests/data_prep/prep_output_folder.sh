@@ -4,27 +4,8 @@
 # Usage: prep_output_folder.sh <mlbert binary>
 set -u
 mlbert=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/cli_checks.sh"
 
-run() {  # <expected status> <name> <substring of stderr or ''> <command...>; sets $err
-  local want=$1 name=$2 pattern=$3 rc
-  shift 3
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$name: exit status $rc, expected $want; stderr: $err"
-    return 1
-  elif [[ -n $pattern ]] && ! grep -qF -- "$pattern" <<<"$err"; then
-    fail "$name: stderr does not mention '$pattern': $err"
-    return 1
-  fi
-  echo "ok   $name${err:+: $err}"
-}
-# The folder's shards, as `ls` lists them (no temporaries: those are hidden).
-shards_of() { (cd "$1" && ls -- *.hdf5 2>/dev/null | tr '\n' ' '); }
 # The folder's length index equals a fresh index of the shards that are there (written in the
 # folder: the index names its shards relative to its own directory).
 index_describes_folder() {  # <name> <dir>
@@ -107,8 +88,4 @@ for k in 1 2 3; do
   index_describes_folder "two writers at once (trial $k, exits $rc1 $rc2)" "$work/race"
 done
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures output-folder case(s) failed"
-  exit 1
-fi
-echo "every prep output folder held one run's shards, all indexed"
+finish "every prep output folder held one run's shards, all indexed"
