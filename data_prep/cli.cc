@@ -19,6 +19,7 @@
 #include "data_prep/length_index.h"
 #include "data_prep/packing.h"
 #include "data_prep/prep_pipeline.h"
+#include "data_prep/shard_verdict.h"
 #include "data_prep/stratify.h"
 #include "data_prep/text_input.h"
 #include "data_prep/tokenizer.h"
@@ -349,7 +350,9 @@ void add_demo_corpus(CLI::App& data, int& exit_code) {
 
 void add_inspect(CLI::App& data, int& exit_code) {
   auto* cmd =
-      data.add_subcommand("inspect", "validate an HDF5 shard and summarise it (or dump samples)");
+      data.add_subcommand("inspect",
+                          "validate an HDF5 shard, summarise it (or dump samples), and end with "
+                          "a verdict on it and its length index");
   auto file = std::make_shared<std::string>();
   auto r = std::make_shared<ReadOptions>();
   auto dump = std::make_shared<bool>(false);
@@ -377,6 +380,9 @@ void add_inspect(CLI::App& data, int& exit_code) {
         line += "], \"next_sentence_label\": " + std::to_string(s.next_sentence_label) + "}\n";
         std::fputs(line.c_str(), stdout);
       }
+      // Standard output stays one JSON object a line; the verdict follows the samples.
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", shard_verdict(*file, info, std::ssize(samples)).c_str());
     } else {
       int64_t tokens = 0;
       std::map<int, int64_t> bins;
@@ -394,6 +400,7 @@ void add_inspect(CLI::App& data, int& exit_code) {
         std::printf("  length %d-%d: %lld\n", b * 128 + 1, b * 128 + 128,
                     static_cast<long long>(n));
       }
+      std::printf("%s\n", shard_verdict(*file, info, std::ssize(samples)).c_str());
     }
     check_stdout("inspect");
     exit_code = 0;
