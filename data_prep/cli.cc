@@ -176,7 +176,7 @@ void add_prep(CLI::App& data, int& exit_code) {
         static_cast<long long>(r.samples), static_cast<long long>(r.tokens),
         r.samples ? static_cast<double>(r.tokens) / static_cast<double>(r.samples) : 0.0, r.seconds,
         static_cast<long long>(r.outputs.size()), output->c_str());
-    for (const auto& shard : r.replaced) {
+    for (const auto& shard : r.removed_earlier) {
       std::fprintf(stderr, "mlbert: removed %s (--replace: not produced by these inputs)\n",
                    shard.c_str());
     }

@@ -211,17 +211,17 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   const auto start = std::chrono::steady_clock::now();
   Progress progress("prep", static_cast<int64_t>(files.size()), total_bytes, options.progress);
   ShardMaker maker(options, vocab, progress);
-  std::vector<std::filesystem::path> replaced;
+  std::vector<std::filesystem::path> removed_earlier;
   if (options.joint) {
     maker.make(files, options.output);
     for (size_t i = 0; i < files.size(); ++i) progress.file_done();
     index_shards(options.output, maker.lengths_of_shard());
   } else {
-    replaced = make_shards(options, files, maker, progress);
+    removed_earlier = make_shards(options, files, maker, progress);
   }
   progress.finish();
   PrepResult result = std::move(maker.result());
-  result.replaced = std::move(replaced);
+  result.removed_earlier = std::move(removed_earlier);
   std::sort(result.outputs.begin(), result.outputs.end());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

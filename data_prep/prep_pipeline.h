@@ -39,7 +39,7 @@ struct PrepResult {
   int64_t word_pieces = 0, unknown = 0;  // of the text read (ReadStats), before sampling
   double seconds = 0;
   std::vector<std::filesystem::path> outputs;
-  std::vector<std::filesystem::path> replaced;  // earlier shards removed (PrepOptions::replace)
+  std::vector<std::filesystem::path> removed_earlier;  // an earlier run's (PrepOptions::replace)
 };
 
 // Output shard name for an input file: `<dir>/<input file name>.hdf5`.
