@@ -113,7 +113,13 @@ PrepInputs expand_inputs(const std::vector<fs::path>& inputs, const fs::path& vo
     }
   }
   if (out.files.empty()) throw std::runtime_error("no input files given");
-  for (const auto& f : out.files) files::open_input(f, "input file");
+  for (const auto& f : out.files) {
+    files::open_input(f, "input file");
+    // Refused here, before hours of other inputs' work that a failed run then takes back.
+    std::error_code ec;
+    if (fs::file_size(f, ec) == 0 && !ec)
+      throw std::runtime_error(f.string() + ": no text to make samples from (an empty file)");
+  }
   return out;
 }
 

@@ -25,8 +25,8 @@ struct PrepInputs {
   std::vector<SkippedInput> skipped;         // files of input folders that are not training text
 };
 
-// Expands folders and checks that every input is a readable regular file; `vocab` (the
-// vocabulary file, possibly empty) is never read as text.
+// Expands folders and checks that every input is a readable, non-empty regular file; `vocab`
+// (the vocabulary file, possibly empty) is never read as text.
 PrepInputs expand_inputs(const std::vector<std::filesystem::path>& inputs,
                          const std::filesystem::path& vocab = {});
 

@@ -28,21 +28,26 @@ for name in a b c; do
     > "$work/$name.txt"
 done
 : > "$work/b_empty.txt"
+printf '\n  \n\t\n' > "$work/b_blank.txt"  # found to hold no text only once it is read
 prep=("$mlbert" data prep --progress never --dupe-factor 1 --max-seq-length 32
       --max-predictions-per-seq 5 --vocab "$work/vocab.txt")
 
-# A failing input after a finished one: the finished shard is taken back, no index is left.
+# An empty input is refused before any shard is written; one found to hold no text when it is
+# read, after a finished one, makes the run take the finished shard back and leave no index.
 mkdir "$work/fresh"
-run 2 "empty input after a finished one" "b_empty.txt: no text" \
+run 2 "empty input" "b_empty.txt: no text to make samples from (an empty file)" \
   "${prep[@]}" --threads 1 --input "$work/a.txt" "$work/b_empty.txt" --output "$work/fresh"
+[[ -z "$(ls -A "$work/fresh")" ]] || fail "empty input: left $(ls -A "$work/fresh" | tr '\n' ' ')"
+run 2 "blank input after a finished one" "b_blank.txt: no text" \
+  "${prep[@]}" --threads 1 --input "$work/a.txt" "$work/b_blank.txt" --output "$work/fresh"
 if [[ -n "$(shards_of "$work/fresh")" || -e $work/fresh/lengths.index ]]; then
-  fail "empty input after a finished one: left $(ls -A "$work/fresh" | tr '\n' ' ')"
+  fail "blank input after a finished one: left $(ls -A "$work/fresh" | tr '\n' ' ')"
 fi
 
 # A failing rerun over an earlier run's folder: what is left is indexed as it now is.
 run 0 "earlier run a, c" "" "${prep[@]}" --threads 1 --input "$work/a.txt" "$work/c.txt" --output "$work/rerun"
-run 2 "rerun a, b_empty over it" "b_empty.txt: no text" \
-  "${prep[@]}" --threads 1 --input "$work/a.txt" "$work/b_empty.txt" "$work/c.txt" --output "$work/rerun"
+run 2 "rerun a, b_blank over it" "b_blank.txt: no text" \
+  "${prep[@]}" --threads 1 --input "$work/a.txt" "$work/b_blank.txt" "$work/c.txt" --output "$work/rerun"
 [[ "$(shards_of "$work/rerun")" == "c.txt.hdf5 " ]] ||
   fail "failed rerun: expected only the earlier c.txt.hdf5 left, found $(shards_of "$work/rerun")"
 index_describes_folder "failed rerun" "$work/rerun"
