@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -34,8 +35,11 @@ PrepFolderLock::PrepFolderLock(const fs::path& dir) {
                                ": another `mlbert data prep` is writing to this folder; wait "
                                "for it to finish or choose another --output");
     }
-    throw std::runtime_error(dir.string() + ": cannot lock the output folder: " +
-                             std::strerror(error));
+    // Some NFS and Lustre mounts have no flock: the prep goes on, as it did before the lock.
+    std::fprintf(stderr,
+                 "mlbert: warning: %s: cannot lock the output folder (%s); a second prep into it "
+                 "would not be refused\n",
+                 dir.c_str(), std::strerror(error));
   }
 }
 
@@ -76,9 +80,8 @@ std::string undo_failed_run(const fs::path& dir, const std::vector<fs::path>& wr
   }
   if (removed) done += "; removed the " + std::to_string(removed) + " shard(s) it had written";
   const fs::path index = length_index_path(dir);
-  std::vector<fs::path> left;
   try {
-    left = find_shards(dir);
+    const std::vector<fs::path> left = find_shards(dir);
     if (!left.empty()) {
       // Shards of an earlier run (or ones this run had replaced, now gone): the index must say
       // what is there now, not what was.

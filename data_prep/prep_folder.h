@@ -14,7 +14,8 @@ namespace mlbert::data {
 
 class PrepFolderLock {
  public:
-  // Throws naming `dir` when another process holds it.
+  // Throws naming `dir` when another process holds it; where the file system has no flock, warns
+  // and goes on unlocked.
   explicit PrepFolderLock(const std::filesystem::path& dir);
   ~PrepFolderLock();
   PrepFolderLock(const PrepFolderLock&) = delete;
