@@ -43,6 +43,16 @@ verdict_is "shard the index does not list" \
   "$valid; but $work/s/lengths.index does not list it: a trainer refuses it until \`mlbert data index $work/s\` rebuilds it" \
   "$work/s/copy.hdf5"
 rm "$work/s/copy.hdf5"
+# The same samples written a second later: same rows, other bytes (HDF5 records the time).
+sleep 1.1
+"$mlbert" data prep --progress never --dupe-factor 1 --max-seq-length 32 --max-predictions-per-seq 5 \
+  --vocab "$work/vocab.txt" --input "$work/a.txt" --output "$work/s2" >/dev/null || fail "prep again"
+cmp -s "$a" "$work/s2/a.txt.hdf5" && fail "the shard written again has the same bytes"
+cp "$a" "$work/a.orig" && cp "$work/s2/a.txt.hdf5" "$a"
+verdict_is "shard rewritten after indexing" \
+  "$valid; but $work/s/lengths.index records other content (the shard changed after it was indexed): a trainer refuses it until \`mlbert data index $work/s\` rebuilds it" \
+  "$a"
+cp "$work/a.orig" "$a"
 cp "$work/s/b.txt.hdf5" "$a"
 verdict_is "shard replaced after indexing" \
   "verdict: valid varlen shard, $b_rows rows, $b_rows sequences; but $work/s/lengths.index records $rows rows: a trainer refuses it until \`mlbert data index $work/s\` rebuilds it" \
