@@ -20,6 +20,7 @@
 #include "data_prep/length_index.h"
 #include "data_prep/packing.h"
 #include "data_prep/prep_pipeline.h"
+#include "data_prep/shard_verdict.h"
 #include "data_prep/stratify.h"
 #include "data_prep/text_input.h"
 #include "data_prep/tokenizer.h"
@@ -146,6 +147,9 @@ void add_prep(CLI::App& data, int& exit_code) {
   cmd->add_option("--seed", o->pretraining.random_seed, "default 12345");
   cmd->add_option("--threads", o->threads, "worker threads (default: all cores)");
   cmd->add_flag("--joint", o->joint, "all inputs form one reference run and one output file");
+  cmd->add_flag("--replace", o->replace,
+                "remove the output folder's shards that these inputs do not produce (an earlier "
+                "run's) once this run succeeds");
   cmd->add_option("--flavor", *flavor, "tokenizer: reference (default) or hf");
   cmd->add_option("--invalid-utf8", *utf8, "error (default) or replace");
   cmd->add_option("--progress", *progress, "auto (terminal only), always, never");
@@ -160,6 +164,9 @@ void add_prep(CLI::App& data, int& exit_code) {
     o->flavor = parse_flavor(*flavor);
     o->invalid_utf8 = parse_utf8_policy(*utf8);
     o->progress = parse_progress(*progress);
+    o->on_skipped = [](const SkippedInput& s) {
+      std::fprintf(stderr, "mlbert: note: skipped %s: %s\n", s.file.c_str(), s.reason.c_str());
+    };
     const Vocab v = Vocab::load(*vocab);
     const PrepResult r = run_prep(*o, v);
     std::printf(
@@ -170,6 +177,13 @@ void add_prep(CLI::App& data, int& exit_code) {
         static_cast<long long>(r.samples), static_cast<long long>(r.tokens),
         r.samples ? static_cast<double>(r.tokens) / static_cast<double>(r.samples) : 0.0, r.seconds,
         static_cast<long long>(r.outputs.size()), output->c_str());
+    for (const auto& shard : r.removed_earlier) {
+      std::fprintf(stderr, "mlbert: removed %s (--replace: not produced by these inputs)\n",
+                   shard.c_str());
+    }
+    if (const std::string unknown = unknown_token_warning(r, v); !unknown.empty()) {
+      std::fprintf(stderr, "mlbert: warning: %s\n", unknown.c_str());
+    }
     if (r.replaced_lines) {
       std::fprintf(stderr, "mlbert: warning: %lld line(s) had invalid UTF-8 replaced by U+FFFD\n",
                    static_cast<long long>(r.replaced_lines));
@@ -337,7 +351,9 @@ void add_demo_corpus(CLI::App& data, int& exit_code) {
 
 void add_inspect(CLI::App& data, int& exit_code) {
   auto* cmd =
-      data.add_subcommand("inspect", "validate an HDF5 shard and summarise it (or dump samples)");
+      data.add_subcommand("inspect",
+                          "validate an HDF5 shard, summarise it (or dump samples), and end with "
+                          "a verdict on it and its length index");
   auto file = std::make_shared<std::string>();
   auto r = std::make_shared<ReadOptions>();
   auto dump = std::make_shared<bool>(false);
@@ -365,6 +381,9 @@ void add_inspect(CLI::App& data, int& exit_code) {
         line += "], \"next_sentence_label\": " + std::to_string(s.next_sentence_label) + "}\n";
         std::fputs(line.c_str(), stdout);
       }
+      // Standard output stays one JSON object a line; the verdict follows the samples.
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", shard_verdict(*file, info, std::ssize(samples)).c_str());
     } else {
       int64_t tokens = 0;
       std::map<int, int64_t> bins;
@@ -382,6 +401,7 @@ void add_inspect(CLI::App& data, int& exit_code) {
         std::printf("  length %d-%d: %lld\n", b * 128 + 1, b * 128 + 128,
                     static_cast<long long>(n));
       }
+      std::printf("%s\n", shard_verdict(*file, info, std::ssize(samples)).c_str());
     }
     check_stdout("inspect");
     exit_code = 0;

@@ -1,11 +1,12 @@
 // Worker threads pull input files from a shared counter; the first error stops the others and is
-// rethrown with its file named. Shards that finished stay (they are complete); none is
-// half-written.
+// rethrown with its file named. A failed run takes back the shards it had finished, so that the
+// folder never holds shards its length index does not describe (see prep_folder.h).
 #include "data_prep/prep_pipeline.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -15,41 +16,11 @@
 #include <thread>
 
 #include "common/atomic_file.h"
-#include "common/input_file.h"
 #include "data_prep/length_index.h"
+#include "data_prep/prep_folder.h"
 #include "data_prep/progress.h"
 
 namespace mlbert::data {
-
-std::vector<std::filesystem::path> expand_inputs(const std::vector<std::filesystem::path>& inputs) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& in : inputs) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(in, ec)) {
-      std::vector<std::filesystem::path> found;
-      for (const auto& e : std::filesystem::directory_iterator(in)) {
-        // A temporary of an unfinished writer (a killed `data demo-corpus`) is not input.
-        if (e.is_regular_file() && !files::is_partial_name(e.path())) found.push_back(e.path());
-      }
-      std::sort(found.begin(), found.end());
-      if (found.empty()) throw std::runtime_error(in.string() + ": input directory has no files");
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (std::filesystem::is_regular_file(in, ec)) {
-      files.push_back(in);
-    } else if (std::filesystem::exists(in, ec)) {
-      throw std::runtime_error(in.string() +
-                               ": not a text file or a folder of them (a device, "
-                               "a pipe or a socket)");
-    } else {
-      throw std::runtime_error(in.string() + ": no such input file");
-    }
-  }
-  if (files.empty()) throw std::runtime_error("no input files given");
-  for (const auto& f : files) {
-    files::open_input(f, "input file");
-  }
-  return files;
-}
 
 std::filesystem::path shard_name_for(const std::filesystem::path& output_dir,
                                      const std::filesystem::path& input) {
@@ -72,14 +43,16 @@ void check_output_dir(const std::filesystem::path& dir) {
 
 namespace {
 
+// The folder a run writes to: the output directory, or the joint output file's.
+std::filesystem::path output_folder(const PrepOptions& options) {
+  if (!options.joint) return options.output;
+  return options.output.has_parent_path() ? options.output.parent_path() : ".";
+}
+
 // The output directory (or the joint output's) can be written, and no two inputs share a shard.
 void check_outputs(const PrepOptions& options, const std::vector<std::filesystem::path>& files) {
-  if (options.joint) {
-    const auto parent = options.output.has_parent_path() ? options.output.parent_path() : ".";
-    check_output_dir(parent);
-    return;
-  }
-  check_output_dir(options.output);
+  check_output_dir(output_folder(options));
+  if (options.joint) return;
   std::vector<std::filesystem::path> names;
   for (const auto& f : files) names.push_back(shard_name_for(options.output, f));
   std::sort(names.begin(), names.end());
@@ -125,12 +98,16 @@ class ShardMaker {
     result_.tokens += tokens;
     result_.replaced_lines += stats.replaced_lines;
     result_.bytes += stats.bytes;
+    result_.word_pieces += stats.word_pieces;
+    result_.unknown += stats.unknown;
     result_.files += static_cast<int64_t>(group.size());
     result_.outputs.push_back(out_path);
     lengths_of_shard_[out_path] = std::move(lengths);
   }
 
   PrepResult& result() { return result_; }
+  // The shards written so far; read once every worker has stopped.
+  const std::vector<std::filesystem::path>& written() const { return result_.outputs; }
   // Every shard's sample lengths, for the length index.
   const std::map<std::filesystem::path, std::vector<int32_t>>& lengths_of_shard() const {
     return lengths_of_shard_;
@@ -191,37 +168,75 @@ void for_each_on_threads(std::size_t count, int threads, const std::function<voi
   if (first_error) std::rethrow_exception(first_error);
 }
 
+// The shards of this run and their index; the earlier shards it replaces are removed only once it
+// succeeded and returned.
+std::vector<std::filesystem::path> make_shards(const PrepOptions& options,
+                                               const std::vector<std::filesystem::path>& files,
+                                               ShardMaker& maker, Progress& progress) {
+  std::vector<std::filesystem::path> planned;
+  for (const auto& f : files) planned.push_back(shard_name_for(options.output, f));
+  auto stale = shards_not_planned(options.output, planned);
+  if (!stale.empty() && !options.replace)
+    throw std::runtime_error(earlier_shards_message(options.output, stale));
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      std::min<int>(options.threads > 0 ? options.threads : hw, static_cast<int>(files.size()));
+  try {
+    for_each_on_threads(files.size(), threads, [&](size_t i) {
+      maker.make({files[i]}, planned[i]);
+      progress.file_done();
+    });
+    for (const auto& shard : stale) std::filesystem::remove(shard);
+    index_shards(options.output, maker.lengths_of_shard());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(e.what() + undo_failed_run(options.output, maker.written()));
+  }
+  return stale;
+}
+
 }  // namespace
 
 PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   validate(options.pretraining);
-  const auto files = expand_inputs(options.inputs);
+  PrepInputs inputs = expand_inputs(options.inputs, vocab.origin());
+  if (options.on_skipped) {
+    for (const auto& skipped : inputs.skipped) options.on_skipped(skipped);
+  }
+  const std::vector<std::filesystem::path> files = std::move(inputs.files);
   check_outputs(options, files);
+  const PrepFolderLock lock(output_folder(options));
   int64_t total_bytes = 0;
   for (const auto& f : files) total_bytes += static_cast<int64_t>(std::filesystem::file_size(f));
 
   const auto start = std::chrono::steady_clock::now();
   Progress progress("prep", static_cast<int64_t>(files.size()), total_bytes, options.progress);
   ShardMaker maker(options, vocab, progress);
+  std::vector<std::filesystem::path> removed_earlier;
   if (options.joint) {
     maker.make(files, options.output);
     for (size_t i = 0; i < files.size(); ++i) progress.file_done();
+    index_shards(options.output, maker.lengths_of_shard());
   } else {
-    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int threads =
-        std::min<int>(options.threads > 0 ? options.threads : hw, static_cast<int>(files.size()));
-    for_each_on_threads(files.size(), threads, [&](size_t i) {
-      maker.make({files[i]}, shard_name_for(options.output, files[i]));
-      progress.file_done();
-    });
+    removed_earlier = make_shards(options, files, maker, progress);
   }
   progress.finish();
-  // The length index of every shard in the output (a trainer's global-deal plans from it).
-  index_shards(options.output, maker.lengths_of_shard());
   PrepResult result = std::move(maker.result());
+  result.removed_earlier = std::move(removed_earlier);
   std::sort(result.outputs.begin(), result.outputs.end());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+std::string unknown_token_warning(const PrepResult& result, const Vocab& vocab) {
+  if (result.unknown * 20 <= result.word_pieces) return "";
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.1f%%",
+                100.0 * static_cast<double>(result.unknown) /
+                    static_cast<double>(result.word_pieces));
+  return std::string(rate) + " of the text's word pieces are [UNK] (" +
+         std::to_string(result.unknown) + " of " + std::to_string(result.word_pieces) +
+         "): the vocabulary " + vocab.origin() +
+         " does not fit this text (another language or casing?)";
 }
 
 }  // namespace mlbert::data

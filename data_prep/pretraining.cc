@@ -4,6 +4,7 @@
 // are vocabulary entries, so comparing ids is comparing tokens.
 #include "data_prep/pretraining.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
@@ -63,6 +64,10 @@ void read_documents(const std::filesystem::path& path, const Tokenizer& tokenize
     }
     ids.clear();
     tokenizer.tokenize(stripped, ids);
+    if (stats) {
+      stats->word_pieces += static_cast<int64_t>(ids.size());
+      stats->unknown += std::count(ids.begin(), ids.end(), tokenizer.vocab().special().unk);
+    }
     if (!ids.empty()) documents.back().push_back(ids);
     if (on_bytes && pending_bytes >= (1 << 20)) {
       on_bytes(pending_bytes);

@@ -52,6 +52,7 @@ struct ReadStats {
   int64_t lines = 0;
   int64_t replaced_lines = 0;  // lines with invalid UTF-8 replaced by U+FFFD (policy kReplace)
   int64_t bytes = 0;
+  int64_t word_pieces = 0, unknown = 0;  // WordPiece ids of the text, and how many are [UNK]
 };
 
 // Appends the documents of one text file to `documents` (the reference's `all_documents`, whose
