@@ -262,4 +262,15 @@ std::string mlbert_executable() {
   return ec ? std::string("mlbert") : path.string();
 }
 
+std::filesystem::path default_systems_dir() {
+  std::error_code ec;
+  if (std::filesystem::is_directory("systems", ec)) return "systems";
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = self.parent_path().parent_path() / "systems";
+    if (std::filesystem::is_directory(installed, ec)) return installed;
+  }
+  return "systems";
+}
+
 }  // namespace mlbert::harness

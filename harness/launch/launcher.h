@@ -74,4 +74,9 @@ std::string shell_quote(const std::string& word);
 // (MLBERT_EXE, set by `mlbert` when it hands a subcommand to mlbert-core), else this executable.
 std::string mlbert_executable();
 
+// Where system names are looked up when no --systems-dir is given: ./systems when it exists,
+// else <dir of this executable>/../systems (an installed tree, e.g. the image's /opt/mlbert),
+// else ./systems (so the error names the usual place).
+std::filesystem::path default_systems_dir();
+
 }  // namespace mlbert::harness

@@ -1,0 +1,135 @@
+// `mlbert reproduce plan`: a published result folder to a plan folder (system file, plan.json,
+// README.md), with the simulator's expected time to train.
+#include "harness/reproduce/cli.h"
+
+#include <iostream>
+
+#include "common/cli.h"
+#include "harness/launch/launcher.h"
+#include "harness/reproduce/plan.h"
+#include "harness/reproduce/published_runs.h"
+#include "mlperf_logging/report/report.h"
+#include "simulate/published_launch.h"
+#include "simulate/result_model.h"
+#include "simulate/results.h"
+#include "simulate/simulator.h"
+
+namespace mlbert::harness::reproduce {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string basis_text(simulate::Basis basis, const std::string& source) {
+  switch (basis) {
+    case simulate::Basis::launch_flag: return "launch line the logs echo: " + source;
+    case simulate::Basis::mllog: return "log " + source;
+    case simulate::Basis::system_description: return "system.json " + source;
+    case simulate::Basis::reference_launch:
+      return "NVIDIA's reference launch (the logs echo no flag): " + source;
+    case simulate::Basis::unstated: break;
+  }
+  return "";
+}
+
+// What the published launch states beyond the MLLOG records, as the simulator's reader derives it.
+LaunchFacts launch_facts(const simulate::PublishedResult& result) {
+  LaunchFacts facts;
+  const simulate::PublishedLaunch& l = result.launch;
+  const auto add = [&](const char* field, const std::string& value, simulate::Basis basis,
+                       const std::string& source) {
+    if (basis != simulate::Basis::unstated)
+      facts.fields.push_back(FieldSource{field, value, basis_text(basis, source)});
+  };
+  add("run.optimizer.name", to_string(l.optimizer.value), l.optimizer.basis, l.optimizer.source);
+  add("run.load_balancing", to_string(l.load_balancing.value), l.load_balancing.basis,
+      l.load_balancing.source);
+  add("run.clipping.mode", to_string(l.clipping()), l.gradient_path.basis, l.gradient_path.source);
+  return facts;
+}
+
+// The simulator's time to train for the published cluster and run, or why there is none.
+nlohmann::json expected_time(const simulate::PublishedResult& result, const fs::path& profiles_dir) {
+  try {
+    simulate::ClusterRun cluster = simulate::cluster_from_result(result);
+    const auto options = simulate::simulation_options_for(result, simulate::SimulationOptions{});
+    const auto profile = simulate::profile_for_accelerator(profiles_dir, cluster.accelerator,
+                                                           cluster.notes, cluster.run.ruleset);
+    if (!profile)
+      return {{"none", "no accelerator profile for \"" + cluster.accelerator + "\" in " +
+                           profiles_dir.string()}};
+    const simulate::Prediction p = simulate::predict(cluster, *profile, options);
+    return {{"minutes", p.total_seconds / 60.0},
+            {"source", "mlbert simulate --results (profile " + profile->accelerator + ")"},
+            {"notes", cluster.notes}};
+  } catch (const std::exception& e) {
+    return {{"none", std::string("the simulator cannot predict it: ") + e.what()}};
+  }
+}
+
+struct PlanOptions {
+  fs::path result_dir, out_dir, system_description, profiles_dir;
+};
+
+int run_plan(const PlanOptions& o) {
+  const PublishedRuns runs = read_published_runs(o.result_dir);
+  fs::path description = o.system_description;
+  if (description.empty()) description = logging::find_system_description(o.result_dir);
+  if (description.empty())
+    throw std::runtime_error(o.result_dir.string() +
+                             ": system.json: none in the folder or its package (pass "
+                             "--system-description FILE)");
+  std::optional<simulate::PublishedResult> published;
+  std::string unread;
+  try {
+    published = simulate::read_published_result(o.result_dir);
+  } catch (const std::exception& e) {
+    unread = e.what();
+  }
+  ReproductionPlan plan = make_plan(runs, description, published ? launch_facts(*published) : LaunchFacts{});
+  const fs::path profiles =
+      o.profiles_dir.empty() ? default_systems_dir() / "profiles" : o.profiles_dir;
+  if (plan.refusal) plan.expected_time = {{"none", "not reproducible"}};
+  else if (published) plan.expected_time = expected_time(*published, profiles);
+  else plan.expected_time = {{"none", "the simulator cannot read the folder: " + unread}};
+  write_plan(plan, o.out_dir);
+  if (plan.refusal) {
+    std::cerr << "mlbert reproduce plan: " << o.result_dir.string()
+              << ": not reproducible: " << *plan.refusal << " (plan.json and README.md in "
+              << o.out_dir.string() << ")\n";
+    return 3;
+  }
+  std::cout << "wrote " << (o.out_dir / "system.json").string() << ", plan.json and README.md ("
+            << plan.fields.size() << " fields with their sources, " << plan.differences.size()
+            << " differences)\n";
+  return 0;
+}
+
+void register_plan(CLI::App& reproduce, int& exit_code) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* plan = reproduce.add_subcommand(
+      "plan", "a published BERT result folder to an mlbert system file and its sources");
+  plan->add_option("result_dir", o->result_dir,
+                   "result_*.txt folder (flat, <org>/results/<system>, or mlbert's results/<s>/bert)")
+      ->required()
+      ->check(cli::existing_directory());
+  plan->add_option("--out", o->out_dir, "the plan folder to create (new or empty)")->required();
+  plan->add_option("--system-description", o->system_description,
+                   "system.json when the folder has none (default: found like `mlbert score`)")
+      ->check(cli::existing_file());
+  plan->add_option("--profiles-dir", o->profiles_dir,
+                   "accelerator profiles for the expected time (default systems/profiles)");
+  plan->callback([o, &exit_code] { exit_code = run_plan(*o); });
+  cli::set_example(*plan, "mlbert reproduce plan results/v3.0/NVIDIA/dgxh100_n8 --out plan_h100");
+}
+
+}  // namespace
+
+void register_cli(CLI::App& app, int& exit_code) {
+  CLI::App* reproduce =
+      app.add_subcommand("reproduce", "plan a published result's reproduction, compare with it")
+          ->group("train");
+  reproduce->require_subcommand(1);
+  register_plan(*reproduce, exit_code);
+}
+
+}  // namespace mlbert::harness::reproduce
