@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "common/cli.h"
+#include "harness/config/system_config.h"
+#include "harness/launch/job.h"
 #include "harness/launch/launcher.h"
 #include "harness/reproduce/plan.h"
 #include "harness/reproduce/published_runs.h"
@@ -68,7 +70,23 @@ nlohmann::json expected_time(const simulate::PublishedResult& result, const fs::
 
 struct PlanOptions {
   fs::path result_dir, out_dir, system_description, profiles_dir;
+  JobOptions job;  // written when --data is given
+  std::string scheduler = "slurm", engine = "none";
 };
+
+// The job of a plan: the planned system file as the job will find it in the plan folder.
+std::string plan_job(const ReproductionPlan& plan, const PlanOptions& o) {
+  const fs::path system_file = fs::absolute(o.out_dir).lexically_normal() / "system.json";
+  const SystemConfig system = parse_system(plan.system, system_file);
+  JobOptions job = o.job;
+  job.scheduler = o.scheduler == "mpirun" ? Scheduler::mpirun : Scheduler::slurm;
+  job.engine = parse_engine(o.engine);
+  job.system_file = system_file;
+  for (fs::path* p : {&job.data, &job.eval_data, &job.checkpoint, &job.results})
+    if (!p->empty()) *p = fs::absolute(*p).lexically_normal();
+  if (job.launch.mlbert.empty()) job.launch.mlbert = mlbert_executable();
+  return job_script(system, job);
+}
 
 int run_plan(const PlanOptions& o) {
   const PublishedRuns runs = read_published_runs(o.result_dir);
@@ -91,16 +109,19 @@ int run_plan(const PlanOptions& o) {
   if (plan.refusal) plan.expected_time = {{"none", "not reproducible"}};
   else if (published) plan.expected_time = expected_time(*published, profiles);
   else plan.expected_time = {{"none", "the simulator cannot read the folder: " + unread}};
-  write_plan(plan, o.out_dir);
+  std::map<std::string, std::string> job;
+  if (!plan.refusal && !o.job.data.empty()) job["job.sh"] = plan_job(plan, o);
+  write_plan(plan, o.out_dir, job);
   if (plan.refusal) {
     std::cerr << "mlbert reproduce plan: " << o.result_dir.string()
               << ": not reproducible: " << *plan.refusal << " (plan.json and README.md in "
               << o.out_dir.string() << ")\n";
     return 3;
   }
-  std::cout << "wrote " << (o.out_dir / "system.json").string() << ", plan.json and README.md ("
-            << plan.fields.size() << " fields with their sources, " << plan.differences.size()
-            << " differences)\n";
+  std::cout << "wrote " << (o.out_dir / "system.json").string() << ", plan.json, README.md"
+            << (job.empty() ? "" : " and job.sh") << " (" << plan.fields.size()
+            << " fields with their sources, " << plan.differences.size() << " differences)\n";
+  if (job.empty()) std::cout << "no job written: pass --data and --eval-data for job.sh\n";
   return 0;
 }
 
@@ -118,6 +139,26 @@ void register_plan(CLI::App& reproduce, int& exit_code) {
       ->check(cli::existing_file());
   plan->add_option("--profiles-dir", o->profiles_dir,
                    "accelerator profiles for the expected time (default systems/profiles)");
+  o->job.runs = 10;
+  o->job.results = "results";
+  plan->add_option("--data", o->job.data, "training shards the job reads (writes job.sh)");
+  plan->add_option("--eval-data", o->job.eval_data, "the eval set the job reads");
+  plan->add_option("--init-checkpoint", o->job.checkpoint, "initial weights");
+  plan->add_option("--results", o->job.results, "the job's result root (default results)");
+  plan->add_option("--runs", o->job.runs, "runs, each with a fresh seed (default 10, BERT's)")
+      ->check(CLI::Range(1, 1000));
+  plan->add_option("--scheduler", o->scheduler, "slurm (default) or mpirun")
+      ->check(CLI::IsMember({"mpirun", "slurm"}));
+  plan->add_option("--engine", o->engine, "none (default), pyxis, apptainer, docker or podman");
+  plan->add_option("--image", o->job.image, "the image the engine runs");
+  plan->add_option("--time", o->job.launch.time_limit, "Slurm time limit (default 01:00:00)");
+  plan->add_option("--partition", o->job.launch.partition, "Slurm partition");
+  plan->add_option("--account", o->job.launch.account, "Slurm account");
+  plan->add_flag("--allow-run-as-root", o->job.launch.allow_run_as_root, "Open MPI's root flag");
+  plan->add_flag("--oversubscribe", o->job.launch.oversubscribe, "more ranks than cores");
+  plan->add_flag("--best-effort", o->job.launch.bind_best_effort,
+                 "bind what the machine has (small machines)");
+  o->job.launch.mlbert = "";
   plan->callback([o, &exit_code] { exit_code = run_plan(*o); });
   cli::set_example(*plan, "mlbert reproduce plan results/v3.0/NVIDIA/dgxh100_n8 --out plan_h100");
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,9 +76,10 @@ nlohmann::json plan_to_json(const ReproductionPlan& plan);
 // README.md: the same for a reader, short.
 std::string plan_readme(const ReproductionPlan& plan);
 
-// Writes DIR/system.json (unless refused), DIR/plan.json and DIR/README.md: all of them or
-// nothing. DIR must not exist or be empty; the files are staged in a sibling folder that is
-// renamed to DIR.
-void write_plan(const ReproductionPlan& plan, const std::filesystem::path& out_dir);
+// Writes DIR/system.json (unless refused), DIR/plan.json, DIR/README.md and `more` (name ->
+// text, e.g. the job script): all of them or nothing. DIR must not exist or be empty; the files
+// are staged in a sibling folder that is renamed to DIR.
+void write_plan(const ReproductionPlan& plan, const std::filesystem::path& out_dir,
+                const std::map<std::string, std::string>& more = {});
 
 }  // namespace mlbert::harness::reproduce

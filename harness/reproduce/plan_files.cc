@@ -81,7 +81,8 @@ std::string plan_readme(const ReproductionPlan& plan) {
   return r.str();
 }
 
-void write_plan(const ReproductionPlan& plan, const std::filesystem::path& out_dir) {
+void write_plan(const ReproductionPlan& plan, const std::filesystem::path& out_dir,
+                const std::map<std::string, std::string>& more) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(out_dir, ec) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir)))
@@ -97,6 +98,7 @@ void write_plan(const ReproductionPlan& plan, const std::filesystem::path& out_d
     if (!plan.refusal) files::write_file_atomically(stage / "system.json", plan.system.dump(2) + "\n");
     files::write_file_atomically(stage / "plan.json", plan_to_json(plan).dump(2) + "\n");
     files::write_file_atomically(stage / "README.md", plan_readme(plan));
+    for (const auto& [name, text] : more) files::write_file_atomically(stage / name, text);
     if (fs::exists(out_dir)) fs::remove(out_dir);
     fs::rename(stage, out_dir);
     files::sync_directory(parent);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `mlbert reproduce plan` from the command line: every published fixture folder gives a whole plan
-# (exit 0) or a refusal that says why (exit 3, plan.json and README.md, no system.json); bad input
-# exits 2 naming the file and field and leaves no plan folder behind.
+# with its Slurm job (exit 0; the job passes bash -n and shellcheck) or a refusal that says why
+# (exit 3, plan.json and README.md, no system.json); bad input exits 2 naming the file and field
+# and leaves no plan folder behind.
 #   plan_cli.sh MLBERT SHARED_DIR WORK_DIR
 set -u
 mlbert="$1"
@@ -16,14 +17,20 @@ while IFS= read -r desc; do
   dir=$(dirname "$desc")
   out="$work/plan_$n"
   n=$((n + 1))
-  err=$("$mlbert" reproduce plan "$dir" --out "$out" 2>&1 >/dev/null)
+  err=$("$mlbert" reproduce plan "$dir" --out "$out" --data /lustre/data/train \
+    --eval-data /lustre/data/eval.hdf5 --results /lustre/results --engine pyxis \
+    --image nvcr.io#mlbert:1 2>&1 >/dev/null)
   rc=$?
   case $rc in
     0) for f in system.json plan.json README.md; do
          [ -s "$out/$f" ] || fail "$dir: exit 0 but no $f"
        done
        jq -e '.reproducible == true and (.fields | all(.source != ""))' "$out/plan.json" >/dev/null ||
-         fail "$dir: plan.json is not a reproducible plan with a source for every field" ;;
+         fail "$dir: plan.json is not a reproducible plan with a source for every field"
+       bash -n "$out/job.sh" || fail "$dir: bash -n rejects its job.sh"
+       if command -v shellcheck >/dev/null; then
+         shellcheck "$out/job.sh" || fail "$dir: shellcheck rejects its job.sh"
+       fi ;;
     3) [ ! -e "$out/system.json" ] || fail "$dir: refused but wrote system.json"
        jq -e '.reproducible == false and (.refusal | length > 0)' "$out/plan.json" >/dev/null ||
          fail "$dir: refused without a reason in plan.json"
