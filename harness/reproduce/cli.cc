@@ -1,5 +1,5 @@
 // `mlbert reproduce plan`: a published result folder to a plan folder (system file, plan.json,
-// README.md), with the simulator's expected time to train.
+// README.md, job.sh), with the simulator's expected time to train; `mlbert reproduce compare`.
 #include "harness/reproduce/cli.h"
 
 #include <iostream>
@@ -8,8 +8,10 @@
 #include "harness/config/system_config.h"
 #include "harness/launch/job.h"
 #include "harness/launch/launcher.h"
+#include "harness/reproduce/compare.h"
 #include "harness/reproduce/plan.h"
 #include "harness/reproduce/published_runs.h"
+#include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/report/report.h"
 #include "simulate/published_launch.h"
 #include "simulate/result_model.h"
@@ -163,6 +165,43 @@ void register_plan(CLI::App& reproduce, int& exit_code) {
   cli::set_example(*plan, "mlbert reproduce plan results/v3.0/NVIDIA/dgxh100_n8 --out plan_h100");
 }
 
+struct CompareOptions {
+  fs::path reproduced, published;
+  std::string tolerance = "5%", ruleset;
+};
+
+int run_compare(const CompareOptions& o) {
+  std::string ruleset = o.ruleset;
+  for (const fs::path& dir : {o.published, o.reproduced})
+    if (ruleset.empty())
+      if (const auto from_path = logging::ruleset_from_path(dir)) ruleset = *from_path;
+  if (ruleset.empty())
+    throw std::runtime_error("reproduce compare: neither path names a round (v4.0/...); pass "
+                             "--ruleset");
+  const Comparison c =
+      compare_results(o.reproduced, o.published, ruleset, parse_tolerance(o.tolerance));
+  std::cout << format_comparison(c);
+  return c.reproduced_verdict ? 0 : 1;
+}
+
+void register_compare(CLI::App& reproduce, int& exit_code) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* compare = reproduce.add_subcommand(
+      "compare", "a reproduction against the published result: scores, RCP, differing fields");
+  compare->add_option("reproduced", o->reproduced, "the reproduction's result folder")
+      ->required()
+      ->check(cli::existing_directory());
+  compare->add_option("published", o->published, "the published result folder")
+      ->required()
+      ->check(cli::existing_directory());
+  compare->add_option("--tolerance", o->tolerance,
+                      "largest difference of the scores that still reproduces (default 5%)");
+  compare->add_option("--ruleset", o->ruleset, "ruleset of both (default: the round in a path)");
+  compare->callback([o, &exit_code] { exit_code = run_compare(*o); });
+  cli::set_example(*compare, "mlbert reproduce compare results/system/bert v4.0/NVIDIA/h200 "
+                             "--tolerance 5%");
+}
+
 }  // namespace
 
 void register_cli(CLI::App& app, int& exit_code) {
@@ -171,6 +210,7 @@ void register_cli(CLI::App& app, int& exit_code) {
           ->group("train");
   reproduce->require_subcommand(1);
   register_plan(*reproduce, exit_code);
+  register_compare(*reproduce, exit_code);
 }
 
 }  // namespace mlbert::harness::reproduce
