@@ -67,6 +67,8 @@ std::vector<std::string> engine_prefix(const SystemConfig& system, const JobOpti
 // The launcher's words before the rank command: srun (pyxis mounts as its options) or mpirun.
 std::vector<std::string> launcher_words(const SystemConfig& system, const JobOptions& o) {
   if (o.scheduler == Scheduler::slurm && o.engine != Engine::docker && o.engine != Engine::podman) {
+    // --kill-on-bad-exit: a rank that dies takes the step down instead of leaving the others
+    // waiting, so the loop sees the run fail and goes on.
     std::vector<std::string> w = {"srun", "--mpi=pmix", "--cpu-bind=none", "--kill-on-bad-exit=1"};
     if (o.engine == Engine::pyxis) {
       w.push_back("--container-image=" + o.image);
@@ -132,7 +134,11 @@ void write_header(std::ostream& s, const SystemConfig& system, const JobOptions&
   s << "readonly HOST_RESULT_DIR=\"${HOST_RESULTS}\"/" << shell_quote(system.name + "/bert") << "\n";
   s << "readonly SUMMARY=\"${HOST_RESULTS}\"/" << shell_quote(system.name + "/job_summary.txt")
     << "\n";
-  s << "mkdir -p \"${HOST_RESULT_DIR}\" || exit 2\n\n";
+  s << "mkdir -p \"${HOST_RESULT_DIR}\" || exit 2\n";
+  if (o.scheduler == Scheduler::mpirun && t.nodes > 1 && o.launch.hostfile.empty())
+    s << ": \"${MLBERT_HOSTFILE:?set MLBERT_HOSTFILE to the hostfile of the " << t.nodes
+      << " nodes of the job}\"\n";
+  s << "\n";
   s << "note() { printf '%s %s\\n' \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \"$*\" | tee -a "
        "\"${SUMMARY}\"; }\n";
 }

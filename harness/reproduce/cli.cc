@@ -23,6 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The plan's system file (write_plan's name); its stem is the system's name in the job's results.
+constexpr const char* kPlannedSystemFile = "system.json";
+
 std::string basis_text(simulate::Basis basis, const std::string& source) {
   switch (basis) {
     case simulate::Basis::launch_flag: return "launch line the logs echo: " + source;
@@ -78,7 +81,7 @@ struct PlanOptions {
 
 // The job of a plan: the planned system file as the job will find it in the plan folder.
 std::string plan_job(const ReproductionPlan& plan, const PlanOptions& o) {
-  const fs::path system_file = fs::absolute(o.out_dir).lexically_normal() / "system.json";
+  const fs::path system_file = fs::absolute(o.out_dir).lexically_normal() / kPlannedSystemFile;
   const SystemConfig system = parse_system(plan.system, system_file);
   JobOptions job = o.job;
   job.scheduler = o.scheduler == "mpirun" ? Scheduler::mpirun : Scheduler::slurm;
@@ -114,6 +117,9 @@ int run_plan(const PlanOptions& o) {
   std::map<std::string, std::string> job;
   if (!plan.refusal && !o.job.data.empty()) job["job.sh"] = plan_job(plan, o);
   write_plan(plan, o.out_dir, job);
+  // Slurm opens the job's output file (#SBATCH --output) there before the script runs.
+  if (!job.empty())
+    fs::create_directories(fs::absolute(o.job.results) / fs::path(kPlannedSystemFile).stem());
   if (plan.refusal) {
     std::cerr << "mlbert reproduce plan: " << o.result_dir.string()
               << ": not reproducible: " << *plan.refusal << " (plan.json and README.md in "

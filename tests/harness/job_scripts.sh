@@ -25,6 +25,14 @@ for scheduler in mpirun slurm; do
   done
 done
 
+# 128 nodes under mpirun: the hostfile comes from the environment, checked before anything runs.
+script="$work/job_128_nodes.sh"
+"$mlbert" launch --system dgxa100_128x8 --systems-dir "$systems" --dry-run --data /data/train \
+  --eval-data /data/eval.hdf5 --results "$work/results" >"$script" || fail "128 nodes: no job"
+bash -n "$script" || fail "128 nodes: bash -n rejects the job"
+shellcheck "$script" || fail "128 nodes: shellcheck rejects the job"
+grep -q 'MLBERT_HOSTFILE:?' "$script" || fail "128 nodes: the job does not require MLBERT_HOSTFILE"
+
 err=$("$mlbert" launch --system cpu_demo --systems-dir "$systems" --dry-run 2>&1)
 [ $? -eq 2 ] || fail "a dry run without --data did not exit 2: $err"
 grep -q -- "--data: missing" <<<"$err" || fail "a dry run without --data does not say so: $err"
@@ -46,4 +54,4 @@ grep -q "preflight FAILED: no run started" "$work/results/cpu_demo/job_summary.t
   fail "the summary does not say no run started"
 grep -q "run 0" "$work/results/cpu_demo/job_summary.txt" && fail "a run started after a failed preflight"
 [ ! -e "$work/results/cpu_demo/bert/result_0.txt" ] || fail "a log was written after a failed preflight"
-echo "9 job scripts lint clean; no --data refused; a missing data folder stops the job before its first run"
+echo "10 job scripts lint clean; no --data refused; a missing data folder stops the job before its first run"

@@ -18,7 +18,7 @@ while IFS= read -r desc; do
   out="$work/plan_$n"
   n=$((n + 1))
   err=$("$mlbert" reproduce plan "$dir" --out "$out" --data /lustre/data/train \
-    --eval-data /lustre/data/eval.hdf5 --results /lustre/results --engine pyxis \
+    --eval-data /lustre/data/eval.hdf5 --results "$work/results" --engine pyxis \
     --image nvcr.io#mlbert:1 2>&1 >/dev/null)
   rc=$?
   case $rc in
