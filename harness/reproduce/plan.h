@@ -58,10 +58,9 @@ struct ReproductionPlan {
 
 // What the published launch states beyond the MLLOG records (the launch line the logs echo, as the
 // simulator's reader derives it): fields set over the base run, which logged values still
-// override, and the differences they imply. Given by the caller, so harness needs no simulator.
+// override. Given by the caller, so harness needs no simulator.
 struct LaunchFacts {
   std::vector<FieldSource> fields;
-  std::vector<Difference> differences;
 };
 
 // Builds the plan from the folder's runs and its system description (`description_file`, an

@@ -113,7 +113,8 @@ void apply_logs(const PublishedRuns& runs, PlanBuilder& b, std::set<std::string>
     used.insert(key);
     b.set(m.field, converted(*v, key, m.kind), "log " + v->source() + " " + key);
   }
-  // Other keys naming the same field: carried only as agreeing with the one used.
+  // Other keys naming a field already set (opt_epsilon beside opt_lamb_epsilon) are listed as
+  // not carried, with the key the field took.
   for (const LogMapping& m : log_mappings())
     for (const char* key : m.keys)
       if (const LoggedValue* v = runs.find(key); v && !used.contains(key)) {
@@ -140,8 +141,6 @@ void plan_run(const PublishedRuns& runs, const json& d, const std::filesystem::p
       b.set("run.lr_schedule.style", "reference", "default: the reference's schedule");
   }
   for (const auto& fact : launch.fields) b.set(fact.field, fact.value, fact.source);
-  for (const auto& difference : launch.differences)
-    b.differ(difference.published, difference.substitution);
   const auto ruleset = logging::ruleset_from_path(runs.dir);
   if (ruleset) b.set("run.ruleset", *ruleset, "the folder's path (round " + *ruleset + ")");
   else if (!own)
