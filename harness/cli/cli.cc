@@ -1,4 +1,4 @@
-// `mlbert train`, `mlbert launch`, `mlbert bind` and `mlbert demo`: the "train" group of the help
+// `mlbert train`, `mlbert launch`, `mlbert preflight`, `mlbert bind` and `mlbert demo`: the "train" group of the help
 // (`mlbert simulate` joins it from simulate/cli.cc).
 #include "harness/cli/cli.h"
 
@@ -14,6 +14,8 @@
 
 #include "common/atomic_file.h"
 #include "harness/launch/demo.h"
+#include "harness/launch/job.h"
+#include "harness/launch/job_preflight.h"
 #include "harness/launch/launcher.h"
 #include "harness/comm/mpi_communicator.h"
 #include "harness/train/run_guard.h"
@@ -99,85 +101,132 @@ void register_train(CLI::App& app, int& exit_code) {
   throw std::runtime_error(argv[0] + ": cannot execute: " + std::strerror(errno));
 }
 
+// --data and --eval-data given after `--` (the form before they were launch's own options) move
+// to the job; every other word stays a training argument.
+void take_data_arguments(std::vector<std::string>& train_args, JobOptions& job) {
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < train_args.size(); ++i) {
+    const bool has_value = i + 1 < train_args.size();
+    if (train_args[i] == "--data" && has_value) job.data = train_args[++i];
+    else if (train_args[i] == "--eval-data" && has_value) job.eval_data = train_args[++i];
+    else rest.push_back(train_args[i]);
+  }
+  train_args = rest;
+}
+
+std::filesystem::path absolute_or_empty(const std::filesystem::path& p) {
+  return p.empty() ? p : std::filesystem::absolute(p).lexically_normal();
+}
+
+struct LaunchCommand {
+  LaunchOptions launch;
+  JobOptions job;
+  std::string system, scheduler = "mpirun", engine;
+  std::filesystem::path systems_dir, script;
+  bool dry_run = false;
+};
+
+int run_launch(LaunchCommand c) {
+  JobOptions& job = c.job;
+  if (c.launch.mlbert.empty()) c.launch.mlbert = mlbert_executable();
+  const SystemConfig config =
+      load_system(c.system, c.systems_dir.empty() ? default_systems_dir() : c.systems_dir);
+  take_data_arguments(c.launch.train_args, job);
+  job.scheduler = c.scheduler == "slurm" ? Scheduler::slurm : Scheduler::mpirun;
+  // --container without --engine: what each scheduler runs images with on a cluster.
+  if (!c.engine.empty()) job.engine = parse_engine(c.engine);
+  else if (!job.image.empty()) job.engine = job.scheduler == Scheduler::slurm ? Engine::pyxis : Engine::apptainer;
+  job.launch = c.launch;
+  job.system_file = absolute_or_empty(config.path);
+  job.data = absolute_or_empty(job.data);
+  job.eval_data = absolute_or_empty(job.eval_data);
+  job.checkpoint = absolute_or_empty(job.checkpoint);
+  job.results = absolute_or_empty(job.results);
+  const std::string text = job_script(config, job);
+  if (c.dry_run) {
+    std::cout << text;
+    return 0;
+  }
+  std::filesystem::path path = c.script;
+  if (path.empty())
+    path = job.results / config.name / ("launch_" + std::to_string(std::time(nullptr)) + ".sh");
+  std::filesystem::create_directories(path.parent_path());
+  std::filesystem::create_directories(job.results / config.name);
+  files::write_file_atomically(path, text);
+  const bool slurm = job.scheduler == Scheduler::slurm;
+  std::cerr << "mlbert launch: wrote " << path.string() << "; "
+            << (slurm ? "submitting it with sbatch" : "running it") << "\n";
+  exec_or_throw(slurm ? std::vector<std::string>{"sbatch", path.string()}
+                      : std::vector<std::string>{"bash", path.string()});
+}
+
 void register_launch(CLI::App& app, int& exit_code) {
-  auto options = std::make_shared<LaunchOptions>();
-  auto system = std::make_shared<std::string>();
-  auto systems_dir = std::make_shared<std::filesystem::path>("systems");
-  auto scheduler = std::make_shared<std::string>("mpirun");
-  auto dry_run = std::make_shared<bool>(false);
-  auto script = std::make_shared<std::filesystem::path>();
+  auto c = std::make_shared<LaunchCommand>();
+  c->job.runs = 1;
+  c->job.results = "results";
   CLI::App* launch =
       app.add_subcommand("launch",
                          "start `mlbert train` on every GPU of a system (mpirun or Slurm)")
           ->group("train");
-  launch->add_option("--system", *system, "system name (systems/<name>.json) or file")->required();
-  launch->add_option("--systems-dir", *systems_dir, "where system names are looked up")
+  launch->add_option("--system", c->system, "system name (systems/<name>.json) or file")->required();
+  launch->add_option("--systems-dir", c->systems_dir,
+                     "where system names are looked up (default ./systems, else the installed "
+                     "<bin>/../systems)")
       ->check(cli::existing_directory());
-  launch->add_option("--scheduler", *scheduler, "mpirun (default) or slurm")
+  launch->add_option("--data", c->job.data, "training shards (a folder, with its length index)");
+  launch->add_option("--eval-data", c->job.eval_data, "the eval set");
+  launch->add_option("--init-checkpoint", c->job.checkpoint, "initial weights");
+  launch->add_option("--results", c->job.results,
+                     "result root: logs, the job script, Slurm's output (default results)");
+  launch->add_option("--runs", c->job.runs, "training runs, each with a fresh seed (default 1)")
+      ->check(CLI::Range(1, 1000));
+  launch->add_option("--scheduler", c->scheduler, "mpirun (default) or slurm")
       ->check(CLI::IsMember({"mpirun", "slurm"}));
-  launch->add_flag("--dry-run", *dry_run, "print the command or script, start nothing");
-  launch->add_option("--hostfile", options->hostfile,
+  launch->add_option("--engine", c->engine, "none, pyxis, apptainer, docker or podman");
+  launch->add_option("--image,--container", c->job.image,
+                     "the image (default engine: pyxis under Slurm, apptainer under mpirun)");
+  launch->add_flag("--dry-run", c->dry_run, "print the job script, start nothing");
+  launch->add_option("--hostfile", c->launch.hostfile,
                      "mpirun hostfile (default ${MLBERT_HOSTFILE})");
-  launch->add_option("--container", options->container,
-                     "image: apptainer exec under mpirun, pyxis --container-image under Slurm");
-  launch->add_option("--mount", options->container_mounts, "container mount SRC:DST (repeatable)");
-  launch->add_option("--mlbert", options->mlbert,
+  launch->add_option("--mlbert", c->launch.mlbert,
                      "the mlbert binary as the nodes see it (default: this binary)");
-  launch->add_option("--time", options->time_limit, "Slurm time limit (default 01:00:00)");
-  launch->add_option("--partition", options->partition, "Slurm partition");
-  launch->add_option("--account", options->account, "Slurm account");
-  launch->add_option("--script", *script,
-                     "Slurm: where to write the script (default under results/)");
-  launch->add_flag("--allow-run-as-root", options->allow_run_as_root, "pass Open MPI's root flag");
-  launch->add_flag("--oversubscribe", options->oversubscribe,
+  launch->add_option("--time", c->launch.time_limit, "Slurm time limit (default 01:00:00)");
+  launch->add_option("--partition", c->launch.partition, "Slurm partition");
+  launch->add_option("--account", c->launch.account, "Slurm account");
+  launch->add_option("--script", c->script,
+                     "where to write the job script (default <results>/<system>/launch_<time>.sh)");
+  launch->add_flag("--allow-run-as-root", c->launch.allow_run_as_root, "pass Open MPI's root flag");
+  launch->add_flag("--oversubscribe", c->launch.oversubscribe,
                    "more ranks than cores (tests, demo)");
-  launch->add_option("train_args", options->train_args, "arguments of `mlbert train`, after --");
-  options->mlbert = "";
-  launch->callback([=, &exit_code] {
-    LaunchOptions o = *options;
-    if (o.mlbert.empty()) o.mlbert = mlbert_executable();
-    const SystemConfig config = load_system(*system, *systems_dir);
-    o.system_arg = config.path.string();
-    if (*scheduler == "mpirun") {
-      o.scheduler = Scheduler::mpirun;
-      if (*dry_run) {
-        std::cout << mpirun_command(config, o);
-        exit_code = 0;
-        return;
-      }
-      if (config.topology.nodes > 1 && o.hostfile.empty()) {
-        // Executed directly there is no shell to expand ${MLBERT_HOSTFILE}: resolve it here.
-        const char* hostfile = std::getenv("MLBERT_HOSTFILE");
-        if (!hostfile || !*hostfile)
-          throw std::runtime_error("launch: system " + config.name + " has " +
-                                   std::to_string(config.topology.nodes) +
-                                   " nodes; pass --hostfile or set MLBERT_HOSTFILE");
-        o.hostfile = hostfile;
-      }
-      std::cerr << "mlbert launch: " << mpirun_command(config, o);
-      exec_or_throw(mpirun_argv(config, o));
-    }
-    o.scheduler = Scheduler::slurm;
-    const std::string text = slurm_script(config, o);
-    if (*dry_run) {
-      std::cout << text;
-      exit_code = 0;
-      return;
-    }
-    std::filesystem::path path = *script;
-    if (path.empty()) {
-      const auto stamp = std::to_string(std::time(nullptr));
-      path = std::filesystem::path(o.output_dir) / config.name / ("launch_" + stamp + ".sbatch");
-    }
-    std::filesystem::create_directories(path.parent_path());
-    std::filesystem::create_directories(std::filesystem::path(o.output_dir) / config.name);
-    files::write_file_atomically(path, text);
-    std::cerr << "mlbert launch: wrote " << path.string() << "; submitting with sbatch\n";
-    exec_or_throw({"sbatch", path.string()});
-  });
+  launch->add_flag("--best-effort", c->launch.bind_best_effort,
+                   "bind what this machine has (small machines, the demo system)");
+  launch->add_option("train_args", c->launch.train_args, "more arguments of `mlbert train`, after --");
+  c->launch.mlbert = "";
+  launch->callback([c, &exit_code] { exit_code = run_launch(*c); });
   cli::set_example(*launch,
-                       "mlbert launch --system dgxa100_128x8 --scheduler slurm --dry-run -- "
+                       "mlbert launch --system dgxa100_128x8 --scheduler slurm --runs 10 --dry-run "
                        "--data /data/train --eval-data /data/eval.hdf5");
+}
+
+// ---- mlbert preflight
+
+void register_preflight(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<JobPreflightOptions>();
+  CLI::App* preflight =
+      app.add_subcommand("preflight",
+                         "a job's checks on every node: GPUs, NICs, data and its index, allreduce")
+          ->group("train");
+  preflight->add_option("--system", o->system, "system name or file")->required();
+  preflight->add_option("--systems-dir", o->systems_dir, "where system names are looked up");
+  preflight->add_option("--data", o->data, "training shards")->required();
+  preflight->add_option("--eval-data", o->eval_data, "the eval set")->required();
+  preflight->callback([o, &exit_code] {
+    JobPreflightOptions options = *o;
+    if (options.systems_dir.empty()) options.systems_dir = default_systems_dir();
+    exit_code = run_job_preflight(options);
+  });
+  cli::set_example(*preflight, "mpirun -np 2 mlbert preflight --system cpu_demo --data prep/train "
+                               "--eval-data prep/eval.hdf5");
 }
 
 // ---- mlbert bind
@@ -302,6 +351,7 @@ void register_demo(CLI::App& app, int& exit_code) {
 void register_cli(CLI::App& app, int& exit_code) {
   register_train(app, exit_code);
   register_launch(app, exit_code);
+  register_preflight(app, exit_code);
   register_bind(app, exit_code);
   register_demo(app, exit_code);
 }

@@ -4,7 +4,7 @@
 // official tools' command lines, also reached through a link named after a tool) run in this
 // process, which links the toolkit and nothing else: an audit starts in about a millisecond, on an
 // auditor's machine without CUDA, MPI or HDF5. Every other subcommand (data, checkpoint, train,
-// launch, bind, demo, simulate) is carried out by `mlbert-core`, built and installed next to this
+// launch, preflight, bind, demo, simulate, reproduce) is carried out by `mlbert-core`, built and installed next to this
 // binary (it links the model, CUDA, NCCL, MPI, HDF5 and OpenBLAS, whose loading alone takes longer
 // than checking a log): this process replaces itself with it, same arguments, same exit status.
 // tests/harness checks that both list the same subcommands with the same descriptions.
@@ -35,14 +35,16 @@ struct Forwarded {
 };
 
 // The subcommands mlbert-core carries out, in its registration order.
-constexpr std::array<Forwarded, 7> kForwarded{{
+constexpr std::array<Forwarded, 9> kForwarded{{
     {"data", "data", "tokenize, prep, eval-set, stratify, pack, index, inspect shards"},
     {"checkpoint", "model", "inspect, import and export BERT checkpoints (TF, HF, mlbert)"},
     {"train", "train", "one rank of BERT training in an MPI job (see `mlbert launch`)"},
     {"launch", "train", "start `mlbert train` on every GPU of a system (mpirun or Slurm)"},
+    {"preflight", "train", "a job's checks on every node: GPUs, NICs, data and its index, allreduce"},
     {"bind", "train", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run"},
     {"demo", "train", "the whole job on this CPU: corpus, prep, 2-rank training, audit"},
     {"simulate", "train", "predict time to train from a system or a published result"},
+    {"reproduce", "train", "plan a published result's reproduction, compare with it"},
 }};
 
 std::filesystem::path self_path() {

@@ -7,6 +7,7 @@
 #include "data_prep/cli.h"
 #include "harness/cli/cli.h"
 #include "harness/cli/version.h"
+#include "harness/reproduce/cli.h"
 #include "common/cli.h"
 #include "mlperf_logging/cli/cli.h"
 #include "simulate/cli.h"
@@ -20,5 +21,6 @@ int main(int argc, char** argv) {
   mlbert::bert::register_cli(app, exit_code);
   mlbert::harness::register_cli(app, exit_code);
   mlbert::simulate::register_cli(app, exit_code);
+  mlbert::harness::reproduce::register_cli(app, exit_code);
   return mlbert::cli::run_cli(app, argc, argv, exit_code, mlbert::version_text);
 }

@@ -1,4 +1,5 @@
-// `mlbert launch` and `mlbert bind`: turning a system's topology into processes.
+// `mlbert launch` and `mlbert bind`: turning a system's topology into processes (the job script
+// around them is job.h's).
 //
 // Design choice: the scheduler (mpirun or Slurm's srun) starts one identical command per GPU, and
 // the per-rank differences (CPU cores, NUMA memory, NIC) are applied by `mlbert bind`, which each
@@ -33,16 +34,12 @@ struct RankBinding {
 };
 
 struct LaunchOptions {
-  Scheduler scheduler = Scheduler::mpirun;
-  std::string mlbert = "mlbert";  // the binary as the compute nodes see it
-  std::string system_arg;         // how ranks name the system file (path on the nodes)
-  std::string hostfile;           // mpirun with several nodes; default "${MLBERT_HOSTFILE}"
-  std::string container;          // image: apptainer under mpirun, pyxis under Slurm
-  std::vector<std::string> container_mounts;  // "src:dst"
-  std::string time_limit = "01:00:00";        // Slurm
-  std::string partition;                      // Slurm, optional
-  std::string account;                        // Slurm, optional
-  std::string output_dir = "results";         // Slurm log location: <output_dir>/<system>/
+  std::string mlbert = "mlbert";        // the binary as the compute nodes see it
+  std::string system_arg;               // how ranks name the system file (path on the nodes)
+  std::string hostfile;                 // mpirun with several nodes; default "${MLBERT_HOSTFILE}"
+  std::string time_limit = "01:00:00";  // Slurm
+  std::string partition;                // Slurm, optional
+  std::string account;                  // Slurm, optional
   bool allow_run_as_root = false;             // Open MPI refuses root without it
   bool oversubscribe = false;                 // more ranks than cores (CI, the demo)
   bool bind_best_effort = false;              // `mlbert bind --best-effort` (small machines)
@@ -61,9 +58,6 @@ std::vector<std::string> mpirun_argv(const SystemConfig& system, const LaunchOpt
 // mpirun_argv quoted for a POSIX shell, one option group per line with `\` continuations.
 std::string mpirun_command(const SystemConfig& system, const LaunchOptions& options);
 
-// A complete sbatch script.
-std::string slurm_script(const SystemConfig& system, const LaunchOptions& options);
-
 // The local rank from the launcher's environment (Open MPI, Slurm, MPICH/Hydra, PMIx), or nullopt.
 std::optional<int> local_rank_from_environment();
 
@@ -73,5 +67,10 @@ std::string shell_quote(const std::string& word);
 // The mlbert binary for launch lines and child ranks: the front end that exec'd this process
 // (MLBERT_EXE, set by `mlbert` when it hands a subcommand to mlbert-core), else this executable.
 std::string mlbert_executable();
+
+// Where system names are looked up when no --systems-dir is given: ./systems when it exists,
+// else <dir of this executable>/../systems (an installed tree, e.g. the image's /opt/mlbert),
+// else ./systems (so the error names the usual place).
+std::filesystem::path default_systems_dir();
 
 }  // namespace mlbert::harness

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "harness/launch/job.h"
 #include "harness/launch/launcher.h"
 #include "harness/config/system_config.h"
 #include "tests/fuzz/fuzz_scratch.h"
@@ -41,7 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   LaunchOptions options;
   options.train_args = {"--data", "/data/train"};
   (void)mpirun_command(*system, options);
-  options.scheduler = Scheduler::slurm;
-  (void)slurm_script(*system, options);
+  JobOptions job;
+  job.scheduler = Scheduler::slurm;
+  job.system_file = "/systems/fuzz.json";
+  job.data = "/data/train";
+  job.eval_data = "/data/eval.hdf5";
+  job.results = "/results";
+  job.launch = options;
+  (void)job_script(*system, job);
   return 0;
 }

@@ -1,4 +1,4 @@
-// `mlbert launch`: the generated mpirun lines, Slurm scripts and per-rank bindings for the
+// `mlbert launch`: the generated mpirun lines and per-rank bindings for the
 // 1,024-GPU systems (8 NICs per node for NVIDIA's DGX A100, 4 for the paper's system).
 #include <catch2/catch.hpp>
 
@@ -132,44 +132,6 @@ TEST_CASE("single-node systems need no hostfile", "[launch]") {
   const auto argv = mpirun_argv(system_named("dgxa100_1x8"), LaunchOptions{});
   CHECK(index_of(argv, "--hostfile") == -1);
   CHECK(argv[index_of(argv, "-np") + 1] == "8");
-}
-
-TEST_CASE("a container wraps the rank command in apptainer under mpirun", "[launch]") {
-  LaunchOptions options;
-  options.container = "/images/mlbert.sif";
-  options.container_mounts = {"/data:/data"};
-  const auto argv = mpirun_argv(system_named("dgxa100_128x8"), options);
-  const long apptainer = index_of(argv, "apptainer");
-  REQUIRE(apptainer > 0);
-  CHECK(argv[apptainer + 1] == "exec");
-  CHECK(argv[apptainer + 2] == "--nv");
-  CHECK(argv[apptainer + 3] == "--bind");
-  CHECK(argv[apptainer + 4] == "/data:/data");
-  CHECK(argv[apptainer + 5] == "/images/mlbert.sif");
-  CHECK(argv[apptainer + 6] == "mlbert");
-}
-
-TEST_CASE("Slurm script for 1,024 GPUs", "[launch]") {
-  LaunchOptions options;
-  options.scheduler = Scheduler::slurm;
-  options.container = "nvcr.io#mlbert:latest";
-  options.container_mounts = {"/lustre/data:/data"};
-  options.partition = "gpu";
-  options.train_args = {"--data", "/data/train"};
-  const std::string script = slurm_script(system_named("samsung_dgxa100_128x8"), options);
-  CHECK(script.rfind("#!/bin/bash\n", 0) == 0);
-  CHECK_THAT(script, Catch::Contains("#SBATCH --nodes=128\n"));
-  CHECK_THAT(script, Catch::Contains("#SBATCH --ntasks-per-node=8\n"));
-  CHECK_THAT(script, Catch::Contains("#SBATCH --gpus-per-node=8\n"));
-  CHECK_THAT(script, Catch::Contains("#SBATCH --cpus-per-task=16\n"));
-  CHECK_THAT(script, Catch::Contains("#SBATCH --partition=gpu\n"));
-  CHECK_THAT(script, Catch::Contains("srun --mpi=pmix --cpu-bind=none --kill-on-bad-exit=1 "
-                                     "'--container-image=nvcr.io#mlbert:latest' "
-                                     "--container-mounts=/lustre/data:/data"));
-  CHECK_THAT(script, Catch::Contains("mlbert bind --system"));
-  CHECK_THAT(script, Catch::Contains("-- mlbert train --system"));
-  CHECK_THAT(script, Catch::Contains(
-                         "#   local rank 7: cpus 56-63,120-127, NUMA node 7, GPU 7, NIC mlx5_2"));
 }
 
 TEST_CASE("shell quoting keeps words intact", "[launch]") {
