@@ -125,7 +125,8 @@ void write_header(std::ostream& s, const SystemConfig& system, const JobOptions&
       << (b.nic.empty() ? "" : ", NIC " + b.nic) << "\n";
   }
   s << "# mlbert job for system " << system.name << " (" << t.nodes << " x " << t.ranks_per_node
-    << " ranks): preflight, " << o.runs << " runs with fresh seeds, `mlbert check` after each,\n"
+    << " ranks): preflight, " << o.runs << (o.runs == 1 ? " run" : " runs")
+    << " with fresh seeds, `mlbert check` after each,\n"
     << "# then score, rcp and report. Engine: " << to_string(o.engine)
     << (o.image.empty() ? "" : ", image " + o.image) << ".\n";
   s << "set -uo pipefail\n\n";
