@@ -4,6 +4,7 @@
 #include "harness/config/system_config.h"
 
 #include "common/input_file.h"
+#include "common/nearest_name.h"
 #include "harness/config/field_reader.h"
 #include "mlperf_logging/rules/rulesets.h"
 #include "mlperf_logging/package/system_desc.h"
@@ -79,10 +80,22 @@ void read_description(const json& root, SystemConfig& config, std::vector<std::s
     if (key == "topology" || key == "run") continue;
     config.description[key] = value;
   }
-  for (const std::string_view name : logging::system_desc_required_fields()) {
-    const std::string field(name);
+  std::vector<std::string> required;
+  for (const std::string_view name : logging::system_desc_required_fields())
+    required.emplace_back(name);
+  // A key the file has that is no field of its own but a misspelling of a missing one.
+  std::map<std::string, std::string> misspelled;  // missing field -> the file's key
+  for (const auto& [key, value] : root.items())
+    if (key != "topology" && key != "run" &&
+        std::find(required.begin(), required.end(), key) == required.end())
+      if (std::string near = nearest_name(key, required); !near.empty() && !root.contains(near))
+        misspelled.emplace(near, key);
+  for (const std::string& field : required) {
     if (!root.contains(field)) {
-      problems.push_back(field + ": missing (an official system-description field)");
+      std::string problem = field + ": missing (an official system-description field)";
+      if (auto it = misspelled.find(field); it != misspelled.end())
+        problem += "; the file has \"" + it->second + "\", which looks like a misspelling of it";
+      problems.push_back(problem);
       continue;
     }
     const json& value = root[field];

@@ -109,6 +109,18 @@ TEST_CASE("a missing official field is named with the file", "[system][errors]")
   CHECK_THAT(message, Catch::Contains("systems/broken.json: host_memory_capacity: missing"));
 }
 
+TEST_CASE("a misspelled official field is named beside the field it misses", "[system][errors]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");
+  root["host_memory_capacty"] = root["host_memory_capacity"];
+  root.erase("host_memory_capacity");
+  root["an_unrelated_note"] = "kept, and named nowhere";
+  const std::string message = error_of(root, "systems/broken.json");
+  CHECK_THAT(message, Catch::Contains("host_memory_capacity: missing (an official system-description "
+                                      "field); the file has \"host_memory_capacty\", which looks "
+                                      "like a misspelling of it"));
+  CHECK_THAT(message, !Catch::Contains("an_unrelated_note"));
+}
+
 TEST_CASE("wrong types and values name the JSON path of the field", "[system][errors]") {
   json root = read_json(systems_dir() / "dgxa100_1x8.json");
   root["run"]["optimizer"]["beta1"] = "0.9";
