@@ -10,11 +10,14 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <stdexcept>
 #include <vector>
+
+#include "common/input_file.h"
 
 namespace mlbert::files {
 namespace {
@@ -45,6 +48,11 @@ std::string temp_prefix(const std::string& name) {
 
 std::string errno_text(int error) {
   return std::strerror(error);
+}
+
+[[noreturn]] void refuse_target(const std::filesystem::path& path, const std::string& what) {
+  throw std::runtime_error(path.string() + ": " + what +
+                           ", not a regular file; an output replaces only regular files");
 }
 
 // Removes `dir`'s temporaries of `name` whose writer (a pid of this machine) is gone.
@@ -119,7 +127,37 @@ void sync_directory(const std::filesystem::path& dir) {
     throw std::runtime_error(dir.string() + ": directory fsync failed: " + errno_text(error));
 }
 
-AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
+std::filesystem::path output_target(const std::filesystem::path& path) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) return path;  // absent: created; other errors at open
+  if (S_ISREG(link.st_mode)) return path;
+  if (!S_ISLNK(link.st_mode)) refuse_target(path, "is " + file_type_name(link.st_mode));
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr)
+    refuse_target(path, "is a symlink that leads nowhere (" + errno_text(errno) + ")");
+  const std::filesystem::path target(resolved);
+  std::free(resolved);
+  struct stat info {};
+  if (::stat(target.c_str(), &info) != 0)
+    refuse_target(path, "is a symlink to " + target.string() + " (" + errno_text(errno) + ")");
+  if (!S_ISREG(info.st_mode))
+    refuse_target(path, "is a symlink to " + target.string() + ", " + file_type_name(info.st_mode));
+  return target;
+}
+
+void refuse_replacing_inputs(const std::filesystem::path& output,
+                             const std::vector<std::filesystem::path>& inputs) {
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // nothing there yet: no input can be replaced
+  for (const auto& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw std::runtime_error(output.string() + ": is " + input.string() +
+                               ", an input of this command; write the output elsewhere");
+  }
+}
+
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(output_target(path)) {
   const std::filesystem::path dir = path_.parent_path();
   const std::string name = path_.filename().string();
   if (name.empty()) throw std::invalid_argument(path_.string() + ": not a file name");

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -131,9 +133,15 @@ int unknown_command(const CommandWalk& walk) {
   return kUsageError;
 }
 
+// Why stat failed, errno's text unless the path is simply absent: a symlink loop or a permission
+// denied on the way is not "no such file".
+std::string missing_reason(const std::string& what) {
+  return errno == ENOENT ? "no such " + what : std::strerror(errno);
+}
+
 std::string path_kind(const std::string& path, bool want_directory) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return want_directory ? "no such directory" : "no such file";
+  if (::stat(path.c_str(), &st) != 0) return missing_reason(want_directory ? "directory" : "file");
   if (want_directory && !S_ISDIR(st.st_mode)) return "not a directory";
   if (!want_directory && S_ISDIR(st.st_mode)) return "is a directory, not a file";
   return "";
@@ -204,7 +212,8 @@ const CLI::Validator& existing_path() {
   static const CLI::Validator v(
       [](std::string& path) {
         struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) throw PathError(path + ": no such file or directory");
+        if (::stat(path.c_str(), &st) != 0)
+          throw PathError(path + ": " + missing_reason("file or directory"));
         return std::string();
       },
       "PATH");

@@ -111,6 +111,7 @@ harness::SystemConfig configured_system(const Options& o, const std::vector<Sett
 
 void write_plot(const Options& o, const std::string& field, const std::vector<SweepPoint>& points) {
   if (o.plot.empty()) return;
+  files::refuse_replacing_inputs(o.plot, {system_path(o), o.profile});
   files::write_file_atomically(o.plot, sweep_svg(field, points));
   std::cerr << "mlbert simulate: wrote " << o.plot.string() << "\n";
 }
