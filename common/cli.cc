@@ -224,8 +224,23 @@ void set_example(CLI::App& command, const std::string& example) {
   command.footer("Example:\n  " + example);
 }
 
-int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
-            const std::function<std::string()>& version) {
+namespace {
+
+// Whatever a command printed must have reached standard output whole: a full disk or a closed
+// file behind `>` leaves stdio's error flag set, which no command checks line by line.
+int check_standard_output(int exit_code) {
+  errno = 0;
+  std::cout.flush();  // synchronised with stdio: flushes stdout, where a write may fail
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;  // a write that failed before (a full disk mid-run) left no errno
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return exit_code;
+  std::fprintf(stderr, "mlbert: error: writing to standard output failed%s%s; the output is incomplete\n",
+               error ? ": " : "", error ? std::strerror(error) : "");
+  return kUsageError;
+}
+
+int run_command(CLI::App& app, int argc, char** argv, const int& exit_code,
+                const std::function<std::string()>& version) {
   app.set_version_flag("--version", version,
                        "Print the version, commit, CUDA support and rulesets");
   const auto help = std::make_shared<GroupedHelp>();
@@ -261,5 +276,12 @@ int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
     return kUsageError;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
+            const std::function<std::string()>& version) {
+  return check_standard_output(run_command(app, argc, argv, exit_code, version));
 }
 }  // namespace mlbert::cli

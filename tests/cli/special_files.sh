@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Commands against special files: outputs over devices, FIFOs, symlinks and their own inputs;
-# inputs that are FIFOs, devices, sockets or symlink loops.
+# inputs that are FIFOs, devices, sockets or symlink loops; standard output on a full device.
 #   special_files.sh MLBERT SOURCE_DIR CASE
 # Every special file is made in this test's own temporary folder (a device node with mknod there),
 # never the system's /dev/null or /dev/full: a regression can only replace the test's own node.
@@ -136,6 +136,39 @@ case $case in
       expect_status 2
       expect_line "^mlbert: error: loop: Too many levels of symbolic links$"
     done
+    ;;
+  stdout-full)
+    # Standard output on a full device: every command that prints ends with one line, exit 2.
+    make_device full 7
+    one_log
+    fixtures=${MLBERT_SHARED_DIR:-$source_dir/../shared}/fixtures
+    commands=("check --ruleset 4.1.0 sys/result_0.txt" "check --print-example --ruleset 4.1.0"
+      "simulate --system dgxa100_1x8 --systems-dir $source_dir/systems --json")
+    # The real logs and system descriptions, where ../shared has them.
+    if [[ -d $fixtures ]]; then
+      commands+=("score --json $fixtures/mlperf_logs/v4.0/NVIDIA/h200_ngc23.09_pytorch"
+        "system-check --ruleset 1.1.0 $fixtures/systems/NVIDIA_dgxa100_n8_ngc21.09_pytorch.json")
+    fi
+    for command in "${commands[@]}"; do
+      # shellcheck disable=SC2086
+      timeout -k 1 30 "$mlbert" $command >full 2>out.txt </dev/null
+      status=$?
+      echo "ran: mlbert $command >full -> exit $status"
+      expect_status 2
+      # The reason is known when the last flush failed, not when an earlier write in the run did.
+      expect_line "^mlbert: error: writing to standard output failed(: No space left on device)?; the output is incomplete$"
+      [[ $(grep -c '' out.txt) -eq 1 ]] || fail "more than one line on stderr"
+    done
+    [[ -c full ]] || fail "the device node was replaced"
+    ;;
+  stdout-file-size-limit)
+    # A disk that fills part way through: the first kilobyte lands, the next write fails (EFBIG).
+    (ulimit -f 1 && trap '' XFSZ && exec "$mlbert" check --print-example --ruleset 4.1.0) \
+      >log.txt 2>out.txt </dev/null
+    status=$?
+    expect_status 2
+    expect_line "^mlbert: error: writing to standard output failed(: File too large)?; the output is incomplete$"
+    [[ $(stat -c %s log.txt) -eq 1024 ]] || fail "expected 1024 bytes written, found $(stat -c %s log.txt)"
     ;;
   *)
     fail "unknown case"
