@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Commands against special files: outputs over devices, FIFOs, symlinks and their own inputs;
-# inputs that are FIFOs, devices, sockets or symlink loops; standard output on a full device.
+# inputs that are FIFOs, devices, sockets or symlink loops; standard output on a full device;
+# control bytes in a log's records.
 #   special_files.sh MLBERT SOURCE_DIR CASE
 # Every special file is made in this test's own temporary folder (a device node with mknod there),
 # never the system's /dev/null or /dev/full: a regression can only replace the test's own node.
@@ -169,6 +170,23 @@ case $case in
     expect_status 2
     expect_line "^mlbert: error: writing to standard output failed(: File too large)?; the output is incomplete$"
     [[ $(stat -c %s log.txt) -eq 1024 ]] || fail "expected 1024 bytes written, found $(stat -c %s log.txt)"
+    ;;
+  check-control-bytes)
+    # A log with a NUL and an escape sequence inside records (a crash-padded or hostile log): the
+    # records are shown with visible escapes, the rest of its errors and the next log's verdict
+    # are all printed, and no raw control byte reaches the output.
+    one_log
+    cp sys/result_0.txt clean.txt
+    sed -e '5s/"value"/"va\x00lue"/' -e '7s/"key"/"k\x1b[31mey"/' clean.txt >padded.txt
+    [[ $(tr -cd '\000' <padded.txt | wc -c) -eq 1 ]] || fail "the NUL was not written into the log"
+    run 10 "$mlbert" check --ruleset 4.1.0 padded.txt clean.txt
+    expect_status 1
+    expect_line '^FAILED  padded.txt$'
+    expect_line 'va\\x00lue'
+    expect_line 'k\\x1b\[31mey'
+    expect_line '^SUCCESS clean.txt$'
+    expect_line '^1 of 2 logs pass'
+    [[ $(tr -cd '\000\033' <out.txt | wc -c) -eq 0 ]] || fail "raw control bytes in the output"
     ;;
   *)
     fail "unknown case"
