@@ -128,6 +128,14 @@ case $case in
     grep -q 'result_9.txt: is a FIFO, not a regular file' page.html || fail "the page does not name the FIFO"
     grep -q 'result_8.txt: cannot open: Too many levels of symbolic links' page.html ||
       fail "the page does not name the symlink loop"
+    # simulate --results reads a published system's logs (its description beside them).
+    published=${MLBERT_SHARED_DIR:-$source_dir/../shared}/fixtures/mlperf_logs/v4.0/NVIDIA/h200_ngc23.09_pytorch
+    if [[ -d $published ]]; then
+      cp -r "$published" published && mkfifo published/result_11.txt
+      run 2 "$mlbert" simulate --results published --ruleset 4.0.0
+      expect_status 2
+      expect_line "^mlbert: error: published/result_11.txt: is a FIFO, not a regular file$"
+    fi
     ;;
   folder-loop)
     # A folder argument that is a symlink loop: the reason, not "no such directory".
