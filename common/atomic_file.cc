@@ -55,25 +55,6 @@ std::string errno_text(int error) {
                            ", not a regular file; an output replaces only regular files");
 }
 
-// Removes `dir`'s temporaries of `name` whose writer (a pid of this machine) is gone.
-void remove_dead_temporaries(const std::filesystem::path& dir, const std::string& name) {
-  const std::string prefix = temp_prefix(name);
-  DIR* listing = ::opendir(dir.empty() ? "." : dir.c_str());
-  if (!listing) return;  // creating the temporary will report the real problem
-  std::vector<std::string> dead;
-  while (const dirent* entry = ::readdir(listing)) {
-    const std::string_view entry_name = entry->d_name;
-    if (!entry_name.starts_with(prefix)) continue;
-    const std::string rest(entry_name.substr(prefix.size()));  // "<pid>-<random>"
-    char* end = nullptr;
-    const long pid = std::strtol(rest.c_str(), &end, 10);
-    if (end == rest.c_str() || *end != '-' || pid <= 0) continue;
-    if (pid != static_cast<long>(::getpid()) && !process_alive(pid)) dead.emplace_back(entry_name);
-  }
-  ::closedir(listing);
-  for (const auto& entry : dead) ::unlink((dir / entry).c_str());
-}
-
 }  // namespace
 
 const std::string& machine_key() {
@@ -108,6 +89,24 @@ std::string read_proc_file(const std::filesystem::path& path) {
   for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
   ::close(fd);
   return text;
+}
+
+void remove_dead_temporaries(const std::filesystem::path& dir, const std::string& name) {
+  const std::string prefix = temp_prefix(name);
+  DIR* listing = ::opendir(dir.empty() ? "." : dir.c_str());
+  if (!listing) return;  // creating the temporary will report the real problem
+  std::vector<std::string> dead;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view entry_name = entry->d_name;
+    if (!entry_name.starts_with(prefix)) continue;
+    const std::string rest(entry_name.substr(prefix.size()));  // "<pid>-<random>"
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end, 10);
+    if (end == rest.c_str() || *end != '-' || pid <= 0) continue;
+    if (pid != static_cast<long>(::getpid()) && !process_alive(pid)) dead.emplace_back(entry_name);
+  }
+  ::closedir(listing);
+  for (const auto& entry : dead) ::unlink((dir / entry).c_str());
 }
 
 bool is_partial_name(const std::filesystem::path& path) {

@@ -72,6 +72,10 @@ void refuse_replacing_inputs(const std::filesystem::path& output,
 // input or output.
 bool is_partial_name(const std::filesystem::path& path);
 
+// Removes `dir`'s temporaries of the final name `name` whose writer (a process of this machine)
+// is gone; what each AtomicFile of that name does first, for callers that will not write it again.
+void remove_dead_temporaries(const std::filesystem::path& dir, const std::string& name);
+
 // Makes a rename or file creation in `dir` durable. Throws naming `dir` on failure.
 void sync_directory(const std::filesystem::path& dir);
 
