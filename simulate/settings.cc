@@ -235,6 +235,7 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
   const std::string at_run = origin + ": run", at_topology = origin + ": topology";
   const std::int64_t original_gbs = whole_number(run, "global_batch_size", 0, at_run);
   bool gbs_set = false, batch_set = false;
+  std::string gbs_setting;  // "--set gbs=0", as given: what an impossible batch is blamed on
   for (const Setting& s : settings) {
     if (simulator_setting(s, sim)) continue;
     std::string path = s.field;
@@ -252,7 +253,10 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
                                     "nvlink_gbs, nic_gbps, nics, simulate.*)");
       set_path(system, path, parse_value(s.value), origin);
     }
-    gbs_set |= path == "run.global_batch_size";
+    if (path == "run.global_batch_size") {
+      gbs_set = true;
+      gbs_setting = "--set " + s.field + "=" + s.value;
+    }
     batch_set |= path == "run.per_rank_batch";
     sim.notes.push_back("--set " + s.field + "=" + s.value);
   }
@@ -268,6 +272,11 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
     gbs = batch * world * accumulation;
     run["global_batch_size"] = gbs;
   } else if (batch * world * accumulation != gbs) {
+    if (gbs_set && gbs < world * accumulation)
+      throw std::invalid_argument(origin + ": " + gbs_setting + ": a global batch size below " +
+                                  std::to_string(world * accumulation) + " gives no sample to " +
+                                  "some of the " + std::to_string(world) +
+                                  " ranks (x accumulation " + std::to_string(accumulation) + ")");
     if (gbs % (world * accumulation) != 0)
       throw std::invalid_argument(origin + ": global batch size " + std::to_string(gbs) +
                                   " does not split over " + std::to_string(world) +
