@@ -218,8 +218,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 }
 
 void copy_file_atomically(const std::filesystem::path& from, const std::filesystem::path& to) {
-  std::ifstream in(from, std::ios::binary);
-  if (!in) throw std::runtime_error(from.string() + ": cannot open for copying");
+  std::ifstream in = open_input(from, "file for copying");  // a FIFO or device: refused
   AtomicFile file(to);
   std::vector<char> buffer(1 << 20);
   while (in) {

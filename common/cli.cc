@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -234,7 +234,8 @@ int check_standard_output(int exit_code) {
   const bool flushed = std::fflush(stdout) == 0;
   const int error = errno;  // a write that failed before (a full disk mid-run) left no errno
   if (flushed && !std::ferror(stdout) && std::cout.good()) return exit_code;
-  std::fprintf(stderr, "mlbert: error: writing to standard output failed%s%s; the output is incomplete\n",
+  std::fprintf(stderr,
+               "mlbert: error: writing to standard output failed%s%s; the output is incomplete\n",
                error ? ": " : "", error ? std::strerror(error) : "");
   return kUsageError;
 }

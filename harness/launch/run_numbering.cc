@@ -51,13 +51,13 @@ std::vector<fs::path> remove_killed_runs_leftovers(const fs::path& result_dir) {
   std::vector<fs::path> removed;
   for (const auto& entry : fs::directory_iterator(result_dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.ends_with(".partial") &&
-        earlier_run_index(name.substr(0, name.size() - 8)) >= 0) {
+    if (name.ends_with(".partial") && earlier_run_index(name.substr(0, name.size() - 8)) >= 0) {
       if (remove_if_abandoned(entry.path())) removed.push_back(entry.path());
     } else if (files::is_partial_name(entry.path())) {
       // ".train_<N>.out.partial-<machine>-<pid>-<random>": the final name is before the tag.
       const std::string final_name = name.substr(1, name.find(".partial-") - 1);
-      if (earlier_run_index(final_name) >= 0) files::remove_dead_temporaries(result_dir, final_name);
+      if (earlier_run_index(final_name) >= 0)
+        files::remove_dead_temporaries(result_dir, final_name);
     }
   }
   std::sort(removed.begin(), removed.end());

@@ -59,8 +59,8 @@ TEST_CASE("replace removes only the earlier runs' files, lists them and starts a
   const fs::path dir = folder_with_earlier_runs("numbering_replace");
   const auto numbering = number_new_runs(dir, true);
   CHECK(numbering.first == 0);
-  CHECK(numbering.removed == std::vector<fs::path>{dir / "result_0.txt", dir / "result_5.txt",
-                                                   dir / "train_0.out"});
+  CHECK(numbering.removed ==
+        std::vector<fs::path>{dir / "result_0.txt", dir / "result_5.txt", dir / "train_0.out"});
   CHECK_FALSE(fs::exists(dir / "result_0.txt"));
   CHECK(fs::exists(dir / "report.html"));
 }
