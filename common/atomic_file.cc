@@ -10,11 +10,14 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <stdexcept>
 #include <vector>
+
+#include "common/input_file.h"
 
 namespace mlbert::files {
 namespace {
@@ -47,23 +50,9 @@ std::string errno_text(int error) {
   return std::strerror(error);
 }
 
-// Removes `dir`'s temporaries of `name` whose writer (a pid of this machine) is gone.
-void remove_dead_temporaries(const std::filesystem::path& dir, const std::string& name) {
-  const std::string prefix = temp_prefix(name);
-  DIR* listing = ::opendir(dir.empty() ? "." : dir.c_str());
-  if (!listing) return;  // creating the temporary will report the real problem
-  std::vector<std::string> dead;
-  while (const dirent* entry = ::readdir(listing)) {
-    const std::string_view entry_name = entry->d_name;
-    if (!entry_name.starts_with(prefix)) continue;
-    const std::string rest(entry_name.substr(prefix.size()));  // "<pid>-<random>"
-    char* end = nullptr;
-    const long pid = std::strtol(rest.c_str(), &end, 10);
-    if (end == rest.c_str() || *end != '-' || pid <= 0) continue;
-    if (pid != static_cast<long>(::getpid()) && !process_alive(pid)) dead.emplace_back(entry_name);
-  }
-  ::closedir(listing);
-  for (const auto& entry : dead) ::unlink((dir / entry).c_str());
+[[noreturn]] void refuse_target(const std::filesystem::path& path, const std::string& what) {
+  throw std::runtime_error(path.string() + ": " + what +
+                           ", not a regular file; an output replaces only regular files");
 }
 
 }  // namespace
@@ -102,6 +91,24 @@ std::string read_proc_file(const std::filesystem::path& path) {
   return text;
 }
 
+void remove_dead_temporaries(const std::filesystem::path& dir, const std::string& name) {
+  const std::string prefix = temp_prefix(name);
+  DIR* listing = ::opendir(dir.empty() ? "." : dir.c_str());
+  if (!listing) return;  // creating the temporary will report the real problem
+  std::vector<std::string> dead;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view entry_name = entry->d_name;
+    if (!entry_name.starts_with(prefix)) continue;
+    const std::string rest(entry_name.substr(prefix.size()));  // "<pid>-<random>"
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end, 10);
+    if (end == rest.c_str() || *end != '-' || pid <= 0) continue;
+    if (pid != static_cast<long>(::getpid()) && !process_alive(pid)) dead.emplace_back(entry_name);
+  }
+  ::closedir(listing);
+  for (const auto& entry : dead) ::unlink((dir / entry).c_str());
+}
+
 bool is_partial_name(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
   return name.size() > 1 && name[0] == '.' && name.find(kPartialTag) != std::string::npos;
@@ -119,7 +126,37 @@ void sync_directory(const std::filesystem::path& dir) {
     throw std::runtime_error(dir.string() + ": directory fsync failed: " + errno_text(error));
 }
 
-AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
+std::filesystem::path output_target(const std::filesystem::path& path) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) return path;  // absent: created; other errors at open
+  if (S_ISREG(link.st_mode)) return path;
+  if (!S_ISLNK(link.st_mode)) refuse_target(path, "is " + file_type_name(link.st_mode));
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr)
+    refuse_target(path, "is a symlink that leads nowhere (" + errno_text(errno) + ")");
+  const std::filesystem::path target(resolved);
+  std::free(resolved);
+  struct stat info {};
+  if (::stat(target.c_str(), &info) != 0)
+    refuse_target(path, "is a symlink to " + target.string() + " (" + errno_text(errno) + ")");
+  if (!S_ISREG(info.st_mode))
+    refuse_target(path, "is a symlink to " + target.string() + ", " + file_type_name(info.st_mode));
+  return target;
+}
+
+void refuse_replacing_inputs(const std::filesystem::path& output,
+                             const std::vector<std::filesystem::path>& inputs) {
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // nothing there yet: no input can be replaced
+  for (const auto& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw std::runtime_error(output.string() + ": is " + input.string() +
+                               ", an input of this command; write the output elsewhere");
+  }
+}
+
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(output_target(path)) {
   const std::filesystem::path dir = path_.parent_path();
   const std::string name = path_.filename().string();
   if (name.empty()) throw std::invalid_argument(path_.string() + ": not a file name");
@@ -181,8 +218,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 }
 
 void copy_file_atomically(const std::filesystem::path& from, const std::filesystem::path& to) {
-  std::ifstream in(from, std::ios::binary);
-  if (!in) throw std::runtime_error(from.string() + ": cannot open for copying");
+  std::ifstream in = open_input(from, "file for copying");  // a FIFO or device: refused
   AtomicFile file(to);
   std::vector<char> buffer(1 << 20);
   while (in) {

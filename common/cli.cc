@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -227,9 +229,15 @@ int report_unknown_option(const CommandWalk& walk, const std::string& option) {
   return kUsageError;
 }
 
+// Why stat failed, errno's text unless the path is simply absent: a symlink loop or a permission
+// denied on the way is not "no such file".
+std::string missing_reason(const std::string& what) {
+  return errno == ENOENT ? "no such " + what : std::strerror(errno);
+}
+
 std::string path_kind(const std::string& path, bool want_directory) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return want_directory ? "no such directory" : "no such file";
+  if (::stat(path.c_str(), &st) != 0) return missing_reason(want_directory ? "directory" : "file");
   if (want_directory && !S_ISDIR(st.st_mode)) return "not a directory";
   if (!want_directory && S_ISDIR(st.st_mode)) return "is a directory, not a file";
   return "";
@@ -276,7 +284,8 @@ const CLI::Validator& existing_path() {
   static const CLI::Validator v(
       [](std::string& path) {
         struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) throw PathError(path + ": no such file or directory");
+        if (::stat(path.c_str(), &st) != 0)
+          throw PathError(path + ": " + missing_reason("file or directory"));
         return std::string();
       },
       "PATH");
@@ -287,8 +296,24 @@ void set_example(CLI::App& command, const std::string& example) {
   command.footer("Example:\n  " + example);
 }
 
-int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
-            const std::function<std::string()>& version) {
+namespace {
+
+// Whatever a command printed must have reached standard output whole: a full disk or a closed
+// file behind `>` leaves stdio's error flag set, which no command checks line by line.
+int check_standard_output(int exit_code) {
+  errno = 0;
+  std::cout.flush();  // synchronised with stdio: flushes stdout, where a write may fail
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;  // a write that failed before (a full disk mid-run) left no errno
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return exit_code;
+  std::fprintf(stderr,
+               "mlbert: error: writing to standard output failed%s%s; the output is incomplete\n",
+               error ? ": " : "", error ? std::strerror(error) : "");
+  return kUsageError;
+}
+
+int run_command(CLI::App& app, int argc, char** argv, const int& exit_code,
+                const std::function<std::string()>& version) {
   app.set_version_flag("--version", version,
                        "Print the version, commit, CUDA support and rulesets");
   const auto help = std::make_shared<GroupedHelp>();
@@ -326,5 +351,12 @@ int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
     return kUsageError;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,
+            const std::function<std::string()>& version) {
+  return check_standard_output(run_command(app, argc, argv, exit_code, version));
 }
 }  // namespace mlbert::cli

@@ -24,6 +24,8 @@ const std::vector<CommandGroup>& command_groups();
 //  - --version prints what `version` returns (called only then);
 //  - parse and run; a CLI11 usage error is one line "mlbert: error: <command>: ..." plus a hint
 //    (exit 2), any other exception one line "mlbert: error: ..." (exit 2);
+//  - a write to standard output that failed (a full disk, a file size limit) is one line
+//    "mlbert: error: writing to standard output failed..." (exit 2), whatever the command did;
 //  - otherwise returns `exit_code` as the subcommand set it.
 // The top-level help lists the commands by group, one line each.
 int run_cli(CLI::App& app, int argc, char** argv, const int& exit_code,

@@ -111,8 +111,28 @@ harness::SystemConfig configured_system(const Options& o, const std::vector<Sett
 
 void write_plot(const Options& o, const std::string& field, const std::vector<SweepPoint>& points) {
   if (o.plot.empty()) return;
+  files::refuse_replacing_inputs(o.plot, {system_path(o), o.profile});
   files::write_file_atomically(o.plot, sweep_svg(field, points));
   std::cerr << "mlbert simulate: wrote " << o.plot.string() << "\n";
+}
+
+// One point of a sweep (or the single run): the system with `settings` applied, predicted.
+SweepPoint simulate_variant(const Options& o, const std::vector<Setting>& settings,
+                            std::optional<AcceleratorProfile>& first_profile) {
+  SimulatorSettings sim;
+  const harness::SystemConfig system = configured_system(o, settings, sim);
+  if (system.topology.accelerator.kind != "gpu")
+    throw std::runtime_error(system.path.string() + ": topology.accelerator.kind is \"" +
+                             system.topology.accelerator.kind +
+                             "\": mlbert simulate models GPU clusters only");
+  ClusterRun cluster = cluster_from_system(system);
+  SimulationOptions options = simulation_options(o);
+  apply_simulator_settings(sim, cluster, options);
+  const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
+  note_small_batch(profile, cluster);
+  if (!first_profile) first_profile = profile;
+  return {settings.empty() || o.sweep.empty() ? system.name : settings.back().value,
+          predict(cluster, profile, options)};
 }
 
 int run_system(const Options& o) {
@@ -133,20 +153,18 @@ int run_system(const Options& o) {
   std::vector<SweepPoint> points;
   std::optional<AcceleratorProfile> first_profile;
   for (const auto& settings : variants) {
-    SimulatorSettings sim;
-    const harness::SystemConfig system = configured_system(o, settings, sim);
-    if (system.topology.accelerator.kind != "gpu")
-      throw std::runtime_error(system.path.string() + ": topology.accelerator.kind is \"" +
-                               system.topology.accelerator.kind +
-                               "\": mlbert simulate models GPU clusters only");
-    ClusterRun cluster = cluster_from_system(system);
-    SimulationOptions options = simulation_options(o);
-    apply_simulator_settings(sim, cluster, options);
-    const AcceleratorProfile profile = profile_for(o, cluster.accelerator, cluster);
-    note_small_batch(profile, cluster);
-    if (!first_profile) first_profile = profile;
-    points.push_back({settings.empty() || o.sweep.empty() ? system.name : settings.back().value,
-                      predict(cluster, profile, options)});
+    try {
+      points.push_back(simulate_variant(o, settings, first_profile));
+    } catch (const std::exception& e) {
+      if (o.sweep.empty()) throw;
+      // The values done are kept: printed, then the one that failed named.
+      if (!points.empty())
+        std::cout << (o.json ? sweep_to_json(field, points).dump(2) + "\n"
+                             : format_sweep(field, points));
+      throw std::runtime_error("--sweep " + field + "=" + settings.back().value + ": " + e.what() +
+                               " (the sweep stopped there; " + std::to_string(points.size()) +
+                               " value(s) before it printed)");
+    }
   }
   if (o.sweep.empty()) {
     if (o.json)

@@ -226,6 +226,27 @@ std::vector<Setting> parse_sweep(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// The per-rank batch of `gbs` over `world` ranks x `accumulation`, or why there is none; an
+// impossible size is blamed on the setting that asked for it (`gbs_setting`) when there is one.
+std::int64_t split_global_batch(std::int64_t gbs, std::int64_t world, std::int64_t accumulation,
+                                const std::string& gbs_setting, const std::string& origin) {
+  if (!gbs_setting.empty() && gbs < world * accumulation)
+    throw std::invalid_argument(origin + ": " + gbs_setting + ": a global batch size below " +
+                                std::to_string(world * accumulation) + " gives no sample to " +
+                                "some of the " + std::to_string(world) + " ranks (x accumulation " +
+                                std::to_string(accumulation) + ")");
+  if (gbs % (world * accumulation) != 0)
+    throw std::invalid_argument(origin + ": global batch size " + std::to_string(gbs) +
+                                " does not split over " + std::to_string(world) +
+                                " ranks x accumulation " + std::to_string(accumulation) +
+                                " (set gbs or per_rank_batch)");
+  return gbs / (world * accumulation);
+}
+
+}  // namespace
+
 json apply_settings(json system, const std::vector<Setting>& settings, SimulatorSettings& sim,
                     const std::string& origin) {
   if (!system.is_object() || !system.contains("run") || !system.contains("topology"))
@@ -235,6 +256,7 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
   const std::string at_run = origin + ": run", at_topology = origin + ": topology";
   const std::int64_t original_gbs = whole_number(run, "global_batch_size", 0, at_run);
   bool gbs_set = false, batch_set = false;
+  std::string gbs_setting;  // "--set gbs=0" as given, when one is
   for (const Setting& s : settings) {
     if (simulator_setting(s, sim)) continue;
     std::string path = s.field;
@@ -253,6 +275,7 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
       set_path(system, path, parse_value(s.value), origin);
     }
     gbs_set |= path == "run.global_batch_size";
+    if (path == "run.global_batch_size") gbs_setting = "--set " + s.field + "=" + s.value;
     batch_set |= path == "run.per_rank_batch";
     sim.notes.push_back("--set " + s.field + "=" + s.value);
   }
@@ -268,12 +291,7 @@ json apply_settings(json system, const std::vector<Setting>& settings, Simulator
     gbs = batch * world * accumulation;
     run["global_batch_size"] = gbs;
   } else if (batch * world * accumulation != gbs) {
-    if (gbs % (world * accumulation) != 0)
-      throw std::invalid_argument(origin + ": global batch size " + std::to_string(gbs) +
-                                  " does not split over " + std::to_string(world) +
-                                  " ranks x accumulation " + std::to_string(accumulation) +
-                                  " (set gbs or per_rank_batch)");
-    batch = gbs / (world * accumulation);
+    batch = split_global_batch(gbs, world, accumulation, gbs_setting, origin);
     run["per_rank_batch"] = batch;
     sim.notes.push_back("per-rank batch " + std::to_string(batch) + " keeps GBS " +
                         std::to_string(gbs) + " on " + std::to_string(world) + " ranks");

@@ -342,6 +342,9 @@ void register_demo(CLI::App& app, int& exit_code) {
       ->check(cli::existing_directory());
   demo->add_option("--system", options->system, "the demo system (default cpu_demo)");
   demo->add_option("--seed", options->seed, "first run's seed (default: random)");
+  demo->add_flag("--replace", options->replace,
+                 "remove the earlier runs' result logs first (default: number the new runs after "
+                 "them)");
   demo->callback([=, &exit_code] { exit_code = run_demo(*options); });
   cli::set_example(*demo, "mlbert demo --runs 10");
 }

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -22,7 +24,9 @@
 #include "data_prep/eval_set.h"
 #include "data_prep/prep_pipeline.h"
 #include "data_prep/vocab.h"
+#include "harness/launch/interrupt.h"
 #include "harness/launch/launcher.h"
+#include "harness/launch/run_numbering.h"
 #include "harness/config/system_config.h"
 #include "mlperf_logging/rules/checker.h"
 #include "mlperf_logging/package/package.h"
@@ -35,6 +39,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// How long a job may take to end by itself after this process was told to stop (a Ctrl-C reaches
+// the ranks too) before the signal is passed on to mpirun.
+constexpr double kInterruptGraceSeconds = 5.0;
 
 std::string fixed(double value, int digits) {
   char text[64];
@@ -135,7 +143,8 @@ std::string resolve_on_path(const std::string& name) {
 // 0's live progress and every rank's errors arrive through mpirun) also goes to this process's
 // stderr as it comes, so the person watching sees the run move. Returns the exit status (128 +
 // signal if killed). The child gets SIGTERM should this process die first, so a killed demo never
-// leaves a training job running behind it (mpirun ends its ranks on SIGTERM).
+// leaves a training job running behind it (mpirun ends its ranks on SIGTERM). Under an
+// InterruptScope a termination signal lets the job end (and log run_stop) before this returns.
 int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
   files::AtomicFile out(output);
   const std::string program = resolve_on_path(argv[0]);
@@ -155,6 +164,7 @@ int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
   if (pid == 0) {
     // Only async-signal-safe calls until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::signal(SIGPIPE, SIG_DFL);  // ignored in the demo (InterruptScope); exec would keep that
     if (::getppid() != parent) ::_exit(127);  // the demo died before prctl took effect
     ::dup2(out.fd(), 1);
     ::dup2(err_pipe[1], 2);  // dup2 clears close-on-exec on the copies
@@ -163,9 +173,22 @@ int run_to_file(const std::vector<std::string>& argv, const fs::path& output) {
   }
   ::close(err_pipe[1]);
   char buffer[4096];
+  std::optional<Clock::time_point> interrupted;
+  bool passed_on = false;
   for (;;) {  // until every process holding the pipe (mpirun and the ranks) has closed it
+    if (InterruptScope::received() != 0 && !passed_on) {
+      // A signal to the whole group reached the job too; one to this process alone did not:
+      // after a grace period it is passed on, as the job's end would otherwise never come.
+      if (!interrupted) interrupted = Clock::now();
+      if (seconds_since(*interrupted) > kInterruptGraceSeconds) {
+        ::kill(pid, SIGTERM);
+        passed_on = true;
+      }
+    }
+    pollfd readable{err_pipe[0], POLLIN, 0};
+    if (::poll(&readable, 1, 250) == 0) continue;
     const ssize_t n = ::read(err_pipe[0], buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;
     std::fwrite(buffer, 1, static_cast<std::size_t>(n), stderr);
     std::fflush(stderr);
@@ -257,7 +280,9 @@ fs::path assemble_package(const SystemConfig& system, const fs::path& results_di
       "# mlbert\n\nThe implementation is the mlbert repository; these results come from\n"
       "`mlbert demo --runs " +
           std::to_string(logs.size()) + "` on system `" + system.name + "`.\n");
-  for (const auto& log : logs) files::copy_file_atomically(log, results / log.filename());
+  // Named result_0.txt.. in the package whatever their numbers beside earlier runs' logs.
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    files::copy_file_atomically(logs[i], results / ("result_" + std::to_string(i) + ".txt"));
   return org;
 }
 
@@ -265,21 +290,29 @@ fs::path assemble_package(const SystemConfig& system, const fs::path& results_di
 struct TrainingRuns {
   std::vector<fs::path> logs;
   int failures = 0;
+  int interrupted_by = 0;  // the termination signal that stopped the runs, or 0
 };
 
 // Runs `o.runs` trainings, each an mpirun of `mlbert bind ... -- mlbert train ...`, into
-// `result_dir` (emptied of earlier runs' logs first).
+// `result_dir`, numbered after the earlier runs there (run_numbering.h).
 TrainingRuns train_runs(const SystemConfig& system, const DemoData& data, const DemoOptions& o,
                         const fs::path& result_dir) {
-  fs::create_directories(result_dir);
-  for (const auto& entry : fs::directory_iterator(result_dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("result_", 0) == 0 || name.rfind("train_", 0) == 0) fs::remove(entry.path());
+  const RunNumbering numbering = number_new_runs(result_dir, o.replace);
+  for (const auto& log : numbering.leftovers)
+    std::printf("mlbert demo: removed %s, the partial log of a killed run\n", log.c_str());
+  if (!numbering.removed.empty()) {
+    std::printf("mlbert demo: --replace: removed %zu file(s) of earlier runs from %s:",
+                numbering.removed.size(), result_dir.c_str());
+    for (const auto& file : numbering.removed) std::printf(" %s", file.filename().c_str());
+    std::printf("\n");
   }
+  const int first = numbering.first;
+  const InterruptScope interrupt_scope;
   std::mt19937_64 seeds(o.seed ? static_cast<std::uint64_t>(*o.seed) : std::random_device{}());
   TrainingRuns runs;
-  for (int k = 0; k < o.runs; ++k) {
-    const std::int64_t seed = o.seed ? *o.seed + k : static_cast<std::int64_t>(seeds() % 1000000);
+  for (int k = first; k < first + o.runs; ++k) {
+    const std::int64_t seed =
+        o.seed ? *o.seed + (k - first) : static_cast<std::int64_t>(seeds() % 1000000);
     LaunchOptions launch;
     launch.mlbert = mlbert_executable();
     launch.system_arg = system.path.string();
@@ -296,7 +329,7 @@ TrainingRuns train_runs(const SystemConfig& system, const DemoData& data, const 
     const auto argv = mpirun_argv(system, launch);
     const fs::path output = result_dir / ("train_" + std::to_string(k) + ".out");
     const fs::path log = result_dir / ("result_" + std::to_string(k) + ".txt");
-    if (k == 0) {
+    if (k == first) {
       std::printf("[2/4] training: %s", mpirun_command(system, launch).c_str());
     }
     const auto run_start = Clock::now();
@@ -315,6 +348,7 @@ TrainingRuns train_runs(const SystemConfig& system, const DemoData& data, const 
                   output.c_str(), tail_of(output, 12).c_str());
     }
     if (fs::exists(log)) runs.logs.push_back(log);
+    if ((runs.interrupted_by = InterruptScope::received()) != 0) break;
   }
   return runs;
 }
@@ -410,6 +444,13 @@ int run_demo(const DemoOptions& o) {
   const DemoData data = prepare_data(system, o.results_dir);
   const fs::path result_dir = o.results_dir / system.name / "bert";
   const TrainingRuns runs = train_runs(system, data, o, result_dir);
+  if (runs.interrupted_by != 0) {
+    std::printf("mlbert demo: interrupted by SIG%s: the training job ended, %zu result log(s) in "
+                "%s (an interrupted run's ends with run_stop \"aborted\"); no check, score or "
+                "report\n",
+                sigabbrev_np(runs.interrupted_by), runs.logs.size(), result_dir.c_str());
+    return 128 + runs.interrupted_by;
+  }
   const int check_failures = check_logs(run, runs.logs);
   std::printf("[4/4] score and report:\n");
   if (!runs.logs.empty()) print_score(run, result_dir);

@@ -19,6 +19,9 @@ struct DemoOptions {
   std::filesystem::path systems_dir = "systems";
   std::string system = "cpu_demo";
   std::optional<std::int64_t> seed;
+  // Remove the earlier runs' result logs and outputs first; without it the new runs take the next
+  // free indices beside them.
+  bool replace = false;
 };
 
 // Returns the exit status: 0 when every run reached the target and every log passed the check

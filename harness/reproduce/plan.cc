@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/input_file.h"
 #include "harness/config/system_config.h"
 #include "harness/reproduce/plan_builder.h"
 
@@ -36,8 +37,7 @@ const std::set<std::string>& known_keys(const std::string& part) {
 }
 
 json read_description(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file.string() + ": cannot be read (the system description)");
+  std::ifstream in = files::open_input(file, "the system description");
   json d = json::parse(in, nullptr, false);
   if (d.is_discarded() || !d.is_object())
     throw std::runtime_error(file.string() + ": not a JSON object (the system description)");

@@ -181,6 +181,9 @@ int run_training(const TrainOptions& o, MpiRuntime& runtime) {
   const std::unique_ptr<RunObserver> observer = TestHooks::from_environment(world->rank());
   // A full disk or a file size limit must fail the write (EFBIG), not kill the process.
   ::signal(SIGXFSZ, SIG_IGN);
+  // A parent gone (a demo or terminal interrupted) closes the pipe behind stderr: the writes fail
+  // (EPIPE), the rank goes on to log run_stop instead of dying of SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
   RunLog log;
   RankEnding ending(log, *world, *observer);
   // From here on a dead or hung peer, or a SIGTERM from the launcher, ends this rank cleanly.

@@ -11,6 +11,7 @@
 #include <string>
 #include <system_error>
 
+#include "common/input_file.h"
 #include "mlperf_logging/package/layout.h"
 
 namespace mlbert::logging {
@@ -138,8 +139,14 @@ void advise_seed_sources(const fs::path& org, const std::vector<LogFacts>& runs,
       }
       std::int64_t lines = 0;
       const fs::path path = impl->dir / joined(*file);
-      if (mentions_seed_near(path, seed.source_line, lines)) continue;
       const std::string shown = impl->dir.filename().string() + "/" + joined(*file);
+      if (const std::string why = files::unreadable_reason(path); !why.empty()) {
+        report.add(advice::kSeedSource, run.file, seed.line,
+                   "the seed is logged from " + where + ", but " + shown + " cannot be read (" +
+                       why + ")");
+        continue;
+      }
+      if (mentions_seed_near(path, seed.source_line, lines)) continue;
       report.add(advice::kSeedSource, run.file, seed.line,
                  seed.source_line > lines
                      ? "the seed is logged from " + where + ", but " + shown + " has only " +

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/visible_text.h"
 #include "mlperf_logging/cli/cli.h"
 #include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/package/layout.h"
@@ -176,12 +177,14 @@ int run_check(const CheckArgs& args) {
   std::size_t failed_on_default = 0;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (!outcomes[i].result) {
-      std::printf("ERROR   %s\n  %s\n", args.logs[i].c_str(), outcomes[i].io_error.c_str());
+      std::printf("ERROR   %s\n  %s\n", text::visible(args.logs[i]).c_str(),
+                  text::visible(outcomes[i].io_error).c_str());
       status = 2;
       continue;
     }
     const auto& result = *outcomes[i].result;
-    std::fputs(mllog::format_result(cause_first(result), !args.quiet).c_str(), stdout);
+    const std::string verdict = mllog::format_result(cause_first(result), !args.quiet);
+    std::fwrite(verdict.data(), 1, verdict.size(), stdout);
     if (result.success) {
       ++passed;
     } else {

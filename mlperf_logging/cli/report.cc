@@ -1,7 +1,8 @@
 // `mlbert report RESULT_DIR... [--out report.html]`: the result directories as one self-contained
 // HTML page (report.h). Exit status 0 when the page is written, whatever the verdicts in it (the
 // page shows them; `mlbert check`, `score` and `rcp` are the commands that judge by exit status);
-// a missing or empty directory, an unknown ruleset or an unwritable --out is an error (exit 2).
+// a missing or empty directory, an unknown ruleset, an unwritable --out or an --out that is one of
+// the logs read is an error (exit 2).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "mlperf_logging/cli/cli.h"
 #include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/package/layout.h"
@@ -43,6 +45,12 @@ int run_report(const ReportArgs& args) {
   std::string command = "mlbert report";
   for (const auto& dir : args.dirs) command += " " + dir;
   options.generated_by = "Written by `" + command + "` from the result logs alone.";
+  std::vector<std::filesystem::path> inputs;
+  for (const SystemReport& s : systems) {
+    for (const RunTrace& run : s.runs) inputs.push_back(run.file);
+    if (!s.description_file.empty()) inputs.push_back(s.description_file);
+  }
+  files::refuse_replacing_inputs(args.out, inputs);
   write_report_file(args.out, render_report_html(systems, options));
   if (!args.csv.empty()) write_report_file(args.csv, summary_csv(systems));
   if (!args.json.empty()) write_report_file(args.json, summary_json(systems));

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/input_file.h"
 #include "mlperf_logging/log/python_float.h"
 #include "mlperf_logging/log/python_json.h"
 
@@ -514,8 +515,8 @@ ParseStats for_each_record(std::istream& in, const RecordCallback& on_record,
 
 ParseStats for_each_record(const std::filesystem::path& file, const RecordCallback& on_record,
                            const ErrorCallback& on_error, const ParseOptions& options) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(file.string() + ": cannot open: " + std::strerror(errno));
+  // A FIFO or a device named result_9.txt would block or never end: only regular files are read.
+  const int fd = files::open_regular_file(file);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -523,10 +524,9 @@ ParseStats for_each_record(const std::filesystem::path& file, const RecordCallba
   struct stat info {};
   if (::fstat(fd, &info) != 0)
     throw std::runtime_error(file.string() + ": cannot stat: " + std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) throw std::runtime_error(file.string() + ": is a directory");
   // Small logs are read in one piece; large ones stream through a fixed-size window.
   const std::size_t chunk =
-      S_ISREG(info.st_mode) && static_cast<std::uint64_t>(info.st_size) < kChunk
+      static_cast<std::uint64_t>(info.st_size) < kChunk
           ? static_cast<std::size_t>(info.st_size) + 1
           : kChunk;
   return drive(

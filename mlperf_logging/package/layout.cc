@@ -10,6 +10,7 @@
 #include <regex>
 #include <system_error>
 
+#include "common/input_file.h"
 #include "common/utf8.h"
 #include "mlperf_logging/log/python_json.h"
 #include "mlperf_logging/rules/checker.h"
@@ -40,7 +41,8 @@ bool is_result_file_name(std::string_view name) {
 
 std::vector<std::filesystem::path> find_result_files(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) throw AuditError(dir.string() + ": no such directory");
+  if (!std::filesystem::exists(dir, ec))  // a symlink loop or a permission denied is no absence
+    throw AuditError(dir.string() + ": " + (ec ? ec.message() : std::string("no such directory")));
   if (!std::filesystem::is_directory(dir, ec)) throw AuditError(dir.string() + ": not a directory");
   std::vector<std::filesystem::path> files;
   std::filesystem::directory_iterator it(dir, ec);
@@ -134,9 +136,21 @@ std::optional<std::string> logged_division(const std::vector<std::filesystem::pa
   return common;
 }
 
+namespace {
+
+// "<file>: cannot open file: <why>", the why naming a FIFO or device that would block a read.
+std::ifstream open_audited_file(const std::filesystem::path& file) {
+  try {
+    return files::open_input(file, "file");
+  } catch (const std::runtime_error& e) {
+    throw AuditError(e.what());
+  }
+}
+
+}  // namespace
+
 nlohmann::json read_json_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw AuditError(file.string() + ": cannot open file");
+  std::ifstream in = open_audited_file(file);
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
@@ -151,8 +165,7 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
 void for_each_mllog_payload(
     const std::filesystem::path& file,
     const std::function<void(std::string_view payload, int line)>& on_line) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw AuditError(file.string() + ": cannot open file");
+  std::ifstream in = open_audited_file(file);
   std::string raw;
   int line_number = 0;
   auto handle = [&](std::string_view line) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include "mlperf_logging/log/mllog.h"
@@ -174,6 +175,15 @@ std::vector<double> score_runs(const std::vector<std::filesystem::path>& files,
     }
     if (run.counted) {
       minutes.push_back(*run.minutes);
+      // The official summarizer counts whatever the subtraction gives; the score must say when
+      // that is no time at all.
+      if (!std::isfinite(*run.minutes) || *run.minutes <= 0) {
+        result.notes.push_back(file.filename().string() + ": its run time (" +
+                               std::to_string(*run.minutes) +
+                               " min) is meaningless: run_stop is not a time after run_start; "
+                               "it counts as the official summarizer counts it, so the score is "
+                               "meaningless too");
+      }
       if (run.run_stop_status && *run.run_stop_status != "success") {
         result.notes.push_back(file.filename().string() +
                                " counts although its run_stop status is '" + *run.run_stop_status +

@@ -4,10 +4,13 @@
 #include "mlperf_logging/package/system_desc.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <array>
 #include <fstream>
 #include <system_error>
 
+#include "common/input_file.h"
 #include "common/nearest_name.h"
 #include "mlperf_logging/log/pyops.h"
 #include "mlperf_logging/package/layout.h"
@@ -275,11 +278,10 @@ SystemDescResult check_system_desc(const nlohmann::json& description, std::strin
 
 SystemDescResult check_system_desc_file(const std::filesystem::path& file, std::string_view ruleset,
                                         bool werror) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) throw AuditError(file.string() + ": no such file");
-  if (std::filesystem::is_directory(file, ec)) throw AuditError(file.string() + ": is a directory");
+  if (const std::string why = files::unreadable_reason(file); !why.empty())
+    throw AuditError(file.string() + ": " + why);
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw AuditError(file.string() + ": cannot open file");
+  if (!in) throw AuditError(file.string() + ": cannot open file: " + std::strerror(errno));
   nlohmann::json description;
   try {
     description = nlohmann::json::parse(in);

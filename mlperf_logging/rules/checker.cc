@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/visible_text.h"
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/rules/config_run.h"
 #include "mlperf_logging/rules/rules.h"
@@ -310,14 +311,17 @@ CheckResult check_log_text(std::string_view text, const CheckOptions& options,
 }
 
 std::string format_result(const CheckResult& result, bool show_warnings) {
-  std::string out = (result.success ? "SUCCESS " : "FAILED  ") + result.file.string() + "\n";
+  // Records and file names come from the log's world: a NUL or an escape sequence is shown, not
+  // sent to the terminal.
+  std::string out =
+      (result.success ? "SUCCESS " : "FAILED  ") + text::visible(result.file.string()) + "\n";
   for (const auto& m : result.messages) {
     if (m.level == CheckMessage::Level::warning && !show_warnings) continue;
     out += m.level == CheckMessage::Level::error ? "  error   " : "  warning ";
     out += m.rule;
     if (m.line) out += "  line " + std::to_string(m.line);
-    out += ": " + m.text + "\n";
-    if (!m.record.empty()) out += "          " + m.record + "\n";
+    out += ": " + text::visible(m.text) + "\n";
+    if (!m.record.empty()) out += "          " + text::visible(m.record) + "\n";
   }
   return out;
 }

@@ -4,10 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -126,4 +131,110 @@ TEST_CASE("a process is alive until it ends and a zombie is not", "[atomic_file]
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // exited, not yet reaped
   CHECK_FALSE(mlbert::files::process_alive(child));
   ::waitpid(child, nullptr, 0);
+}
+
+namespace {
+
+// A socket file at `path`, as a server would leave it; the descriptor is closed again.
+void make_socket_file(const fs::path& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  ::close(fd);
+}
+
+std::string write_error(const fs::path& path) {
+  try {
+    mlbert::files::write_file_atomically(path, "output\n");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("an output over a FIFO, socket, folder or device is refused by name and left as it was",
+          "[atomic_file]") {
+  const fs::path dir = scratch("special_targets");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0644) == 0);
+  make_socket_file(dir / "socket");
+  fs::create_directory(dir / "folder");
+  CHECK_THAT(write_error(dir / "fifo"), Catch::StartsWith((dir / "fifo").string() + ": is a FIFO, "));
+  CHECK_THAT(write_error(dir / "socket"),
+             Catch::StartsWith((dir / "socket").string() + ": is a socket, "));
+  CHECK_THAT(write_error(dir / "folder"),
+             Catch::StartsWith((dir / "folder").string() + ": is a directory, "));
+  CHECK(fs::is_fifo(dir / "fifo"));
+  CHECK(fs::is_socket(dir / "socket"));
+  CHECK(fs::is_empty(dir / "folder"));
+  // A node of the kernel's null device made here, never the system's /dev/null: a regression can
+  // only replace this one. Creating it needs root (CAP_MKNOD).
+  if (::mknod((dir / "null").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0) {
+    CHECK_THAT(write_error(dir / "null"),
+               Catch::StartsWith((dir / "null").string() + ": is a character device, "));
+    CHECK(fs::is_character_file(dir / "null"));
+  } else {
+    WARN("mknod needs root here: the character-device case was not run");
+  }
+  const std::vector<std::string> names = names_in(dir);
+  const bool only_the_originals =
+      names == std::vector<std::string>{"fifo", "folder", "null", "socket"} ||
+      names == std::vector<std::string>{"fifo", "folder", "socket"};
+  CHECK(only_the_originals);
+}
+
+TEST_CASE("an output over a symlink replaces the regular file it points to and keeps the link",
+          "[atomic_file]") {
+  const fs::path dir = scratch("symlink_target");
+  std::ofstream(dir / "report.html") << "old\n";
+  fs::create_symlink("report.html", dir / "latest.html");
+  mlbert::files::write_file_atomically(dir / "latest.html", "new\n");
+  CHECK(fs::is_symlink(dir / "latest.html"));
+  CHECK(read_text(dir / "report.html") == "new\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"latest.html", "report.html"});
+}
+
+TEST_CASE("an output over a symlink to a FIFO, to nothing or in a loop is refused by name",
+          "[atomic_file]") {
+  const fs::path dir = scratch("bad_symlinks");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0644) == 0);
+  fs::create_symlink("fifo", dir / "to_fifo");
+  fs::create_symlink("missing/file", dir / "dangling");
+  fs::create_symlink("loop", dir / "loop");
+  CHECK_THAT(write_error(dir / "to_fifo"),
+             Catch::StartsWith((dir / "to_fifo").string() + ": is a symlink to ") &&
+                 Catch::Contains(", a FIFO, not a regular file"));
+  CHECK_THAT(write_error(dir / "dangling"),
+             Catch::StartsWith((dir / "dangling").string() + ": is a symlink that leads nowhere") &&
+                 Catch::Contains("No such file"));
+  CHECK_THAT(write_error(dir / "loop"),
+             Catch::Contains("leads nowhere (Too many levels of symbolic links)"));
+  CHECK(fs::is_fifo(dir / "fifo"));
+  CHECK(names_in(dir) == std::vector<std::string>{"dangling", "fifo", "loop", "to_fifo"});
+}
+
+TEST_CASE("an output that is one of the command's inputs, by any name, is refused naming it",
+          "[atomic_file]") {
+  const fs::path dir = scratch("output_is_input");
+  std::ofstream(dir / "result_0.txt") << "log\n";
+  fs::create_hard_link(dir / "result_0.txt", dir / "hard_link.txt");
+  fs::create_symlink("result_0.txt", dir / "soft_link.txt");
+  const std::vector<fs::path> inputs{dir / "system.json", dir / "result_0.txt"};
+  for (const char* name : {"result_0.txt", "hard_link.txt", "soft_link.txt"}) {
+    std::string error;
+    try {
+      mlbert::files::refuse_replacing_inputs(dir / name, inputs);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    CHECK(error == (dir / name).string() + ": is " + (dir / "result_0.txt").string() +
+                       ", an input of this command; write the output elsewhere");
+  }
+  CHECK_NOTHROW(mlbert::files::refuse_replacing_inputs(dir / "report.html", inputs));
+  std::ofstream(dir / "other.html") << "page\n";
+  CHECK_NOTHROW(mlbert::files::refuse_replacing_inputs(dir / "other.html", inputs));
 }

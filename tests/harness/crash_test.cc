@@ -79,7 +79,9 @@ std::pair<std::string, std::string> signature(const fs::path& root, const fs::pa
                           ? "a result log ending in run_stop"
                           : "A RESULT LOG WITHOUT run_stop: " + last};
   }
-  if (std::regex_match(name, std::regex("train_[0-9]+\\.out"))) return {relative, "console"};
+  if (std::regex_match(name, std::regex("train_[0-9]+\\.out")))
+    return {std::regex_replace(relative, std::regex("train_[0-9]+\\.out$"), "train_N.out"),
+            "console"};
   if (file.extension() == ".html") {
     // The demo's report carries its run's timings: complete means the page ends.
     std::string text = read_text(file);
@@ -422,4 +424,99 @@ TEST_CASE("demo killed at random moments leaves only complete outputs and a reru
                0};
   demo.tree_only = false;
   kill_and_rerun(demo);
+}
+
+namespace {
+
+// The demo system with a target its first eval reaches, under `name`: a run of a few seconds.
+fs::path short_demo_system(const std::string& name) {
+  json s = demo_system();
+  s["system_name"] = name;
+  s["run"]["target_accuracy"] = 0.01;
+  s["run"]["eval"] = {{"cadence", 32}, {"eval_samples", 100}, {"batch_size", 50}};
+  s["run"]["warmup_iterations"] = 0;
+  const fs::path systems = crash_root() / "systems";
+  fs::create_directories(systems);
+  std::ofstream(systems / (name + ".json")) << s.dump(2);
+  return systems;
+}
+
+std::string demo_line(const std::string& system, const fs::path& systems, const fs::path& results) {
+  return "exec " + mlbert_bin().string() + " demo --system " + system + " --systems-dir " +
+         systems.string() + " --results " + results.string() + " --seed 3";
+}
+
+// Every file under `dir` (recursively) whose name is a temporary or a partial result log.
+std::vector<std::string> temporaries_under(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (is_temporary(entry.path())) found.push_back(entry.path().string());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("the demo interrupted by SIGINT to its process group 10 times leaves every log whole",
+          "[crash][mpi]") {
+  const fs::path systems = short_demo_system("interrupt_demo");
+  const fs::path base = crash_root() / "interrupt";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path bert = base / "results" / "interrupt_demo" / "bert";
+  std::mt19937_64 rng(crash_seed());
+  std::uniform_real_distribution<double> delay(0.0, 0.5);
+  for (int k = 0; k < 10; ++k) {
+    const fs::path output = base / ("interrupt_" + std::to_string(k) + ".out");
+    INFO("interrupt " << k + 1 << "; the demo's output: " << output);
+    Job job(demo_line("interrupt_demo", systems, base / "results"), output);
+    // A Ctrl-C while the ranks train: once this run's result log is open, at a random moment.
+    const fs::path partial = bert / ("result_" + std::to_string(k) + ".txt.partial");
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!fs::exists(partial) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(fs::exists(partial));
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay(rng)));
+    REQUIRE(::killpg(job.pid(), SIGINT) == 0);
+    const auto status = job.wait_for(60);
+    INFO(read_text(output));
+    REQUIRE(status.has_value());
+    CHECK(*status == 128 + SIGINT);
+    CHECK_THAT(read_text(output), Catch::Contains("mlbert demo: interrupted by SIGINT"));
+    // Every run so far: its log under its final name, ending in run_stop; its console output.
+    for (int run = 0; run <= k; ++run) {
+      const fs::path log = bert / ("result_" + std::to_string(run) + ".txt");
+      INFO(log);
+      REQUIRE(fs::exists(log));
+      CHECK_THAT(last_mllog_line(log), Catch::Contains("\"key\": \"run_stop\""));
+      CHECK(fs::exists(bert / ("train_" + std::to_string(run) + ".out")));
+    }
+    CHECK(temporaries_under(base / "results").empty());
+  }
+  fs::remove_all(base);
+}
+
+TEST_CASE("two demos at once into one results folder both keep their runs' logs", "[crash][mpi]") {
+  const fs::path systems = short_demo_system("twin_demo");
+  const fs::path base = crash_root() / "twins";
+  fs::remove_all(base);
+  fs::create_directories(base / "results" / "twin_demo" / "bert");
+  // A result the user had there already: neither demo may remove it.
+  const fs::path earlier = base / "results" / "twin_demo" / "bert" / "result_5.txt";
+  std::ofstream(earlier) << "an earlier result\n";
+  Job first(demo_line("twin_demo", systems, base / "results"), base / "first.out");
+  Job second(demo_line("twin_demo", systems, base / "results"), base / "second.out");
+  const auto first_status = first.wait_for(300);
+  const auto second_status = second.wait_for(300);
+  INFO(read_text(base / "first.out") << "\n---\n" << read_text(base / "second.out"));
+  CHECK(first_status == 0);
+  CHECK(second_status == 0);
+  CHECK(read_text(earlier) == "an earlier result\n");
+  for (const char* name : {"result_6.txt", "result_7.txt"}) {
+    const fs::path log = base / "results" / "twin_demo" / "bert" / name;
+    INFO(log);
+    REQUIRE(fs::exists(log));
+    CHECK_THAT(last_mllog_line(log), Catch::Contains("\"status\": \"success\""));
+  }
+  CHECK(temporaries_under(base / "results").empty());
+  fs::remove_all(base);
 }
