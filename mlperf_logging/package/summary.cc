@@ -114,14 +114,6 @@ struct RcpColumns {
   std::optional<std::string> verdict;  // Pass, Fail, Interp. Fail, Missing, No RCP, Unknown state
 };
 
-std::string rcp_column(const RcpResult& rcp) {
-  if (rcp.passed) return "Pass";
-  if (rcp.message == "RCP found") return "Fail";
-  if (rcp.message == "RCP Interpolation") return "Interp. Fail";
-  if (rcp.message.find("Missing") != std::string::npos) return "Missing";
-  if (rcp.message == "Cannot find any RCPs") return "No RCP";
-  return "Unknown state";
-}
 
 RcpColumns rcp_columns(const std::string& dir, const std::string& who, const std::string& ruleset,
                        std::vector<std::string>& printed) {
@@ -145,7 +137,7 @@ RcpColumns rcp_columns(const std::string& dir, const std::string& who, const std
   }
   if (!rcp.passed)
     printed.push_back("ERROR: RCP Test Failed on " + who + " with message: " + rcp.message + ".");
-  out.verdict = rcp_column(rcp);
+  out.verdict = summary_rcp_name(rcp);
   out.gbs = rcp.batch_size.value_or(-1);
   std::vector<double> samples;
   int not_converged = 0;
@@ -219,12 +211,6 @@ BertFigures bert_figures(const std::string& dir, const std::string& submitter,
   return out;
 }
 
-std::string results_url(const std::string& ruleset) {
-  std::string rest = ruleset.size() > 3 ? ruleset.substr(3) : "";
-  for (auto at = rest.find(".0"); at != std::string::npos; at = rest.find(".0", at))
-    rest.erase(at, 2);
-  return "https://github.com/mlcommons/training_results_v" + ruleset.substr(0, 3) + rest;
-}
 
 std::vector<SummaryCell> row_of(const std::vector<std::string>& columns, const Cells& cells,
                                 bool detailed) {
@@ -276,7 +262,7 @@ void summarize_system(const std::string& folder, const std::string& system,
   const std::string results_system = os_path_join(os_path_join(folder, "results"), system);
   Cells cells = system_cells(desc, private_id_of(results_system, desc, system, options));
   Cells strong = cells, detailed = cells;
-  const std::string prefix = results_url(options.ruleset);
+  const std::string prefix = results_repository_url(options.ruleset);
   const std::string submitter = text(desc["submitter"]);
   for (Cells* row : {&strong, &detailed}) {
     (*row)["details_url"] = prefix + "/blob/main/" + submitter + "/systems/" + system + ".json";
@@ -308,6 +294,22 @@ void summarize_system(const std::string& folder, const std::string& system,
 }
 
 }  // namespace
+
+std::string summary_rcp_name(const RcpResult& rcp) {
+  if (rcp.passed) return "Pass";
+  if (rcp.message == "RCP found") return "Fail";
+  if (rcp.message == "RCP Interpolation") return "Interp. Fail";
+  if (rcp.message.find("Missing") != std::string::npos) return "Missing";
+  if (rcp.message == "Cannot find any RCPs") return "No RCP";
+  return "Unknown state";
+}
+
+std::string results_repository_url(const std::string& ruleset) {
+  std::string rest = ruleset.size() > 3 ? ruleset.substr(3) : "";
+  for (auto at = rest.find(".0"); at != std::string::npos; at = rest.find(".0", at))
+    rest.erase(at, 2);
+  return "https://github.com/mlcommons/training_results_v" + ruleset.substr(0, 3) + rest;
+}
 
 OrgSummary summarize_org(const std::string& folder, const OrgSummaryOptions& options) {
   OrgSummary out;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlperf_logging/package/summary_table.h"
+#include "mlperf_logging/rcp/rcp.h"
 
 namespace mlbert::logging {
 
@@ -37,5 +38,13 @@ struct OrgSummary {
 // `folder` is spelled as given on the command line: the printed paths start with it. Writes
 // privateid.json (with private_id set) and scaling.json (closed division, as the RCP check does).
 OrgSummary summarize_org(const std::string& folder, const OrgSummaryOptions& options);
+
+// The summarizer's name for an RCP outcome: Pass, Fail, Interp. Fail, Missing, No RCP or
+// Unknown state.
+std::string summary_rcp_name(const RcpResult& rcp);
+
+// The results repository the summarizer's rows link to: "4.1.0" ->
+// https://github.com/mlcommons/training_results_v4.1, "1.0.0" -> ..._v1.0.
+std::string results_repository_url(const std::string& ruleset);
 
 }  // namespace mlbert::logging

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "mlperf_logging/log/mllog.h"
+#include "mlperf_logging/package/summary.h"
 #include "mlperf_logging/report/report.h"
 
 namespace mlbert::logging {
@@ -38,24 +39,6 @@ nlohmann::json product(const std::string& a, const std::string& b) {
   return x * y;
 }
 
-// The summarizer's repository prefix: "4.1.0" -> training_results_v4.1, "1.0.0" -> v1.0.
-std::string results_repository(const std::string& ruleset) {
-  std::string tail = ruleset.size() > 3 ? ruleset.substr(3) : "";
-  for (auto at = tail.find(".0"); at != std::string::npos; at = tail.find(".0"))
-    tail.erase(at, 2);
-  return "https://github.com/mlcommons/training_results_v" + ruleset.substr(0, 3) + tail;
-}
-
-// The summarizer's name for an RCP outcome.
-std::string rcp_column(const RcpResult& rcp) {
-  if (rcp.passed) return "Pass";
-  if (rcp.message == "RCP found") return "Fail";
-  if (rcp.message == "RCP Interpolation") return "Interp. Fail";
-  if (rcp.message.find("Missing") != std::string::npos) return "Missing";
-  if (rcp.message == "Cannot find any RCPs") return "No RCP";
-  return "Unknown state";
-}
-
 Row official_row(const SystemReport& s) {
   const ScoreHeadline headline = score_headline(s);
   const std::string division = field(s, "division");
@@ -85,9 +68,9 @@ Row official_row(const SystemReport& s) {
   row["bert:GBS"] = rcp && rcp->batch_size ? nlohmann::json(*rcp->batch_size) : nullptr;
   row["bert:samples_to_converge"] =
       rcp && rcp->submission_mean ? nlohmann::json(*rcp->submission_mean) : nullptr;
-  row["bert:RCP"] = rcp ? nlohmann::json(rcp_column(*rcp)) : nullptr;
+  row["bert:RCP"] = rcp ? nlohmann::json(summary_rcp_name(*rcp)) : nullptr;
   row["bert:rcp_scaling_factor"] = headline.factor;
-  const std::string repository = results_repository(s.ruleset);
+  const std::string repository = results_repository_url(s.ruleset);
   row["details_url"] = repository + "/blob/main/" + field(s, "submitter") + "/systems/" + s.name +
                        ".json";
   row["code_url"] = repository + "/blob/master/" + field(s, "submitter") + "/benchmarks";
