@@ -40,6 +40,13 @@ std::string unreadable_reason(const std::filesystem::path& path) {
   return "";
 }
 
+std::string directory_reason(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    return errno == ENOENT ? "no such directory" : std::strerror(errno);
+  return S_ISDIR(info.st_mode) ? "" : "not a directory";
+}
+
 std::ifstream open_input(const std::filesystem::path& path, std::string_view what) {
   const std::string reason = unreadable_reason(path);
   std::ifstream in;

@@ -25,6 +25,10 @@ std::string file_type_name(mode_t mode);
 // links" or "Permission denied"), or an empty string when it can.
 std::string unreadable_reason(const std::filesystem::path& path);
 
+// Why `path` is no folder to read ("no such directory", "not a directory", or the system's
+// reason, e.g. "Too many levels of symbolic links"), or an empty string when it is one.
+std::string directory_reason(const std::filesystem::path& path);
+
 // `path` opened for reading (binary), or std::runtime_error("<path>: cannot open <what>:
 // <reason>").
 std::ifstream open_input(const std::filesystem::path& path, std::string_view what);

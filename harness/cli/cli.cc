@@ -214,7 +214,7 @@ void register_preflight(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<JobPreflightOptions>();
   CLI::App* preflight =
       app.add_subcommand("preflight",
-                         "a job's checks on every node: GPUs, NICs, data and its index, allreduce")
+                         "a job's checks on every node: GPUs, NICs, data, allreduce")
           ->group("train");
   preflight->add_option("--system", o->system, "system name or file")->required();
   preflight->add_option("--systems-dir", o->systems_dir, "where system names are looked up");

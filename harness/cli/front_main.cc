@@ -40,7 +40,7 @@ constexpr std::array<Forwarded, 9> kForwarded{{
     {"checkpoint", "model", "inspect, import and export BERT checkpoints (TF, HF, mlbert)"},
     {"train", "train", "one rank of BERT training in an MPI job (see `mlbert launch`)"},
     {"launch", "train", "start `mlbert train` on every GPU of a system (mpirun or Slurm)"},
-    {"preflight", "train", "a job's checks on every node: GPUs, NICs, data and its index, allreduce"},
+    {"preflight", "train", "a job's checks on every node: GPUs, NICs, data, allreduce"},
     {"bind", "train", "bind this rank to its GPU's CPUs, NUMA memory and NIC, then run"},
     {"demo", "train", "the whole job on this CPU: corpus, prep, 2-rank training, audit"},
     {"simulate", "train", "predict time to train from a system or a published result"},

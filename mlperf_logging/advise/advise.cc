@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/input_file.h"
 #include "mlperf_logging/advise/folder_advice.h"
 #include "mlperf_logging/advise/log_advice.h"
 #include "mlperf_logging/advise/seed_source.h"
@@ -166,7 +167,8 @@ AdviceReport advise_logs(const std::vector<fs::path>& logs,
 }
 
 std::vector<FolderAdvice> audit_directory(const fs::path& dir, const std::string& ruleset) {
-  if (!fs::is_directory(dir)) throw AuditError(dir.string() + ": no such directory");
+  if (const std::string why = files::directory_reason(dir); !why.empty())
+    throw AuditError(dir.string() + ": " + why);
   const fs::path results_dir = results_dir_of(dir);
   if (!find_result_files(results_dir).empty())
     return {advise_result_folder(results_dir, ruleset_for(dir, ruleset))};

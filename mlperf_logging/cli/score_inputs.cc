@@ -5,6 +5,7 @@
 #include <regex>
 #include <system_error>
 
+#include "common/input_file.h"
 #include "mlperf_logging/package/layout.h"
 
 namespace mlbert::logging {
@@ -67,8 +68,8 @@ ScoreInputs read_score_inputs(const std::vector<std::string>& words, const std::
   }
   for (const std::string& path : paths) {
     std::error_code ec;
-    if (!fs::exists(path, ec)) throw AuditError(path + ": no such directory");
-    if (!fs::is_directory(path, ec)) throw AuditError(path + ": not a directory");
+    if (const std::string why = files::directory_reason(path); !why.empty())
+      throw AuditError(path + ": " + why);
     if (!holds_results(path) && fs::is_directory(fs::path(path) / "results", ec)) {
       const auto systems = system_folders(path);
       inputs.notes.push_back(path + ": an organization folder, scoring " +

@@ -314,10 +314,13 @@ std::string throughput_card(const SystemReport& system, const std::string& id, d
       for (const auto& [t, rate] : run.throughput)
         line.push_back({(t - *run.run_start_ms) / 1000 / unit.divisor, rate});
       chart.line(line, run_colour(i), run_name(run));
+      // A run that logs its throughput once has no line to show it: a larger dot does.
+      const double radius = line.size() == 1 ? 4.5 : 2.2;
       for (const Point& p : line)
         chart.marker(
             p, Chart::Shape::dot, run_colour(i),
-            run_name(run) + ": " + fixed(p.y, 1) + " at " + fixed(p.x, 2) + " " + unit.name, 2.2);
+            run_name(run) + ": " + fixed(p.y, 1) + " at " + fixed(p.x, 2) + " " + unit.name,
+            radius);
     }
     out += chart.svg(id, "throughput", "throughput over the run from tracked_stats");
     out += paragraph("tracked_stats throughput, in the unit the submitter logs (sequences/s).");

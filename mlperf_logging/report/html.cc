@@ -128,6 +128,7 @@ details ul { margin: 4px 0; padding-left: 18px; }
 table.runs { margin-top: 8px; font-size: 12px; }
 table.runs td, table.runs th { padding: 2px 4px; }
 table.runs td.num { white-space: nowrap; }
+table.runs th { overflow-wrap: anywhere; }
 table.summary td, table.summary th, table.description thead th { overflow-wrap: anywhere; }
 table.hparams, table.seeds, table.logs { font-size: 12px; margin-bottom: 8px; }
 table.hparams td, table.seeds td, table.logs td { overflow-wrap: anywhere; padding: 2px 6px; }
