@@ -163,7 +163,8 @@ KnownOptions known_options(const CLI::App& command) {
        app = app->get_fallthrough() ? app->get_parent() : nullptr) {
     for (const CLI::Option* option : app->get_options()) {
       if (option->get_positional()) continue;
-      const bool takes_value = option->get_type_size_max() > 0;
+      // A flag expects no value (its type size is still 1).
+      const bool takes_value = option->get_items_expected_max() > 0;
       for (const auto& name : option->get_lnames()) {
         known.names.push_back("--" + name);
         if (takes_value) known.taking_value.push_back("--" + name);
