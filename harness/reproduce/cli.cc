@@ -215,6 +215,8 @@ void register_cli(CLI::App& app, int& exit_code) {
       app.add_subcommand("reproduce", "plan a published result's reproduction, compare with it")
           ->group("train");
   reproduce->require_subcommand(1);
+  cli::set_example(*reproduce,
+                   "mlbert reproduce plan results/v4.0/NVIDIA/h200_ngc23.09_pytorch --out plan");
   register_plan(*reproduce, exit_code);
   register_compare(*reproduce, exit_code);
 }
