@@ -201,8 +201,8 @@ prepare() {
     awk '{s += $1} END {print s + 0}')
   awk -v b="$bundle_bytes" -v t="$tree_bytes" 'BEGIN {
     mib = 1048576; total = (b + t) / mib
-    printf "prepare: carry build-device-bundle: %.1f MiB bundle + %.1f MiB working tree = %.1f MiB of the 64 MiB limit (%.1f MiB to spare)\n", b / mib, t / mib, total, 64 - total
-    if (total > 56) { print "prepare: too close to the 64 MiB limit"; exit 1 } }' || exit 1
+    printf "prepare: the GPU machine needs the working tree and build-device-bundle/: %.1f MiB bundle + %.1f MiB tree = %.1f MiB (budget 64 MiB, %.1f MiB to spare)\n", b / mib, t / mib, total, 64 - total
+    if (total > 56) { print "prepare: too close to the 64 MiB budget"; exit 1 } }' || exit 1
 }
 
 # --verify (here, after --prepare; CI runs both): unpacks the bundle and checks that every ELF in
@@ -305,7 +305,7 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' \
   fi
   BIN=$B/bin
   bundle_env "$B"
-  SOURCE="the bundle ($(sed -n 1p "$B/MANIFEST" 2>/dev/null || echo "missing: run --prepare here and carry build-device-bundle"))"
+  SOURCE="the bundle ($(sed -n 1p "$B/MANIFEST" 2>/dev/null || echo "missing: run --prepare on the build machine and copy build-device-bundle/ with the tree"))"
 fi
 device_libs_env "$PY"
 # One GPU: NCCL's bootstrap on the loopback interface (a VM may have no other), no InfiniBand.
