@@ -6,7 +6,9 @@
 # Left out (printed at the start): the parity tests (minutes in the Python oracles; the C++ they
 # drive is what the unit tests cover), the Chromium report tests, the demo, the device bundle's CPU
 # training run, and the kill -9 / fault-injection harnesses (each a training run many times over;
-# the trainer's code paths run under the sanitizers in harness_mpi). Measured under ASan on 2 busy
+# the trainer's code paths run under the sanitizers in harness_mpi), and the container, Slurm and
+# end-to-end reproduction tests (they build an image or run the demo under Slurm; the project code
+# they run is the demo's and the launcher's). Measured under ASan on 2 busy
 # cores, all but the last two cost ~10 min more (the demo alone 7); `--all` runs them too.
 # Leak policy: detect_leaks=1 everywhere; tests/sanitizers/lsan.supp suppresses only leaks whose
 # allocation happens inside Open MPI's own code, never a stack of project code alone. The
@@ -18,7 +20,7 @@
 # runs --tests-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-excluded='parity|logging_report_browser|harness_demo|device_check: the one-GPU training run|harness_crash|harness_faults'
+excluded='parity|logging_report_browser|harness_demo|device_check: the one-GPU training run|harness_crash|harness_faults|infra_|reproduce_e2e'
 phase=all
 for arg in "$@"; do
   case $arg in
