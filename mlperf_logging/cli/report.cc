@@ -32,7 +32,7 @@ struct ReportArgs {
 int run_report(const ReportArgs& args) {
   std::vector<SystemReport> systems;
   const RulesetChoice choice = choose_rulesets(args.ruleset, args.dirs, "folder");
-  print_ruleset_note("mlbert report", choice, true);
+  print_ruleset_note("mlbert report", choice, args.dirs.size() > 1);
   for (std::size_t i = 0; i < args.dirs.size(); ++i) {
     ReportInput input;
     input.dir = args.dirs[i];
