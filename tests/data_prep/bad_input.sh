@@ -60,6 +60,8 @@ expect_error "empty input file" "empty.txt: no text" \
   "${prep[@]}" --vocab "$work/vocab.txt" --input "$work/empty.txt" --output "$work/out"
 expect_error "a device as input" "/dev/zero: not a text file or a folder of them" \
   "${prep[@]}" --vocab "$work/vocab.txt" --input /dev/zero --output "$work/out"
+expect_error "a negative thread count" "--threads" \
+  "${prep[@]}" --vocab "$work/vocab.txt" --input "$work/good.txt" --output "$work/out" --threads -1
 expect_error "only blank lines" "blank.txt: no text" \
   "${prep[@]}" --vocab "$work/vocab.txt" --input "$work/blank.txt" --output "$work/out"
 expect_empty_dir "empty inputs" "$work/out"
