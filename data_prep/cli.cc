@@ -146,7 +146,7 @@ void add_prep(CLI::App& data, int& exit_code) {
   cmd->add_option("--short-seq-prob", o->pretraining.short_seq_prob, "default 0.1");
   cmd->add_option("--seed", o->pretraining.random_seed, "default 12345");
   cmd->add_option("--threads", o->threads, "worker threads (default 0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   cmd->add_flag("--joint", o->joint, "all inputs form one reference run and one output file");
   cmd->add_flag("--replace", o->replace,
                 "remove the output folder's shards that these inputs do not produce (an earlier "
