@@ -5,6 +5,7 @@
 // exit code for it.
 #include "common/cli.h"
 
+#include "common/input_file.h"
 #include "common/nearest_name.h"
 
 #include <sys/stat.h>
@@ -237,10 +238,10 @@ std::string missing_reason(const std::string& what) {
 }
 
 std::string path_kind(const std::string& path, bool want_directory) {
+  if (want_directory) return files::directory_reason(path);
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return missing_reason(want_directory ? "directory" : "file");
-  if (want_directory && !S_ISDIR(st.st_mode)) return "not a directory";
-  if (!want_directory && S_ISDIR(st.st_mode)) return "is a directory, not a file";
+  if (::stat(path.c_str(), &st) != 0) return missing_reason("file");
+  if (S_ISDIR(st.st_mode)) return "is a directory, not a file";
   return "";
 }
 
