@@ -353,6 +353,14 @@ void read_run(const FieldReader& r, RunSpec& run) {
                    in_range(1, run.max_seq_length, "max_seq_length")},
                   {"warmup_iterations", &run.warmup_iterations, false, at_least(0)},
                   {"samples_to_converge", &run.samples_to_converge, false, at_least(0)}});
+  read_fields(r, {{"result_name", &run.result_name, false}});
+  const std::string& n = run.result_name;
+  if (r.has("result_name") &&
+      (n.empty() || n == "." || n == ".." ||
+       n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-") !=
+           std::string::npos))
+    r.problem("result_name",
+              "\"" + n + "\" must be a folder name of letters, digits, '_', '.', '+', '-'");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -467,6 +475,7 @@ SystemConfig parse_system(const nlohmann::json& root, const std::filesystem::pat
   FieldReader top(&root, "", &problems);
   read_topology(top.child("topology", true), config.topology, problems);
   read_run(top.child("run", true), config.run);
+  if (!config.run.result_name.empty()) config.name = config.run.result_name;
   if (problems.empty()) {
     check_description(config, problems);
     check_run_size(config, problems);

@@ -130,6 +130,9 @@ struct ModelSpec {
 struct RunSpec {
   std::string ruleset;   // MLPerf training ruleset, e.g. "4.1.0"
   std::string division;  // "closed" | "open" (equals the top-level division)
+  // The folder under results/ the logs go to (results/<result_name>/bert/), the system's id in a
+  // submission's layout; "" = the file's stem. A reproduction plan names the published system.
+  std::string result_name;
   std::string backend = "cuda";
   Precision precision = Precision::fp16;
   ModelSpec model;
@@ -161,7 +164,7 @@ struct RunSpec {
 
 struct SystemConfig {
   std::filesystem::path path;  // the file it came from
-  std::string name;            // file stem: results/<name>/bert/...
+  std::string name;            // run.result_name, else the file stem: results/<name>/bert/...
   nlohmann::json description;  // the official fields, verbatim (top level minus topology/run)
   Topology topology;
   RunSpec run;

@@ -32,7 +32,7 @@ const std::set<std::string>& known_keys(const std::string& part) {
       "gradient_accumulation", "global_batch_size", "optimizer", "lr_schedule", "clipping",
       "loss_scale", "bucket_mb", "sampler", "load_balancing", "eval", "target_accuracy",
       "max_steps", "max_samples", "seed", "watchdog_seconds", "max_seq_length",
-      "max_predictions_per_seq", "warmup_iterations", "samples_to_converge"};
+      "max_predictions_per_seq", "warmup_iterations", "samples_to_converge", "result_name"};
   return part == "run" ? run : topology;
 }
 
@@ -57,7 +57,8 @@ std::string system_name_of(const std::filesystem::path& dir) {
   std::string name = d.filename().string();
   if (name == "bert" || name.empty()) name = d.parent_path().filename().string();
   for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' && c != '+')
+      c = '_';
   return name;
 }
 
@@ -182,6 +183,8 @@ ReproductionPlan make_plan(const PublishedRuns& runs, const std::filesystem::pat
   plan_status(d, b);
   plan_topology(d, description_file, b);
   plan_run(runs, d, description_file, launch, b);
+  b.set("run.result_name", plan.system_name,
+        "the published result's folder: the runs' logs go to results/" + plan.system_name + "/bert");
   plan.ruleset = plan.system["run"].value("ruleset", "");
   if (!plan.refusal) plan_rank_batch(runs, b);
   plan_differences(d, b);

@@ -253,3 +253,17 @@ TEST_CASE("run.ruleset is a round with BERT, and only 1.1.0 to 2.1.0 need the be
   CHECK_THAT(message, Catch::Contains("\"0.7.0\""));
   CHECK_THAT(message, Catch::Contains("\"5.0.0\""));
 }
+
+TEST_CASE("run.result_name names the results folder, and only a plain folder name is taken",
+          "[system]") {
+  json root = read_json(systems_dir() / "dgxa100_1x8.json");
+  CHECK(parse_system(root, "plan/system.json").name == "system");
+  root["run"]["result_name"] = "dgxa100_ngc22.09_pytorch";
+  CHECK(parse_system(root, "plan/system.json").name == "dgxa100_ngc22.09_pytorch");
+  for (const char* bad : {"../elsewhere", "a b", "", ".."}) {
+    INFO(bad);
+    root["run"]["result_name"] = bad;
+    CHECK_THAT(error_of(root), Catch::Contains("run.result_name: \"" + std::string(bad) +
+                                               "\" must be a folder name"));
+  }
+}

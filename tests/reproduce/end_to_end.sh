@@ -18,7 +18,7 @@ cluster=$work/cluster
 cleanup() {
   local status=$?
   if ((status != 0)); then
-    for f in "$work"/reproduced/system/slurm-*.out "$work"/reproduced/system/job_summary.txt \
+    for f in "$work"/reproduced/cpu_demo/slurm-*.out "$work"/reproduced/cpu_demo/job_summary.txt \
       "$cluster"/log/slurmctld.log; do
       [[ -f $f ]] && { echo "---- $f (last 40 lines)"; tail -n 40 "$f"; }
     done
@@ -49,8 +49,8 @@ step "cluster up"
 step "sbatch --wait the job (preflight, 3 runs)"
 sbatch --wait --partition "$MLBERT_SLURM_PARTITION" "$work/plan/job.sh" > /dev/null ||
   fail "the reproduction job failed (exit status $?)"
-summary=$work/reproduced/system/job_summary.txt
-grep -q "preflight: rank 0: data: PASS" "$work"/reproduced/system/slurm-*.out ||
+summary=$work/reproduced/cpu_demo/job_summary.txt
+grep -q "preflight: rank 0: data: PASS" "$work"/reproduced/cpu_demo/slurm-*.out ||
   fail "the job's preflight did not check the data"
 for i in 0 1 2; do
   grep -q "run $i: mlbert check passed" "$summary" || fail "run $i was not checked: $(cat "$summary")"
@@ -58,7 +58,7 @@ done
 grep -q "aborted: none; check failed: none" "$summary" || fail "$(cat "$summary")"
 
 step "reproduce compare"
-"$mlbert" reproduce compare "$work/reproduced/system/bert" "$published" --ruleset 4.1.0 \
+"$mlbert" reproduce compare "$work/reproduced/cpu_demo/bert" "$published" --ruleset 4.1.0 \
   --tolerance 50% > "$work/compare.out" || { cat "$work/compare.out"; fail "compare: not reproduced"; }
 [[ $(tail -n 1 "$work/compare.out") == reproduced ]] || fail "$(cat "$work/compare.out")"
 
@@ -71,7 +71,7 @@ jq '.run.optimizer.learning_rate = 0.003' "$work/plan_lr/system.json" > "$work/l
 mv "$work/lr.json" "$work/plan_lr/system.json"
 bash "$work/plan_lr/job.sh" > "$work/changed.out" 2>&1 || true
 set +e
-"$mlbert" reproduce compare "$work/changed/system/bert" "$published" --ruleset 4.1.0 \
+"$mlbert" reproduce compare "$work/changed/cpu_demo/bert" "$published" --ruleset 4.1.0 \
   --tolerance 50% > "$work/compare_lr.out"
 status=$?
 set -e
