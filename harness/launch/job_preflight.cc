@@ -14,6 +14,9 @@
 
 #ifdef MLBERT_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "harness/comm/nccl_communicator.h"
+#include "harness/train/init_phase.h"
 #endif
 
 namespace mlbert::harness {
@@ -118,22 +121,23 @@ void check_data(const fs::path& data, const fs::path& eval, Report& r) {
   r.line(fs::exists(eval, ec), "eval data", eval.string());
 }
 
-void check_allreduce(const SystemConfig& system, Communicator& comm, Report& r) {
-  std::vector<float> buffer(kAllreduceFloats, 1.0f);
-  comm.allreduce(buffer.data(), buffer.size(), DataType::f32, ReduceOp::sum);
+// Times the allreduce of kAllreduceFloats f32 at `data` (memory of the kind `comm` reduces).
+void time_allreduce(const SystemConfig& system, Communicator& comm, void* data,
+                    const std::string& memory, Report& r) {
+  comm.allreduce(data, kAllreduceFloats, DataType::f32, ReduceOp::sum);
   comm.barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kTimedAllreduces; ++i)
-    comm.allreduce(buffer.data(), buffer.size(), DataType::f32, ReduceOp::sum);
+    comm.allreduce(data, kAllreduceFloats, DataType::f32, ReduceOp::sum);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
       kTimedAllreduces;
   const int n = comm.size();
   // Bus bandwidth: what each rank moves in a ring allreduce, 2 (n-1)/n of the buffer.
-  const double bus_gbs = n > 1 ? 2.0 * (n - 1) / n * buffer.size() * sizeof(float) / seconds / 1e9
-                               : 0.0;
+  const double bus_gbs =
+      n > 1 ? 2.0 * (n - 1) / n * kAllreduceFloats * sizeof(float) / seconds / 1e9 : 0.0;
   std::string detail = std::to_string(n) + " ranks, " + std::to_string(bus_gbs) +
-                       " GB/s bus bandwidth (" + comm.backend() + ", host memory)";
+                       " GB/s bus bandwidth (" + comm.backend() + ", " + memory + ")";
   bool pass = true;
   if (system.topology.nodes > 1 && !system.topology.nics.empty()) {
     const double nic_gbs = system.topology.nics.front().bandwidth_gbps / 8.0;
@@ -144,6 +148,46 @@ void check_allreduce(const SystemConfig& system, Communicator& comm, Report& r) 
     detail += "; one node: no network figure to compare with";
   }
   r.line(pass, "allreduce", detail);
+}
+
+#ifdef MLBERT_HAVE_CUDA
+// A CUDA system's gradients go through NCCL on device memory: the preflight times that, over the
+// GPU each rank trains on. Every rank first says whether it has its GPU and buffer, so a rank
+// without one fails the check on all ranks instead of leaving the others waiting in NCCL's init.
+void check_nccl_allreduce(const SystemConfig& system, Communicator& world, Report& r) {
+  const int device = cuda_device(system);
+  void* buffer = nullptr;
+  cudaError_t status = cudaSetDevice(device);
+  if (status == cudaSuccess) status = cudaMalloc(&buffer, kAllreduceFloats * sizeof(float));
+  if (status == cudaSuccess) status = cudaMemset(buffer, 0, kAllreduceFloats * sizeof(float));
+  const int missing = world.sum(status == cudaSuccess ? 0 : 1);
+  if (missing > 0) {
+    r.line(false, "allreduce",
+           std::to_string(missing) + " ranks have no usable GPU buffer" +
+               (status == cudaSuccess ? std::string()
+                                      : " (this rank, GPU " + std::to_string(device) +
+                                            ": " + cudaGetErrorString(status) + ")"));
+  } else {
+    try {
+      NcclCommunicator nccl(world.split(0, world.rank()), device, nullptr);
+      time_allreduce(system, nccl, buffer, "device memory, GPU " + std::to_string(device), r);
+    } catch (const std::exception& e) {
+      r.line(false, "allreduce", std::string("NCCL: ") + e.what());
+    }
+  }
+  if (buffer) cudaFree(buffer);
+}
+#endif
+
+void check_allreduce(const SystemConfig& system, Communicator& world, Report& r) {
+#ifdef MLBERT_HAVE_CUDA
+  if (system.run.backend == "cuda") {
+    check_nccl_allreduce(system, world, r);
+    return;
+  }
+#endif
+  std::vector<float> buffer(kAllreduceFloats, 1.0f);
+  time_allreduce(system, world, buffer.data(), "host memory", r);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 //
 // Design choice: it runs under the job's own launcher and binding, as the ranks will; one rank
 // per node checks the node (accelerators, NICs, data with its length index and every shard's
-// content hash), every rank joins the allreduce that measures the fabric, and all ranks exit
-// with the same status (4 when anything failed), which the job script turns into "no run started".
+// content hash), every rank joins the allreduce that measures the fabric (through the gradients'
+// communicator: NCCL on each rank's GPU for a CUDA system, MPI on host memory otherwise), and all
+// ranks exit with the same status (4 when anything failed), which the job script turns into "no
+// run started".
 #pragma once
 
 #include <filesystem>
