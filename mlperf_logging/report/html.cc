@@ -163,6 +163,9 @@ std::string render_report_html(const std::vector<SystemReport>& systems,
          " &middot; verdicts, scores and RCP tests by mlbert check, score and rcp (official "
          "semantics) &middot; hover a mark for its figures</p></header>\n";
   out += report::summary_table(systems);
+  if (options.comparison)
+    out += "<h2>Comparison</h2>\n<div class=\"grid\"><div class=\"card wide\" id=\"comparison\">" +
+           report::comparison_card(*options.comparison) + "</div></div>\n";
   const std::string grid_style =
       " style=\"grid-template-columns: repeat(" + std::to_string(columns) + ", minmax(0, 1fr))\"";
 
