@@ -22,10 +22,12 @@ struct SystemFieldDifference {
   bool fails = false;                 // a field that changes the run's shape
 };
 
-// The system description fields compared, in the order they are reported.
+// The system description fields compared, in the order they are reported: every field the
+// official checker requires that describes the machine and its software.
 const std::vector<std::string>& compared_system_fields();
 
-// The compared fields whose values differ (strings compared trimmed; numbers as their text).
+// The compared fields whose values differ (strings compared trimmed; numbers as their text); an
+// object field (other_software_stack) compared entry by entry, as "other_software_stack.<entry>".
 std::vector<SystemFieldDifference> differing_system_fields(const nlohmann::json& reproduced,
                                                            const nlohmann::json& published);
 

@@ -169,3 +169,16 @@ TEST_CASE("the report section carries the scores, runs, phases and differing fie
   CHECK(same.tables[4].rows[0] == std::vector<std::string>{"accelerator_model_name", "H100",
                                                            "NVIDIA H200-SXM5-141GB", "reported"});
 }
+
+TEST_CASE("a changed software version is named as its other_software_stack entry") {
+  nlohmann::json reproduced, published;
+  std::ifstream(kH200 / "system.json") >> published;
+  reproduced = published;
+  reproduced["other_software_stack"]["nccl_version"] = "2.21.5";
+  const auto differing = differing_system_fields(reproduced, published);
+  REQUIRE(differing.size() == 1);
+  CHECK(differing[0].field == "other_software_stack.nccl_version");
+  CHECK(differing[0].reproduced == "2.21.5");
+  CHECK(differing[0].published == "2.18.5");
+  CHECK_FALSE(differing[0].fails);
+}
