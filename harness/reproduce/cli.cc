@@ -212,12 +212,12 @@ void register_compare(CLI::App& reproduce, int& exit_code) {
   compare->add_flag("--json", o->json, "print the comparison as JSON");
   const std::string verdict_rules =
       "Not reproduced when a logged hyperparameter differs, when number_of_nodes or\n"
-      "accelerators_per_node differ (another accelerator count trains another batch per\n"
-      "accelerator with other communication: another experiment), or when the olympic means\n"
-      "differ by more than the tolerance. The other system fields (accelerator model, host\n"
-      "processor, interconnect, framework, ...) and the phase times (init, training, eval:\n"
-      "medians over the successful runs) are reported, not judged: a reproduction on another\n"
-      "cluster changes them by design.";
+      "accelerators_per_node differ (another accelerator count trains another batch\n"
+      "per accelerator with other communication: another experiment), or when the\n"
+      "olympic means differ by more than the tolerance. The other system fields\n"
+      "(accelerator model, host processor, interconnect, framework, ...) and the phase\n"
+      "times (init, training, eval: medians over the successful runs) are reported,\n"
+      "not judged: a reproduction on another cluster changes them by design.";
   compare->callback([o, &exit_code] { exit_code = run_compare(*o); });
   cli::set_example(*compare, "mlbert reproduce compare results/system/bert v4.0/NVIDIA/h200 "
                              "--tolerance 5%");

@@ -120,8 +120,7 @@ void register_report_cli(CLI::App& app, int& exit_code, ReportComparison compari
                   "also write the summary as JSON: the same columns, plus each system's raw score, "
                   "advisories and log SHA-256s");
   cmd->add_option("--compare", args->compare,
-                  "the published result folder: compare the one folder given, a reproduction, "
-                  "with it (as `mlbert reproduce compare`), both side by side")
+                  "a published result to compare the one folder given with, side by side")
       ->check(cli::existing_directory());
   cmd->add_option("--tolerance", args->tolerance,
                   "with --compare: largest difference of the scores that still reproduces "
