@@ -117,10 +117,11 @@ Comparison compare_results(const std::filesystem::path& reproduced,
   c.reproduced = read_side(reproduced, ruleset, reproduced_system);
   c.published = read_side(published, ruleset, {});
   c.differing = differing_fields(c.reproduced.runs, c.published.runs);
-  if (c.reproduced.system_file.empty() || c.published.system_file.empty())
-    c.system_note = std::string("system fields not compared: no system description for the ") +
-                    (c.reproduced.system_file.empty() ? "reproduced" : "published") +
-                    " runs (pass --reproduced-system)";
+  if (c.reproduced.system_file.empty())
+    c.system_note = "system fields not compared: no system description for the reproduced runs "
+                    "(pass --reproduced-system)";
+  else if (c.published.system_file.empty())
+    c.system_note = "system fields not compared: no system description for the published runs";
   else
     c.system_differing = differing_system_fields(c.reproduced.system, c.published.system);
   const auto& r = c.reproduced.score.score;

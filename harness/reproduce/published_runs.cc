@@ -1,7 +1,6 @@
 // Reading a published result folder's runs for `mlbert reproduce` (see published_runs.h).
 #include "harness/reproduce/published_runs.h"
 
-#include <cmath>
 #include <set>
 #include <stdexcept>
 
