@@ -12,9 +12,9 @@
 #include <vector>
 
 namespace mlbert::logging {
-// `mlbert report REPRODUCED --compare PUBLISHED`: the comparison section, computed above the toolkit
-// (mlbert-core passes `mlbert reproduce compare`'s). Throws naming the folder and file when either
-// side cannot be compared.
+// `mlbert report REPRODUCED --compare PUBLISHED`: the comparison section, computed above the
+// toolkit (mlbert-core passes `mlbert reproduce compare`'s). Throws naming the folder and file
+// when either side cannot be compared.
 using ReportComparison = std::function<ComparisonSection(
     const std::filesystem::path& reproduced, const std::filesystem::path& published,
     const std::string& ruleset, const std::string& tolerance)>;

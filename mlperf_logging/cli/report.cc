@@ -1,7 +1,8 @@
 // `mlbert report RESULT_DIR... [--out report.html]`: the result directories as one self-contained
 // HTML page (report.h); with `--compare PUBLISHED`, one reproduced folder and the published one
-// side by side, the comparison section first. Exit status 0 when the page is written, whatever the verdicts in it (the
-// page shows them; `mlbert check`, `score` and `rcp` are the commands that judge by exit status);
+// side by side, the comparison section first. Exit status 0 when the page is written, whatever
+// the verdicts in it (the page shows them; `mlbert check`, `score`, `rcp` and `reproduce compare`
+// are the commands that judge by exit status);
 // a missing or empty directory, an unknown ruleset, an unwritable --out or an --out that is one of
 // the logs read is an error (exit 2).
 #include <CLI/CLI.hpp>
