@@ -18,27 +18,14 @@
 namespace mlbert::simulate {
 namespace {
 
-const std::set<std::string, std::less<>> kKeys = {
-    "run_start",         "run_stop",
-    "eval_accuracy",     "train_samples",
+// The configuration keys read here; the timing keys are the run timeline's.
+const std::set<std::string, std::less<>> kConfigurationKeys = {
     "global_batch_size", "gradient_accumulation_steps",
     "opt_name",          "submission_division",
-    "eval_samples",      "d_batch_size",
-    "eval_start",        "eval_stop"};
-
-// Counts in the logs (samples, batch sizes, epochs) are whole numbers up to 2^53, which a double
-// holds exactly; anything else (a fraction is truncated) cannot be converted safely.
-constexpr double kMaxLoggedCount = 9007199254740992.0;
-
-std::optional<std::int64_t> logged_count(const nlohmann::json& value) {
-  if (!value.is_number()) return std::nullopt;
-  const double v = value.get<double>();
-  if (!std::isfinite(v) || std::abs(v) > kMaxLoggedCount) return std::nullopt;
-  return static_cast<std::int64_t>(v);
-}
+    "eval_samples",      "d_batch_size"};
 
 std::int64_t integer_value(const mllog::LogRecord& r, const std::filesystem::path& file) {
-  if (const auto n = logged_count(r.value)) return *n;
+  if (const auto n = mllog::logged_count(r.value)) return *n;
   throw std::runtime_error(file.string() + ":" + std::to_string(r.line) + ": " + r.key +
                            ": value " + r.value.dump() +
                            (r.value.is_number() ? " is out of range" : " is not a number"));
@@ -77,94 +64,42 @@ std::int64_t skipped_steps(const std::filesystem::path& log) {
 
 namespace {
 
-// What one log's records say: the run's timing folded record by record, and the result-wide
-// configuration (batch sizes, optimizer, division) into the result.
+// What one log's records say: the run's timing (the log toolkit's run timeline), and the
+// result-wide configuration (batch sizes, optimizer, division) into the result.
 class RunRecords {
  public:
   RunRecords(const std::filesystem::path& file, PublishedResult& result)
-      : file_(file), result_(result) {
-    run_.file = file;
-  }
+      : file_(file), result_(result), timeline_(file) {}
 
   void read(const mllog::LogRecord& r) {
-    if (!timing(r)) configuration(r);
+    if (!timeline_.read(r)) configuration(r);
   }
 
   // The run as its records time it; throws IncompleteRun when they do not time a whole run.
   PublishedRun finish() {
-    if (eval_open_) run_.timed_evals.pop_back();
-    if (!start_) throw IncompleteRun(file_.string() + ": no run_start record");
-    if (!stop_)
+    const mllog::RunTiming t = timeline_.finish();
+    if (!t.run_start) throw IncompleteRun(file_.string() + ": no run_start record");
+    if (!t.run_stop)
       throw IncompleteRun(file_.string() +
                           ": no run_stop record after run_start (the log ends before the run)");
-    run_.seconds = (*stop_ - *start_) / 1000.0;
-    run_.skipped_steps = skipped_steps(file_);
-    // Early rounds log epoch_num 1 on every eval; later ones the samples seen.
-    if (run_.samples == 0 && last_epoch_ > 1000) run_.samples = last_epoch_;
-    if (run_.samples == 0)
+    PublishedRun run;
+    run.file = file_;
+    run.seconds = (*t.run_stop - *t.run_start) / 1000.0;
+    run.skipped_steps = skipped_steps(file_);
+    run.samples = t.samples;
+    if (run.samples == 0)
       throw IncompleteRun(file_.string() +
                           ": neither train_samples nor an eval epoch_num says how many samples "
                           "the run trained");
-    return run_;
+    run.evals = t.evals;
+    run.eval_times = t.eval_times;
+    run.eval_samples = t.eval_samples;
+    run.timed_evals = t.timed_evals;
+    run.status = t.status;
+    return run;
   }
 
  private:
-  double since_start(const mllog::LogRecord& r) const { return (r.timestamp - *start_) / 1000.0; }
-
-  // The records that time the run; false for every other key.
-  bool timing(const mllog::LogRecord& r) {
-    const bool running = start_ && !stop_;
-    if (r.key == "run_start") {
-      if (!start_) start_ = r.timestamp;
-    } else if (r.key == "run_stop") {
-      if (start_ && !stop_) {
-        stop_ = r.timestamp;
-        if (r.metadata.is_object() && r.metadata.contains("status") &&
-            r.metadata["status"].is_string())
-          run_.status = r.metadata["status"].get<std::string>();
-      }
-    } else if (r.key == "eval_accuracy") {
-      if (running) eval_accuracy(r);
-    } else if (r.key == "eval_start") {
-      if (running) eval_start(r);
-    } else if (r.key == "eval_stop") {
-      if (running && eval_open_) {
-        run_.timed_evals.back().stop = since_start(r);
-        eval_open_ = false;
-      }
-    } else if (r.key == "train_samples") {
-      // What the run trained. Before run_start it is a configuration, not a count of this run
-      // (Composer logs the dataset's size there); the last eval's epoch_num then counts.
-      if (start_) run_.samples = integer_value(r, file_);
-    } else {
-      return false;
-    }
-    return true;
-  }
-
-  void eval_accuracy(const mllog::LogRecord& r) {
-    ++run_.evals;
-    run_.eval_times.push_back(since_start(r));
-    std::optional<std::int64_t> epoch;
-    if (r.metadata.is_object() && r.metadata.contains("epoch_num"))
-      epoch = logged_count(r.metadata["epoch_num"]);
-    if (epoch) last_epoch_ = *epoch;
-    run_.eval_samples.push_back(epoch && *epoch > 1000 ? *epoch : 0);
-  }
-
-  void eval_start(const mllog::LogRecord& r) {
-    TimedEval e;
-    e.start = e.stop = since_start(r);
-    e.samples = logged_count(r.value);
-    if ((!e.samples || *e.samples <= 1000) && r.metadata.is_object() &&
-        r.metadata.contains("epoch_num"))
-      e.samples = logged_count(r.metadata["epoch_num"]);
-    if (e.samples && *e.samples <= 1000) e.samples.reset();
-    if (eval_open_) run_.timed_evals.pop_back();  // a start without its stop times nothing
-    run_.timed_evals.push_back(e);
-    eval_open_ = true;
-  }
-
   // The records that configure the result, whichever run states them.
   void configuration(const mllog::LogRecord& r) {
     if (r.key == "global_batch_size") {
@@ -188,18 +123,16 @@ class RunRecords {
 
   const std::filesystem::path& file_;
   PublishedResult& result_;
-  PublishedRun run_;
-  std::optional<double> start_, stop_;
-  std::int64_t last_epoch_ = 0;
-  bool eval_open_ = false;  // an eval_start waits for its eval_stop
+  mllog::RunTimeline timeline_;
 };
 
 PublishedRun read_run(const std::filesystem::path& file, PublishedResult& result) {
   RunRecords records(file, result);
   mllog::ParseOptions options;
   options.wanted = [](std::string_view key, bool is_string) {
-    return is_string && kKeys.count(key) ? mllog::ParseOptions::Want::all
-                                         : mllog::ParseOptions::Want::skip;
+    return is_string && (kConfigurationKeys.count(key) || mllog::run_timeline_keys().count(key))
+               ? mllog::ParseOptions::Want::all
+               : mllog::ParseOptions::Want::skip;
   };
   mllog::for_each_record(
       file, [&](const mllog::LogRecord& r) { records.read(r); },

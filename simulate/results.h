@@ -17,19 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "mlperf_logging/log/run_timeline.h"
 #include "simulate/launch_line.h"
 #include "simulate/published_launch.h"
 
 namespace mlbert::simulate {
 
-// An evaluation the log times with eval_start and eval_stop (NVIDIA's logs from v3.1 on; earlier
-// ones log eval_accuracy only): seconds after run_start, and the samples trained before it where
-// the log states them (eval_start's value, else its epoch_num; counts of 1,000 or less are not
-// samples: early rounds log epoch_num 1 on every eval).
-struct TimedEval {
-  double start = 0, stop = 0;
-  std::optional<std::int64_t> samples;
-};
+// An evaluation the log times with eval_start and eval_stop (the log toolkit's run timeline).
+using TimedEval = mllog::TimedEval;
 
 struct PublishedRun {
   std::filesystem::path file;

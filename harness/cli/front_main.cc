@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     for (const auto& f : kForwarded)
       if (std::string_view(argv[1]) == f.name) return exec_core(argc, argv);
+    // The comparison is reproduce's, which only mlbert-core links.
+    if (mlbert::logging::is_report_comparison(argc, argv)) return exec_core(argc, argv);
   }
   CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions", "mlbert"};
   app.require_subcommand(1);

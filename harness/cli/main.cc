@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mlbert: prepare, run and audit MLPerf Training BERT submissions", "mlbert"};
   app.require_subcommand(1);
   int exit_code = 0;
-  mlbert::logging::register_cli(app, exit_code);
+  mlbert::logging::register_cli(app, exit_code, mlbert::harness::reproduce::report_comparison);
   mlbert::data::register_cli(app, exit_code);
   mlbert::bert::register_cli(app, exit_code);
   mlbert::harness::register_cli(app, exit_code);

@@ -172,8 +172,9 @@ void register_plan(CLI::App& reproduce, int& exit_code) {
 }
 
 struct CompareOptions {
-  fs::path reproduced, published;
+  fs::path reproduced, published, reproduced_system;
   std::string tolerance = "5%", ruleset;
+  bool json = false;
 };
 
 int run_compare(const CompareOptions& o) {
@@ -184,9 +185,10 @@ int run_compare(const CompareOptions& o) {
   if (ruleset.empty())
     throw std::runtime_error("reproduce compare: neither path names a round (v4.0/...); pass "
                              "--ruleset");
-  const Comparison c =
-      compare_results(o.reproduced, o.published, ruleset, parse_tolerance(o.tolerance));
-  std::cout << format_comparison(c);
+  const Comparison c = compare_results(o.reproduced, o.published, ruleset,
+                                       parse_tolerance(o.tolerance), o.reproduced_system);
+  if (o.json) std::cout << comparison_json(c).dump(2) << "\n";
+  else std::cout << format_comparison(c);
   return c.reproduced_verdict ? 0 : 1;
 }
 
@@ -203,12 +205,34 @@ void register_compare(CLI::App& reproduce, int& exit_code) {
   compare->add_option("--tolerance", o->tolerance,
                       "largest difference of the scores that still reproduces (default 5%)");
   compare->add_option("--ruleset", o->ruleset, "ruleset of both (default: the round in a path)");
+  compare->add_option("--reproduced-system", o->reproduced_system,
+                      "the reproduction's system file or description (default: found like "
+                      "`mlbert score`)")
+      ->check(CLI::ExistingFile);
+  compare->add_flag("--json", o->json, "print the comparison as JSON");
+  const std::string verdict_rules =
+      "Not reproduced when a logged hyperparameter differs, when number_of_nodes or\n"
+      "accelerators_per_node differ (another accelerator count trains another batch\n"
+      "per accelerator with other communication: another experiment), or when the\n"
+      "olympic means differ by more than the tolerance. The other system fields\n"
+      "(accelerator model, host processor, interconnect, framework, ...) and the phase\n"
+      "times (init, training, eval: medians over the successful runs) are reported,\n"
+      "not judged: a reproduction on another cluster changes them by design.";
   compare->callback([o, &exit_code] { exit_code = run_compare(*o); });
   cli::set_example(*compare, "mlbert reproduce compare results/system/bert v4.0/NVIDIA/h200 "
                              "--tolerance 5%");
+  compare->footer(verdict_rules + "\n\n" + compare->get_footer());
 }
 
 }  // namespace
+
+logging::ComparisonSection report_comparison(const std::filesystem::path& reproduced,
+                                             const std::filesystem::path& published,
+                                             const std::string& ruleset,
+                                             const std::string& tolerance) {
+  return comparison_section(
+      compare_results(reproduced, published, ruleset, parse_tolerance(tolerance)));
+}
 
 void register_cli(CLI::App& app, int& exit_code) {
   CLI::App* reproduce =

@@ -1,6 +1,7 @@
 // Comparing a reproduction with the published result (see compare.h).
 #include "harness/reproduce/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <set>
@@ -10,10 +11,20 @@
 namespace mlbert::harness::reproduce {
 namespace {
 
-ComparedSide read_side(const std::filesystem::path& dir, const std::string& ruleset) {
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+ComparedSide read_side(const std::filesystem::path& dir, const std::string& ruleset,
+                       const std::filesystem::path& system) {
   ComparedSide side;
   side.dir = dir;
   side.runs = read_published_runs(dir);
+  side.phases = phase_medians(side.runs);
+  side.system = read_system_description(dir, system, side.system_file);
   logging::ScoreOptions score;
   score.ruleset = ruleset;
   side.score = logging::score_system(dir, score);
@@ -31,7 +42,7 @@ bool same_value(const nlohmann::json& a, const nlohmann::json& b) {
 // Keys that describe the submission rather than the training (and differ by design when a
 // result is reproduced on another machine or by another organisation).
 const std::set<std::string, std::less<>> kNotTraining = {"submission_division",
-                                                        "submission_status"};
+                                                         "submission_status"};
 
 std::vector<DifferingField> differing_fields(const PublishedRuns& reproduced,
                                              const PublishedRuns& published) {
@@ -50,45 +61,75 @@ std::vector<DifferingField> differing_fields(const PublishedRuns& reproduced,
   return differing;
 }
 
-std::string minutes_text(const std::optional<double>& minutes) {
-  if (!minutes) return "none";
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(3) << *minutes << " min";
-  return s.str();
+// Why the comparison fails, or "" when nothing but the score is left to judge.
+std::string configuration_verdict(const Comparison& c) {
+  if (!c.differing.empty())
+    return "not reproduced: " + c.differing.front().key + " differs (" +
+           std::to_string(c.differing.size()) + " logged hyperparameter" +
+           (c.differing.size() == 1 ? "" : "s") + " differ)";
+  for (const SystemFieldDifference& d : c.system_differing)
+    if (d.fails)
+      return "not reproduced: " + d.field + " differs (" + d.reproduced + " reproduced, " +
+             d.published + " published: another accelerator count is another experiment)";
+  return "";
 }
 
 }  // namespace
+
+PhaseMedians phase_medians(const PublishedRuns& runs) {
+  std::vector<double> init, training, eval;
+  PhaseMedians m;
+  for (const PublishedRun& run : runs.runs) {
+    if (run.status != "success") continue;
+    ++m.runs;
+    if (run.phases.init) init.push_back(*run.phases.init);
+    if (run.phases.training) training.push_back(*run.phases.training);
+    if (run.phases.eval) eval.push_back(*run.phases.eval);
+  }
+  m.init = median(init);
+  m.training = median(training);
+  m.eval = median(eval);
+  return m;
+}
 
 double parse_tolerance(const std::string& text) {
   try {
     std::size_t used = 0;
     double value = std::stod(text, &used);
-    if (used < text.size() && text.substr(used) == "%") value /= 100.0;
-    else if (used != text.size()) throw std::invalid_argument(text);
+    if (used < text.size() && text.substr(used) == "%")
+      value /= 100.0;
+    else if (used != text.size())
+      throw std::invalid_argument(text);
     if (!(value >= 0 && value < 10)) throw std::invalid_argument(text);
     return value;
   } catch (const std::exception&) {
-    throw std::invalid_argument("--tolerance " + text + ": not a fraction (0.05) or a percentage (5%)");
+    throw std::invalid_argument("--tolerance " + text +
+                                ": not a fraction (0.05) or a percentage (5%)");
   }
 }
 
 Comparison compare_results(const std::filesystem::path& reproduced,
                            const std::filesystem::path& published, const std::string& ruleset,
-                           double tolerance) {
+                           double tolerance, const std::filesystem::path& reproduced_system) {
   Comparison c;
   c.ruleset = ruleset;
   c.tolerance = tolerance;
-  c.reproduced = read_side(reproduced, ruleset);
-  c.published = read_side(published, ruleset);
+  c.reproduced = read_side(reproduced, ruleset, reproduced_system);
+  c.published = read_side(published, ruleset, {});
   c.differing = differing_fields(c.reproduced.runs, c.published.runs);
+  if (c.reproduced.system_file.empty())
+    c.system_note = "system fields not compared: no system description for the reproduced runs "
+                    "(pass --reproduced-system)";
+  else if (c.published.system_file.empty())
+    c.system_note = "system fields not compared: no system description for the published runs";
+  else
+    c.system_differing = differing_system_fields(c.reproduced.system, c.published.system);
   const auto& r = c.reproduced.score.score;
   const auto& p = c.published.score.score;
   if (r && p && *p > 0) c.ratio = *r / *p;
-  if (!c.differing.empty()) {
-    c.verdict = "not reproduced: " + c.differing.front().key + " differs (" +
-                std::to_string(c.differing.size()) + " logged hyperparameter" +
-                (c.differing.size() == 1 ? "" : "s") + " differ)";
-  } else if (!c.ratio) {
+  c.verdict = configuration_verdict(c);
+  if (!c.verdict.empty()) return c;
+  if (!c.ratio) {
     c.verdict = std::string("not reproduced: no official score for the ") +
                 (r ? "published" : "reproduced") + " runs";
   } else if (std::abs(*c.ratio - 1.0) > tolerance) {
@@ -101,33 +142,6 @@ Comparison compare_results(const std::filesystem::path& reproduced,
     c.verdict = "reproduced";
   }
   return c;
-}
-
-std::string format_comparison(const Comparison& c) {
-  std::ostringstream s;
-  s << "reproduced: " << c.reproduced.dir.string() << "\npublished:  " << c.published.dir.string()
-    << "\nruleset " << c.ruleset << "\n\n";
-  s << "score (olympic mean): reproduced " << minutes_text(c.reproduced.score.score)
-    << ", published " << minutes_text(c.published.score.score);
-  if (c.ratio) s << ", ratio " << std::fixed << std::setprecision(3) << *c.ratio;
-  s << "\nRCP: reproduced " << logging::to_string(c.reproduced.rcp.verdict) << " ("
-    << c.reproduced.rcp.message << "), published " << logging::to_string(c.published.rcp.verdict)
-    << " (" << c.published.rcp.message << ")\n\n";
-  s << "samples trained, run by run (reproduced | published), and run_stop's status:\n";
-  const auto& rr = c.reproduced.runs.runs;
-  const auto& pr = c.published.runs.runs;
-  for (std::size_t i = 0; i < std::max(rr.size(), pr.size()); ++i) {
-    const auto cell = [](const std::vector<PublishedRun>& runs, std::size_t k) {
-      if (k >= runs.size()) return std::string("-");
-      return std::to_string(runs[k].samples) + " " + runs[k].status;
-    };
-    s << "  " << i << ": " << cell(rr, i) << " | " << cell(pr, i) << "\n";
-  }
-  s << "\nlogged hyperparameters that differ: " << (c.differing.empty() ? "none" : "") << "\n";
-  for (const auto& d : c.differing)
-    s << "  " << d.key << ": reproduced " << d.reproduced << ", published " << d.published << "\n";
-  s << "\n" << c.verdict << "\n";
-  return s.str();
 }
 
 }  // namespace mlbert::harness::reproduce

@@ -1,7 +1,6 @@
 // Reading a published result folder's runs for `mlbert reproduce` (see published_runs.h).
 #include "harness/reproduce/published_runs.h"
 
-#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -18,40 +17,28 @@ std::string where(const std::filesystem::path& file, std::size_t line, const std
   return file.filename().string() + ":" + std::to_string(line) + ": " + key;
 }
 
+// A seed is a whole number: a fraction is not one, unlike a count the timeline truncates.
 std::optional<std::int64_t> whole_number(const nlohmann::json& value) {
-  if (!value.is_number()) return std::nullopt;
-  const double v = value.get<double>();
-  // Counts are exact in a double up to 2^53; a fraction is not a count.
-  if (!std::isfinite(v) || std::abs(v) > 9007199254740992.0 || v != std::floor(v))
-    return std::nullopt;
-  return static_cast<std::int64_t>(v);
+  const auto n = mllog::logged_count(value);
+  if (!n || static_cast<double>(*n) != value.get<double>()) return std::nullopt;
+  return n;
 }
 
 // One log folded record by record: its timing, its seed, and its configuration merged into the
 // folder's (first run states it, later runs must agree).
 class RunReader {
  public:
-  RunReader(const std::filesystem::path& file, PublishedRuns& runs) : file_(file), runs_(runs) {
+  RunReader(const std::filesystem::path& file, PublishedRuns& runs)
+      : file_(file), runs_(runs), timeline_(file) {
     run_.file = file;
   }
 
   void read(const mllog::LogRecord& r) {
     if (!r.key_is_string) return;
-    if (r.key == "run_start") {
-      if (!start_) start_ = r.timestamp;
-    } else if (r.key == "run_stop") {
-      if (start_ && !stop_) {
-        stop_ = r.timestamp;
-        if (r.metadata.is_object() && r.metadata.contains("status") &&
-            r.metadata["status"].is_string())
-          run_.status = r.metadata["status"].get<std::string>();
-      }
-    } else if (r.key == "train_samples" && start_) {
-      if (const auto n = whole_number(r.value)) run_.samples = *n;
-    } else if (r.key == "eval_accuracy" && r.metadata.is_object() &&
-               r.metadata.contains("epoch_num")) {
-      if (const auto n = whole_number(r.metadata["epoch_num"])) last_epoch_ = *n;
-    } else if (r.key == "seed") {
+    // train_samples before run_start configures the result; the timeline counts it after.
+    const bool configuring = !timeline_.started();
+    if (timeline_.read(r) && !configuring) return;
+    if (r.key == "seed") {
       run_.seed = whole_number(r.value);
       if (!run_.seed)
         throw std::runtime_error(where(file_, r.line, r.key) + ": value " + r.value.dump() +
@@ -62,19 +49,22 @@ class RunReader {
                                  " is not BERT's result (\"bert\"); reproduce reads BERT results");
     } else if (r.key == "submission_platform" || r.key == "submission_org") {
       identity_.emplace(r.key, LoggedValue{r.value, file_, r.line});
-    } else if (!kPerRunKeys.contains(r.key) && is_configuration(r.key) && !start_) {
+    } else if (!kPerRunKeys.contains(r.key) && is_configuration(r.key) && configuring) {
       config_.emplace(r.key, LoggedValue{r.value, file_, r.line});
     }
   }
 
   PublishedRun finish() {
-    if (!start_) throw std::runtime_error(file_.string() + ": run_start: missing (no run in it)");
-    if (!stop_)
+    const mllog::RunTiming t = timeline_.finish();
+    if (!t.run_start)
+      throw std::runtime_error(file_.string() + ": run_start: missing (no run in it)");
+    if (!t.run_stop)
       throw std::runtime_error(file_.string() +
                                ": run_stop: missing after run_start (the log is truncated)");
-    run_.seconds = (*stop_ - *start_) / 1000.0;
-    // Early rounds log epoch_num 1 on every eval; later ones the samples seen.
-    if (run_.samples == 0 && last_epoch_ > 1000) run_.samples = last_epoch_;
+    run_.seconds = (*t.run_stop - *t.run_start) / 1000.0;
+    run_.samples = t.samples;
+    run_.status = t.status;
+    run_.phases = mllog::run_phases(t);
     merge();
     return run_;
   }
@@ -92,7 +82,8 @@ class RunReader {
     for (auto& [key, v] : identity_) {
       std::string& folder = key == "submission_platform" ? runs_.platform : runs_.org;
       const std::string value = v.value.is_string() ? v.value.get<std::string>() : v.value.dump();
-      if (runs_.runs.empty()) folder = value;
+      if (runs_.runs.empty())
+        folder = value;
       else if (folder != value)
         throw std::runtime_error(where(file_, v.line, key) + ": \"" + value +
                                  "\" but the folder's earlier runs log \"" + folder +
@@ -108,9 +99,9 @@ class RunReader {
         known.emplace(key, v);
         continue;
       }
-      const bool same = it->second.value == v.value ||
-                        (v.value.is_number() && it->second.value.is_number() &&
-                         v.value.get<double>() == it->second.value.get<double>());
+      const bool same =
+          it->second.value == v.value || (v.value.is_number() && it->second.value.is_number() &&
+                                          v.value.get<double>() == it->second.value.get<double>());
       if (!same)
         throw std::runtime_error(where(file_, v.line, key) + ": " + v.value.dump() + " but " +
                                  it->second.source() + " logs " + it->second.value.dump() +
@@ -121,9 +112,8 @@ class RunReader {
   const std::filesystem::path& file_;
   PublishedRuns& runs_;
   PublishedRun run_;
+  mllog::RunTimeline timeline_;
   std::map<std::string, LoggedValue> identity_, config_;  // the first record of each key
-  std::optional<double> start_, stop_;
-  std::int64_t last_epoch_ = 0;
 };
 
 }  // namespace
@@ -182,8 +172,8 @@ PublishedRuns read_published_runs(const std::filesystem::path& dir) {
     throw std::runtime_error(dir.string() + ": result_*.txt: none (no runs to reproduce)");
   for (const auto& file : files) {
     RunReader reader(file, runs);
-    mllog::for_each_record(file, [&](const mllog::LogRecord& r) { reader.read(r); },
-                           [](const mllog::ParseError&) {});
+    mllog::for_each_record(
+        file, [&](const mllog::LogRecord& r) { reader.read(r); }, [](const mllog::ParseError&) {});
     runs.runs.push_back(reader.finish());
   }
   return runs;

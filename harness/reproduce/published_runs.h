@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "mlperf_logging/log/run_timeline.h"
+
 namespace mlbert::harness::reproduce {
 
 // A hyperparameter as the logs state it, and the record that states it first.
@@ -31,6 +33,7 @@ struct PublishedRun {
   std::int64_t samples = 0;  // trained at run_stop: train_samples, else the last eval's epoch_num
   std::string status;        // run_stop's metadata.status ("success", "aborted")
   double seconds = 0;        // run_start to run_stop
+  mllog::RunPhases phases;   // init, training and evaluation, as simulate --results reads them
 };
 
 struct PublishedRuns {

@@ -1,6 +1,8 @@
 // `mlbert report RESULT_DIR... [--out report.html]`: the result directories as one self-contained
-// HTML page (report.h). Exit status 0 when the page is written, whatever the verdicts in it (the
-// page shows them; `mlbert check`, `score` and `rcp` are the commands that judge by exit status);
+// HTML page (report.h); with `--compare PUBLISHED`, one reproduced folder and the published one
+// side by side, the comparison section first. Exit status 0 when the page is written, whatever
+// the verdicts in it (the page shows them; `mlbert check`, `score`, `rcp` and `reproduce compare`
+// are the commands that judge by exit status);
 // a missing or empty directory, an unknown ruleset, an unwritable --out or an --out that is one of
 // the logs read is an error (exit 2).
 #include <CLI/CLI.hpp>
@@ -27,15 +29,33 @@ struct ReportArgs {
   std::string title = ReportOptions{}.title;
   std::string csv;   // the summary with the official summarizer's columns
   std::string json;  // the same rows with mlbert's figures beside them
+  std::string compare, tolerance = "5%";
 };
 
-int run_report(const ReportArgs& args) {
+// The folders to report: with --compare, the reproduced one and the published one, both read under
+// one ruleset as `reproduce compare` reads them: --ruleset, else the round in the published path,
+// else in the reproduced one.
+std::vector<std::string> report_dirs(const ReportArgs& args, std::string& ruleset) {
+  ruleset = args.ruleset;
+  if (args.compare.empty()) return args.dirs;
+  if (args.dirs.size() != 1)
+    throw AuditError("mlbert report --compare: one reproduced folder, then --compare PUBLISHED (" +
+                     std::to_string(args.dirs.size()) + " folders given)");
+  for (const std::string& dir : {args.compare, args.dirs.front()})
+    if (ruleset.empty())
+      if (const auto round = ruleset_from_path(dir)) ruleset = *round;
+  return {args.dirs.front(), args.compare};
+}
+
+int run_report(const ReportArgs& args, const ReportComparison& comparison) {
   std::vector<SystemReport> systems;
-  const RulesetChoice choice = choose_rulesets(args.ruleset, args.dirs, "folder");
-  print_ruleset_note("mlbert report", choice, args.dirs.size() > 1);
-  for (std::size_t i = 0; i < args.dirs.size(); ++i) {
+  std::string ruleset;
+  const std::vector<std::string> dirs = report_dirs(args, ruleset);
+  const RulesetChoice choice = choose_rulesets(ruleset, dirs, "folder");
+  print_ruleset_note("mlbert report", choice, dirs.size() > 1);
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
     ReportInput input;
-    input.dir = args.dirs[i];
+    input.dir = dirs[i];
     input.ruleset = choice.rulesets[i];
     input.target = args.target;
     systems.push_back(read_system_report(input));
@@ -44,6 +64,13 @@ int run_report(const ReportArgs& args) {
   options.title = args.title;
   std::string command = "mlbert report";
   for (const auto& dir : args.dirs) command += " " + dir;
+  if (!args.compare.empty()) {
+    if (!comparison)
+      throw AuditError("mlbert report --compare: carried out by mlbert-core, which this binary "
+                       "cannot run");
+    options.comparison = comparison(dirs[0], dirs[1], choice.rulesets[1], args.tolerance);
+    command += " --compare " + args.compare + " --tolerance " + args.tolerance;
+  }
   options.generated_by = "Written by `" + command + "` from the result logs alone.";
   std::vector<std::filesystem::path> inputs;
   for (const SystemReport& s : systems) {
@@ -74,7 +101,7 @@ int run_report(const ReportArgs& args) {
 
 }  // namespace
 
-void register_report_cli(CLI::App& app, int& exit_code) {
+void register_report_cli(CLI::App& app, int& exit_code, ReportComparison comparison) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd =
       app.add_subcommand("report", "one HTML page of result folders: curves, scores, RCP, checks")
@@ -93,10 +120,16 @@ void register_report_cli(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", args->json,
                   "also write the summary as JSON: the same columns, plus each system's raw score, "
                   "advisories and log SHA-256s");
+  cmd->add_option("--compare", args->compare,
+                  "a published result to compare the one folder given with, side by side")
+      ->check(cli::existing_directory());
+  cmd->add_option("--tolerance", args->tolerance,
+                  "with --compare: largest difference of the scores that still reproduces "
+                  "(default 5%)");
   cli::set_example(*cmd,
               "mlbert report results/v4.0/NVIDIA/h200_ngc23.09_pytorch "
               "results/v2.0/Samsung/samsung_n128 --out bert.html");
-  cmd->callback([args, &exit_code] { exit_code = run_report(*args); });
+  cmd->callback([args, comparison, &exit_code] { exit_code = run_report(*args, comparison); });
 }
 
 }  // namespace mlbert::logging

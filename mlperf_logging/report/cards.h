@@ -26,4 +26,7 @@ std::string hyperparameters_card(const SystemReport& system);
 std::string logs_card(const SystemReport& system);
 std::string advisories_card(const SystemReport& system);
 
+// The comparison of a reproduction with the published result (comparison.cc).
+std::string comparison_card(const ComparisonSection& comparison);
+
 }  // namespace mlbert::logging::report

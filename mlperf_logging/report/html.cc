@@ -134,6 +134,7 @@ table.hparams, table.seeds, table.logs { font-size: 12px; margin-bottom: 8px; }
 table.hparams td, table.seeds td, table.logs td { overflow-wrap: anywhere; padding: 2px 6px; }
 td.hash { font: 11px/1.35 ui-monospace, "DejaVu Sans Mono", monospace; word-break: break-all; }
 td.differs { color: #7d4e00; }
+#comparison h3 { margin-top: 14px; }
 .swatch { display: inline-block; width: 9px; height: 9px; border-radius: 2px; margin-right: 5px; }
 .more { color: var(--muted); }
 footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
@@ -163,6 +164,9 @@ std::string render_report_html(const std::vector<SystemReport>& systems,
          " &middot; verdicts, scores and RCP tests by mlbert check, score and rcp (official "
          "semantics) &middot; hover a mark for its figures</p></header>\n";
   out += report::summary_table(systems);
+  if (options.comparison)
+    out += "<h2>Comparison</h2>\n<div class=\"grid\"><div class=\"card wide\" id=\"comparison\">" +
+           report::comparison_card(*options.comparison) + "</div></div>\n";
   const std::string grid_style =
       " style=\"grid-template-columns: repeat(" + std::to_string(columns) + ", minmax(0, 1fr))\"";
 

@@ -114,9 +114,24 @@ ScoreHeadline score_headline(const SystemReport& system);
 // logs or the description is part of the report, never an exception.
 SystemReport read_system_report(const ReportInput& input);
 
+// A comparison of two result sets, computed above the toolkit (`mlbert report --compare` fills it
+// from `mlbert reproduce compare`) and rendered here as given: the report judges nothing itself.
+struct ComparisonTable {
+  std::string caption;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;  // cells as text, one per column
+  std::string empty_note;                      // shown instead of an empty table
+};
+struct ComparisonSection {
+  std::string verdict;  // the comparison's last line: "reproduced" or "not reproduced: why"
+  bool reproduced = false;
+  std::vector<ComparisonTable> tables;
+};
+
 struct ReportOptions {
   std::string title = "MLPerf Training BERT results";
   std::string generated_by;  // a line for the footer, e.g. the command
+  std::optional<ComparisonSection> comparison;  // a section after the summary, when given
 };
 
 // The whole page. Every string from a log or a JSON file is escaped.

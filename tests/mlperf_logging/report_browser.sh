@@ -1,10 +1,11 @@
 #!/bin/sh
 # `mlbert report` pages of the fixture logs in headless Chromium (report_browser.py checks them).
-#   report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile|wide
+#   report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile|wide|compare
 # single: one 10-run system with every plot; multi: four systems side by side (closed and open,
 # compliant and failing, with and without throughput or eval intervals); hostile: a log and a
 # system description full of markup; wide: three systems with long unbroken names, three columns
-# of 400 px whose tables (hyperparameters, seeds, SHA-256s, descriptions) must wrap, not clip.
+# of 400 px whose tables (hyperparameters, seeds, SHA-256s, descriptions) must wrap, not clip;
+# compare: a reproduction beside the published result (--compare) with its comparison section.
 # Exit 77 (skipped) without chromium or python3.
 # docs/report.png is the single mode's screenshot (WORK_DIR/report_single.png).
 set -u
@@ -38,6 +39,12 @@ case $mode in
       "$work/wide/v1.1/Org/${long}_samsung" --out "$page" >/dev/null 2>&1 \
       || { echo "FAIL: mlbert report exited $?"; exit 1; }
     exec $check "$page" --systems 3 --screenshot "$work/report_wide.png" ;;
+  compare)
+    "$mlbert" report "$h200" --compare "$fixtures/v3.0/NVIDIA/dgxh100_n8_ngc23.04_pytorch" \
+      --ruleset 4.0.0 --out "$page" >/dev/null 2>&1 || { echo "FAIL: mlbert report exited $?"; exit 1; }
+    grep -q 'id="comparison"' "$page" || { echo "FAIL: no comparison section in $page"; exit 1; }
+    exec $check "$page" --systems 2 --screenshot "$work/report_compare.png" \
+      --require "0:$all,throughput" --require "1:accuracy,time-to-train,rcp,timeline" ;;
   hostile)
     dir=$work/hostile/v4.1/org/sys
     rm -rf "$work/hostile" && mkdir -p "$dir" || exit 1
@@ -51,4 +58,4 @@ LOG
     "$mlbert" report "$dir" --out "$page" >/dev/null 2>&1 || { echo "FAIL: mlbert report exited $?"; exit 1; }
     exec $check "$page" --systems 1 --screenshot "$work/report_hostile.png" ;;
 esac
-echo "usage: report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile|wide"; exit 2
+echo "usage: report_browser.sh MLBERT FIXTURES WORK_DIR single|multi|hostile|wide|compare"; exit 2
