@@ -94,6 +94,27 @@ case $case in
     expect_line "null: is a character device, not a regular file"
     [[ -c null ]] || fail "the device node was replaced"
     ;;
+  rcp-unreadable-run)
+    # One log of a folder that cannot be read (here a folder under a result name) drops that run
+    # alone, as score drops it: the other runs are judged as they would be without it.
+    one_log
+    cp sys/result_0.txt sys/result_1.txt && cp sys/result_0.txt sys/result_2.txt
+    run 30 "$mlbert" rcp --ruleset 4.1.0 sys
+    without=$status
+    head -1 stdout.txt >verdict_without.txt
+    mkdir sys/result_3.txt
+    run 30 "$mlbert" rcp --ruleset 4.1.0 sys
+    [[ $status -eq $without ]] || fail "exit status $status with the unreadable log, $without without it"
+    head -1 stdout.txt | cmp -s - verdict_without.txt ||
+      fail "the verdict changed: $(head -1 stdout.txt) / $(cat verdict_without.txt)"
+    expect_line "^  result_3.txt	dropped: cannot read: sys/result_3.txt: is a directory, not a file$"
+    score_line=$("$mlbert" score --ruleset 4.1.0 --verbose sys 2>/dev/null | grep 'result_3.txt')
+    grep -qF "$score_line" out.txt || fail "score says it otherwise: $score_line"
+    # The official checker's reader raises on such a file: its command line stops there.
+    run 30 "$mlbert" rcp_checker --rcp_version 4.1.0 --log_output rcp.log sys
+    expect_status 1
+    expect_line "cannot read: sys/result_3.txt: is a directory, not a file"
+    ;;
   check-special-inputs)
     # check of a FIFO, a /dev/zero-like device node, a socket and a symlink loop: each named with
     # what it is, at once, exit 2.
@@ -119,9 +140,12 @@ case $case in
     expect_status 1
     expect_line "result_8.txt	dropped: cannot read: sys/result_8.txt: cannot open: Too many levels of symbolic links$"
     expect_line "result_9.txt	dropped: cannot read: sys/result_9.txt: is a FIFO, not a regular file$"
+    # rcp drops the two runs as score does, and judges the one left (two not converged: fail).
     run 2 "$mlbert" rcp --ruleset 4.1.0 sys
-    expect_status 2
-    expect_line "result_8.txt: cannot open file: Too many levels of symbolic links$"
+    expect_status 1
+    expect_line "^sys: RCP fail: Insufficient convergence"
+    expect_line "result_8.txt	dropped: cannot read: sys/result_8.txt: cannot open: Too many levels of symbolic links$"
+    expect_line "result_9.txt	dropped: cannot read: sys/result_9.txt: is a FIFO, not a regular file$"
     # The page shows every run's verdict (exit 0 whatever they are), these two among them.
     run 2 "$mlbert" report --ruleset 4.1.0 sys --out page.html
     expect_status 0
