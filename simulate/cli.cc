@@ -11,6 +11,7 @@
 #include "simulate/result_model.h"
 #include "simulate/settings.h"
 #include "simulate/simulator.h"
+#include "simulate/sweep_progress.h"
 #include "common/cli.h"
 
 namespace mlbert::simulate {
@@ -26,6 +27,8 @@ struct Options {
   std::vector<std::string> sets;
   std::string sweep;
   bool json = false;
+  bool quiet = false;
+  double progress_every = 10;  // seconds between a sweep's progress lines off a terminal
   std::filesystem::path plot;
   std::filesystem::path data;
   std::filesystem::path output;          // calibrate
@@ -152,11 +155,14 @@ int run_system(const Options& o) {
   }
   std::vector<SweepPoint> points;
   std::optional<AcceleratorProfile> first_profile;
+  SweepProgress progress(field, variants.size(), o.progress_every, !o.sweep.empty() && !o.quiet);
   for (const auto& settings : variants) {
     try {
       points.push_back(simulate_variant(o, settings, first_profile));
+      progress.value_done(points.size(), settings.back().value);
     } catch (const std::exception& e) {
       if (o.sweep.empty()) throw;
+      progress.end();
       // The values done are kept: printed, then the one that failed named.
       if (!points.empty())
         std::cout << (o.json ? sweep_to_json(field, points).dump(2) + "\n"
@@ -166,6 +172,7 @@ int run_system(const Options& o) {
                                " value(s) before it printed)");
     }
   }
+  progress.end();
   if (o.sweep.empty()) {
     if (o.json)
       std::cout << prediction_to_json(points.front().prediction).dump(2) << "\n";
@@ -286,6 +293,13 @@ void register_cli(CLI::App& app, int& exit_code) {
   simulate->add_option("--set", o->sets, "FIELD=VALUE on the system (repeatable)");
   simulate->add_option("--sweep", o->sweep, "FIELD=V1,V2,...: one prediction per value");
   simulate->add_flag("--json", o->json, "print JSON");
+  simulate->add_flag("--quiet", o->quiet, "no --sweep progress on stderr");
+  simulate
+      ->add_option("--progress-every", o->progress_every,
+                   "SECONDS: a --sweep's progress on stderr, off a terminal one line per SECONDS "
+                   "(default 10; 0: after every value); on a terminal one line rewritten in place; "
+                   "a sweep shorter than that says nothing")
+      ->check(CLI::NonNegativeNumber);
   simulate->add_option("--plot", o->plot, "write an SVG of time to train, stacked by component");
   simulate->add_option("--data", o->data, "take sample lengths from the HDF5 shards here");
   CLI::App* calibrate_cmd =
