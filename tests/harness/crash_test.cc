@@ -495,6 +495,50 @@ TEST_CASE("the demo interrupted by SIGINT to its process group 10 times leaves e
   fs::remove_all(base);
 }
 
+TEST_CASE("launch's local run stopped by SIGINT, SIGTERM or SIGHUP to its group ends its log and "
+          "exits 128 + signal", "[crash][mpi]") {
+  const TestData data = test_data();
+  // Long enough that every signal lands while rank 0 trains: an eval every 4 steps, up to 400.
+  const fs::path system =
+      write_system("launch_interrupt", 2, 4, 1, "after-allreduce", "none", 20, 400, 4);
+  const fs::path base = crash_root() / "launch_interrupt";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const std::string root = ::geteuid() == 0 ? " --allow-run-as-root" : "";
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+    const fs::path results = base / name;
+    const fs::path output = base / (name + ".out");
+    INFO(name << "; launch's output: " << output);
+    // Two runs: the signal must also keep the second from starting.
+    Job job("exec " + mlbert_bin().string() + " launch --system " + system.string() +
+                " --runs 2 --oversubscribe --best-effort" + root + " --data " + data.train.string() +
+                " --eval-data " + data.eval.string() + " --results " + results.string(),
+            output);
+    const fs::path bert = results / "launch_interrupt" / "bert";
+    const auto deadline = Clock::now() + std::chrono::seconds(180);
+    while (!fs::exists(bert / "result_0.txt.partial") && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(fs::exists(bert / "result_0.txt.partial"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    REQUIRE(::killpg(job.pid(), signal) == 0);
+    const auto status = job.wait_for(90);
+    INFO(read_text(output));
+    REQUIRE(status.has_value());
+    CHECK(*status == 128 + signal);
+    CHECK_THAT(read_text(output), Catch::Contains("interrupted by " + name + " in run 0") &&
+                                      Catch::Contains("no further runs, no scoring"));
+    const fs::path log = bert / "result_0.txt";
+    REQUIRE(fs::exists(log));
+    CHECK_THAT(last_mllog_line(log), Catch::Contains("\"key\": \"run_stop\"") &&
+                                         Catch::Contains("\"status\": \"aborted\""));
+    CHECK_FALSE(fs::exists(bert / "result_1.txt.partial"));
+    CHECK_FALSE(fs::exists(bert / "result_1.txt"));
+    CHECK(temporaries_under(results).empty());
+  }
+  fs::remove_all(base);
+}
+
 TEST_CASE("two demos at once into one results folder both keep their runs' logs", "[crash][mpi]") {
   const fs::path systems = short_demo_system("twin_demo");
   const fs::path base = crash_root() / "twins";
