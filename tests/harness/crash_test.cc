@@ -9,6 +9,8 @@
 //
 // A kill hits the command's whole process tree at once (mpirun and every rank for `train`); every
 // other kill of `demo` hits the demo process alone, whose training job must then end by itself.
+// Beside them: the demo and launch's local runs stopped by a termination signal to their process
+// group, and `data prep` killed after a given shard, whose folder every reader must refuse.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -55,7 +57,8 @@ std::uint64_t crash_seed() {
 }
 
 // A name no reader takes for output: a writer's temporary (".<name>.partial-...") or a result
-// log still being written ("result_<N>.txt.partial"); the demo's lock file.
+// log still being written ("result_<N>.txt.partial"); the demo's lock file and a data prep's
+// mark of an unfinished run, which are no outputs.
 bool is_temporary(const fs::path& path) {
   const std::string name = path.filename().string();
   return (name[0] == '.' && name.find(".partial-") != std::string::npos) ||
@@ -63,7 +66,7 @@ bool is_temporary(const fs::path& path) {
 }
 bool is_lock(const fs::path& path) {
   const std::string name = path.filename().string();
-  return name[0] == '.' && name.ends_with(".demo-lock");
+  return name == ".mlbert-prep-unfinished" || (name[0] == '.' && name.ends_with(".demo-lock"));
 }
 
 // What a complete output of this name holds, comparable between runs. Result logs and the demo's
@@ -356,6 +359,77 @@ TEST_CASE("data prep killed at random moments leaves only complete shards and a 
                               " --input" + in.parts +
                               " --output {out}/train --threads 1 --dupe-factor 3" + kShape +
                               " --progress never"});
+}
+
+namespace {
+
+// The shards under `dir` by their final names.
+int shards_in(const fs::path& dir) {
+  int shards = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
+    shards += it->path().extension() == ".hdf5" && !is_temporary(it->path());
+  return shards;
+}
+
+// Starts `command` and SIGKILLs its process tree once `dir` holds `shards` shards.
+void kill_at_shard(const std::string& command, const fs::path& dir, int shards,
+                   const fs::path& output) {
+  Job job("exec " + command, output);
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (shards_in(dir) < shards && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  INFO(read_text(output));
+  REQUIRE(shards_in(dir) >= shards);
+  REQUIRE_FALSE(job.wait_for(0).has_value());  // killed before its index, not finished
+  kill_tree(job.pid());
+  REQUIRE(job.wait_for(30).has_value());
+}
+
+}  // namespace
+
+TEST_CASE("data prep killed after a shard leaves a folder every reader refuses by name, and a "
+          "rerun with fewer inputs completes it",
+          "[crash]") {
+  const Inputs in = inputs();
+  const fs::path base = crash_root() / "prep_unfinished";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path out = base / "train";
+  const std::string prep = mlbert_bin().string() + " data prep --vocab " + in.vocab.string() +
+                           " --output " + out.string() + " --threads 1 --dupe-factor 3" + kShape +
+                           " --progress never --input";
+  const std::string refusal =
+      out.string() + ": a `mlbert data prep` into this folder did not finish (killed?)";
+  // Killed after its first shard, then a rerun killed after its third: each time the folder holds
+  // shards whose index is missing or stale, and `data check` and `data index` refuse it.
+  for (const int shards : {1, 3}) {
+    INFO("killed once " << shards << " shard(s) were written");
+    kill_at_shard(prep + in.parts, out, shards, base / ("kill_" + std::to_string(shards) + ".out"));
+    for (const std::string reader : {"check ", "index "}) {
+      const auto [status, output] = run_command(mlbert_bin().string() + " data " + reader + out.string());
+      INFO(reader << output);
+      CHECK(status == 2);
+      CHECK_THAT(output, Catch::Contains(refusal));
+    }
+  }
+  // A rerun with half the inputs, without --replace: the unfinished run's other shards go.
+  std::istringstream parts(in.parts);
+  std::vector<std::string> part_list((std::istream_iterator<std::string>(parts)),
+                                     std::istream_iterator<std::string>());
+  REQUIRE(part_list.size() == 6);
+  const auto [status, output] = run_command(prep + " " + part_list[0] + " " + part_list[1] + " " +
+                                            part_list[2]);
+  INFO(output);
+  REQUIRE(status == 0);
+  CHECK(shards_in(out) == 3);
+  CHECK_FALSE(fs::exists(out / ".mlbert-prep-unfinished"));
+  const auto [check_status, check_output] =
+      run_command(mlbert_bin().string() + " data check " + out.string());
+  INFO(check_output);
+  CHECK(check_status == 0);
+  CHECK(mlbert::data::read_length_index(out / "lengths.index").shards.size() == 3);
+  fs::remove_all(base);
 }
 
 TEST_CASE("data stratify killed at random moments leaves only complete shards", "[crash]") {
