@@ -232,7 +232,12 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   std::vector<std::filesystem::path> removed_earlier;
   if (options.joint) {
     mark_prep_unfinished(output_folder(options), {options.output});
-    maker.make(files, options.output);
+    try {
+      maker.make(files, options.output);
+    } catch (const std::exception&) {
+      mark_prep_finished(output_folder(options));  // the joint file was never committed
+      throw;
+    }
     for (size_t i = 0; i < files.size(); ++i) progress.file_done();
     index_shards(options.output, maker.lengths_of_shard());
     mark_prep_finished(output_folder(options));

@@ -407,8 +407,8 @@ bool evaluate(const RcpPoint& reference, std::vector<double> samples, RcpResult&
   return false;
 }
 
-// Every run must name the same benchmark (BERT) and batch size: what is wrong goes to problems.
-// The runs that could be read agree on benchmark and batch size; an unreadable one says nothing.
+// Every run that could be read must name the same benchmark (BERT) and batch size: what is wrong
+// goes to problems. A run whose log cannot be read says nothing.
 void check_runs_agree(RcpResult& result) {
   const auto readable = [](const RcpRun& run) { return run.unreadable.empty(); };
   const auto first_readable = std::find_if(result.runs.begin(), result.runs.end(), readable);
