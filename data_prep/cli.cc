@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/input_file.h"
+#include "common/standard_output.h"
 #include "data_prep/check_cli.h"
 #include "data_prep/demo_corpus.h"
 #include "data_prep/eval_set.h"
@@ -213,11 +214,17 @@ void add_eval_set(CLI::App& data, int& exit_code) {
   cmd->add_option("--input", *inputs, "shards in order")
       ->required()
       ->check(cli::existing_path());
-  cmd->add_option("--output", *output, "output HDF5 file")->required();
+  cmd->add_option("--output", *output, "output HDF5 file (a file: not standard output)")
+      ->required();
   cmd->add_option("--layout", *layout, "fixed or varlen (default)");
   cmd->add_option("--count", *count, "samples to keep (default 10000)");
   add_format_options(cmd, *r);
   cmd->callback([=, &exit_code] {
+    // HDF5 is written by offsets, not as a stream: a pipe or terminal cannot hold it.
+    if (files::names_standard_output(*output))
+      throw std::runtime_error("--output " + *output +
+                               ": an eval set is an HDF5 file, which cannot go to standard "
+                               "output; name a file");
     const auto res = make_eval_set(to_paths(*inputs), *output, parse_layout(*layout), *count, *r);
     std::printf("eval-set: picked %lld of %lld samples -> %s\n", static_cast<long long>(res.picked),
                 static_cast<long long>(res.source_samples), output->c_str());

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "common/atomic_file.h"
+#include "data_prep/unfinished_prep.h"
 
 namespace mlbert::data {
 namespace {
@@ -154,6 +155,7 @@ std::vector<fs::path> find_shards(const fs::path& path) {
   if (!fs::exists(path, ec))
     throw std::runtime_error(path.string() + ": no such file or directory");
   if (fs::is_regular_file(path, ec)) return {path};
+  refuse_unfinished_prep(path);
   std::vector<fs::path> shards;
   for (auto it = fs::recursive_directory_iterator(path, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -374,6 +376,7 @@ LengthIndex read_length_index(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
     throw std::runtime_error(file.string() + ": missing (write it with `mlbert data index`)");
+  refuse_unfinished_prep(file.parent_path().empty() ? fs::path(".") : file.parent_path());
   std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error(file.string() + ": cannot open");
   std::vector<char> raw(static_cast<std::size_t>(fs::file_size(file)));

@@ -55,7 +55,8 @@ struct LengthIndex {
 std::filesystem::path length_index_path(const std::filesystem::path& data);
 
 // Every shard file of a path: the file itself, or the .hdf5/.h5 files under a directory
-// (recursively), sorted.
+// (recursively), sorted. A directory a `data prep` has not finished is refused
+// (unfinished_prep.h), as is the index in one by read_length_index.
 std::vector<std::filesystem::path> find_shards(const std::filesystem::path& path);
 
 // How the index names `shard`: its path relative to `root` (the index's directory), '/'-separated.

@@ -13,12 +13,14 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "common/atomic_file.h"
 #include "data_prep/length_index.h"
 #include "data_prep/prep_folder.h"
 #include "data_prep/progress.h"
+#include "data_prep/unfinished_prep.h"
 
 namespace mlbert::data {
 
@@ -175,9 +177,21 @@ std::vector<std::filesystem::path> make_shards(const PrepOptions& options,
                                                ShardMaker& maker, Progress& progress) {
   std::vector<std::filesystem::path> planned;
   for (const auto& f : files) planned.push_back(shard_name_for(options.output, f));
-  auto stale = shards_not_planned(options.output, planned);
+  // A run killed before its index: this run takes its mark over, and the shards it planned that
+  // this run does not write again go now, as that run never finished them.
+  std::set<std::string> unfinished;
+  for (const auto& shard : unfinished_prep_shards(options.output))
+    unfinished.insert(indexed_path(options.output, shard));
+  if (std::filesystem::exists(unfinished_prep_mark(options.output)))
+    mark_prep_unfinished(options.output, planned);
+  std::vector<std::filesystem::path> stale, removed;
+  for (auto& shard : shards_not_planned(options.output, planned))
+    (unfinished.contains(indexed_path(options.output, shard)) ? removed : stale)
+        .push_back(std::move(shard));
+  for (const auto& shard : removed) std::filesystem::remove(shard);
   if (!stale.empty() && !options.replace)
     throw std::runtime_error(earlier_shards_message(options.output, stale));
+  mark_prep_unfinished(options.output, planned);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       std::min<int>(options.threads > 0 ? options.threads : hw, static_cast<int>(files.size()));
@@ -188,9 +202,13 @@ std::vector<std::filesystem::path> make_shards(const PrepOptions& options,
     });
     for (const auto& shard : stale) std::filesystem::remove(shard);
     index_shards(options.output, maker.lengths_of_shard());
+    mark_prep_finished(options.output);
   } catch (const std::exception& e) {
-    throw std::runtime_error(e.what() + undo_failed_run(options.output, maker.written()));
+    const std::string undone = undo_failed_run(options.output, maker.written());
+    mark_prep_finished(options.output);  // what is left is indexed again
+    throw std::runtime_error(e.what() + undone);
   }
+  stale.insert(stale.end(), removed.begin(), removed.end());
   return stale;
 }
 
@@ -213,9 +231,16 @@ PrepResult run_prep(const PrepOptions& options, const Vocab& vocab) {
   ShardMaker maker(options, vocab, progress);
   std::vector<std::filesystem::path> removed_earlier;
   if (options.joint) {
-    maker.make(files, options.output);
+    mark_prep_unfinished(output_folder(options), {options.output});
+    try {
+      maker.make(files, options.output);
+    } catch (const std::exception&) {
+      mark_prep_finished(output_folder(options));  // the joint file was never committed
+      throw;
+    }
     for (size_t i = 0; i < files.size(); ++i) progress.file_done();
     index_shards(options.output, maker.lengths_of_shard());
+    mark_prep_finished(output_folder(options));
   } else {
     removed_earlier = make_shards(options, files, maker, progress);
   }

@@ -6,11 +6,13 @@
 
 #include "common/atomic_file.h"
 #include "common/input_file.h"
+#include "common/standard_output.h"
 #include "simulate/calibrate.h"
 #include "simulate/report.h"
 #include "simulate/result_model.h"
 #include "simulate/settings.h"
 #include "simulate/simulator.h"
+#include "simulate/sweep_progress.h"
 #include "common/cli.h"
 
 namespace mlbert::simulate {
@@ -26,6 +28,8 @@ struct Options {
   std::vector<std::string> sets;
   std::string sweep;
   bool json = false;
+  bool quiet = false;
+  double progress_every = 10;  // seconds between a sweep's progress lines off a terminal
   std::filesystem::path plot;
   std::filesystem::path data;
   std::filesystem::path output;          // calibrate
@@ -111,9 +115,16 @@ harness::SystemConfig configured_system(const Options& o, const std::vector<Sett
 
 void write_plot(const Options& o, const std::string& field, const std::vector<SweepPoint>& points) {
   if (o.plot.empty()) return;
+  if (files::names_standard_output(o.plot))
+    return files::write_output(o.plot, sweep_svg(field, points));
   files::refuse_replacing_inputs(o.plot, {system_path(o), o.profile});
   files::write_file_atomically(o.plot, sweep_svg(field, points));
   std::cerr << "mlbert simulate: wrote " << o.plot.string() << "\n";
+}
+
+// Where the prediction is printed: standard output, or standard error when the plot is stdout.
+std::ostream& prediction_stream(const Options& o) {
+  return files::names_standard_output(o.plot) ? std::cerr : std::cout;
 }
 
 // One point of a sweep (or the single run): the system with `settings` applied, predicted.
@@ -152,31 +163,36 @@ int run_system(const Options& o) {
   }
   std::vector<SweepPoint> points;
   std::optional<AcceleratorProfile> first_profile;
+  SweepProgress progress(field, variants.size(), o.progress_every, !o.sweep.empty() && !o.quiet);
   for (const auto& settings : variants) {
     try {
       points.push_back(simulate_variant(o, settings, first_profile));
+      progress.value_done(points.size(), settings.back().value);
     } catch (const std::exception& e) {
       if (o.sweep.empty()) throw;
+      progress.end();
       // The values done are kept: printed, then the one that failed named.
       if (!points.empty())
-        std::cout << (o.json ? sweep_to_json(field, points).dump(2) + "\n"
-                             : format_sweep(field, points));
+        prediction_stream(o) << (o.json ? sweep_to_json(field, points).dump(2) + "\n"
+                                        : format_sweep(field, points));
       throw std::runtime_error("--sweep " + field + "=" + settings.back().value + ": " + e.what() +
                                " (the sweep stopped there; " + std::to_string(points.size()) +
                                " value(s) before it printed)");
     }
   }
+  progress.end();
+  std::ostream& out = prediction_stream(o);
   if (o.sweep.empty()) {
     if (o.json)
-      std::cout << prediction_to_json(points.front().prediction).dump(2) << "\n";
+      out << prediction_to_json(points.front().prediction).dump(2) << "\n";
     else
-      std::cout << format_prediction(points.front().prediction, *first_profile);
+      out << format_prediction(points.front().prediction, *first_profile);
     write_plot(o, "system", points);
   } else {
     if (o.json)
-      std::cout << sweep_to_json(field, points).dump(2) << "\n";
+      out << sweep_to_json(field, points).dump(2) << "\n";
     else
-      std::cout << format_sweep(field, points);
+      out << format_sweep(field, points);
     write_plot(o, field, points);
   }
   return 0;
@@ -286,7 +302,16 @@ void register_cli(CLI::App& app, int& exit_code) {
   simulate->add_option("--set", o->sets, "FIELD=VALUE on the system (repeatable)");
   simulate->add_option("--sweep", o->sweep, "FIELD=V1,V2,...: one prediction per value");
   simulate->add_flag("--json", o->json, "print JSON");
-  simulate->add_option("--plot", o->plot, "write an SVG of time to train, stacked by component");
+  simulate->add_flag("--quiet", o->quiet, "no --sweep progress on stderr");
+  simulate
+      ->add_option("--progress-every", o->progress_every,
+                   "SECONDS: a --sweep's progress on stderr, off a terminal one line per SECONDS "
+                   "(default 10; 0: after every value); on a terminal one line rewritten in place; "
+                   "a sweep shorter than that says nothing")
+      ->check(CLI::NonNegativeNumber);
+  simulate->add_option("--plot", o->plot,
+                       "write an SVG of time to train, stacked by component (- or /dev/stdout: "
+                       "the SVG on standard output, the prediction then on stderr)");
   simulate->add_option("--data", o->data, "take sample lengths from the HDF5 shards here");
   CLI::App* calibrate_cmd =
       simulate->add_subcommand("calibrate",

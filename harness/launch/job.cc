@@ -142,6 +142,17 @@ void write_header(std::ostream& s, const SystemConfig& system, const JobOptions&
   s << "\n";
   s << "note() { printf '%s %s\\n' \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \"$*\" | tee -a "
        "\"${SUMMARY}\"; }\n";
+  // A signal to the job's process group (Ctrl-C, a job control's TERM, a closed terminal) also
+  // reaches the ranks, which end their run with run_stop "aborted". bash runs a trap only once
+  // the command it waits for has ended, so the job lets the run finish its log, then stops
+  // instead of going on to the next run and the scoring.
+  s << "interrupted=0\n"
+       "trap 'interrupted=2' INT\ntrap 'interrupted=15' TERM\ntrap 'interrupted=1' HUP\n"
+       "stop_if_interrupted() {\n"
+       "  [ \"${interrupted}\" -eq 0 ] && return\n"
+       "  note \"interrupted by SIG$(kill -l \"${interrupted}\") $1: no further runs, no scoring\"\n"
+       "  exit $((128 + interrupted))\n"
+       "}\n";
 }
 
 }  // namespace
@@ -216,6 +227,7 @@ std::string job_script(const SystemConfig& system, const JobOptions& o) {
   s << "note \"preflight: " << system.name << "\"\n";
   s << "if ! ranks preflight --system " << shell_quote(p.system) << " --data "
     << shell_quote(p.data) << " --eval-data " << shell_quote(p.eval) << "; then\n"
+    << "  stop_if_interrupted \"in the preflight\"\n"
     << "  note \"preflight FAILED: no run started\"\n  exit 4\nfi\n\n";
   std::vector<std::string> train = {"train", "--system", p.system, "--data", p.data, "--eval-data",
                                     p.eval, "--results", p.results, "--quiet"};
@@ -224,10 +236,12 @@ std::string job_script(const SystemConfig& system, const JobOptions& o) {
   const std::string image_log = p.results + "/" + system.name + "/bert/result_";
   s << "aborted=()\nunchecked=()\n";
   s << "for ((i = 0; i < RUNS; i++)); do\n";
+  s << "  stop_if_interrupted \"before run ${i}\"\n";
   s << "  seed=$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))\n";
   s << "  note \"run ${i}: seed ${seed}\"\n";
   s << "  ranks " << quoted_words(train) << " --run-index \"${i}\" --seed \"${seed}\"\n";
   s << "  status=$?\n";
+  s << "  stop_if_interrupted \"in run ${i} (exit status ${status})\"\n";
   s << "  if [ \"${status}\" -ne 0 ]; then\n"
     << "    note \"run ${i}: aborted (exit status ${status})\"\n    aborted+=(\"${i}\")\n  fi\n";
   s << "  if [ -f \"${HOST_RESULT_DIR}/result_${i}.txt\" ] && single check --ruleset "
@@ -241,6 +255,7 @@ std::string job_script(const SystemConfig& system, const JobOptions& o) {
   s << "single rcp" << ruleset << shell_quote(image_dir) << " | tee -a \"${SUMMARY}\"\n";
   s << "single report" << ruleset << shell_quote(image_dir) << " --out "
     << shell_quote(p.results + "/" + system.name + "/report.html") << " | tee -a \"${SUMMARY}\"\n";
+  s << "stop_if_interrupted \"in the scoring\"\n";
   s << "note \"summary: ${RUNS} runs; aborted: ${aborted[*]:-none}; check failed: "
        "${unchecked[*]:-none}\"\n";
   s << "[ \"${#aborted[@]}\" -eq 0 ] && [ \"${#unchecked[@]}\" -eq 0 ]\n";

@@ -3,7 +3,9 @@
 // gradients allreduced in buckets as backward produces them, then the optimizer.
 #include "harness/train/timed_run.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -190,11 +192,17 @@ class TimedRun {
   void dump_samples(int micro_batch, const std::vector<data::Sample>& samples) const {
     const auto file = o_.dump_dir / ("step_" + std::to_string(step_ + 1) + ".rank_" +
                                      std::to_string(world_.rank()) + ".samples");
+    // Appended to by each micro-batch of the step, not written atomically: a test's record that
+    // it reads after the run, never an output of a run.
+    errno = 0;
     std::ofstream out(file, micro_batch == 0 ? std::ios::trunc : std::ios::app);
     for (const auto& sample : samples)
       out << micro_batch << ' ' << sample.length() << ' ' << std::hex << sample_fingerprint(sample)
           << std::dec << '\n';
-    if (!out) throw std::runtime_error(file.string() + ": cannot write");
+    out.close();
+    if (!out)
+      throw std::runtime_error(file.string() + ": cannot write the samples dump: " +
+                               (errno ? std::strerror(errno) : "stream error"));
   }
 
   // The eval set over all ranks; true when the target is reached.

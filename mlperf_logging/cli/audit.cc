@@ -243,6 +243,7 @@ nlohmann::json rcp_result_json(const std::string& dir, const RcpResult& result) 
     runs.push_back({{"file", run.file.string()},
                     {"converged", run.converged},
                     {"samples_to_converge", run.samples_to_converge}});
+    if (!run.unreadable.empty()) runs.back()["reason"] = run.unreadable;
   }
   entry["runs"] = runs;
   return entry;
@@ -266,6 +267,10 @@ void print_rcp_result(const std::string& dir, const RcpResult& result, const Rcp
     }
   }
   for (const auto& problem : result.problems) std::cout << "  error: " << problem << "\n";
+  // A run dropped because its log cannot be read is named whatever the verbosity, as by `score`.
+  for (const RcpRun& run : result.runs)
+    if (!args.verbose && !run.unreadable.empty())
+      std::cout << "  " << run.file.filename().string() << "\tdropped: " << run.unreadable << "\n";
   if (!args.verbose) return;
   for (const RcpRun& run : result.runs) {
     std::cout << "  " << run.file.filename().string() << ": "

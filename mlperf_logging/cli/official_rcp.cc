@@ -93,6 +93,9 @@ int check(const RcpCheckerArgs& args, OfficialLog& log) {
   options.pass = args.rcp_pass == "full_rcps" ? RcpPass::full : RcpPass::pruned;
   options.bert_train_samples = args.bert_train_samples;
   const RcpResult result = check_rcp_directory(args.dir, options);
+  // The official reader's open() raises on a log it cannot read, which ends the checker.
+  for (const RcpRun& run : result.runs)
+    if (!run.unreadable.empty()) throw OfficialStop(run.unreadable);
   if (args.verbose) {
     print_references(args.custom_rcps.empty()
                          ? RcpCatalog(ruleset)

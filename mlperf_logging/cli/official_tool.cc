@@ -48,7 +48,8 @@ void append_to_special_file(const fs::path& file, const std::string& text) {
     }
     written += static_cast<std::size_t>(n);
   }
-  ::close(fd);
+  if (::close(fd) != 0)
+    throw OfficialStop(file.string() + ": cannot write the log: " + std::strerror(errno));
 }
 
 }  // namespace

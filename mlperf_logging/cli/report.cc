@@ -4,7 +4,7 @@
 // the verdicts in it (the page shows them; `mlbert check`, `score`, `rcp` and `reproduce compare`
 // are the commands that judge by exit status);
 // a missing or empty directory, an unknown ruleset, an unwritable --out or an --out that is one of
-// the logs read is an error (exit 2).
+// the logs read is an error (exit 2). `--out -` (or --csv -, --json -) is standard output.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/atomic_file.h"
+#include "common/standard_output.h"
 #include "mlperf_logging/cli/cli.h"
 #include "mlperf_logging/cli/ruleset_choice.h"
 #include "mlperf_logging/package/layout.h"
@@ -77,25 +78,35 @@ int run_report(const ReportArgs& args, const ReportComparison& comparison) {
     for (const RunTrace& run : s.runs) inputs.push_back(run.file);
     if (!s.description_file.empty()) inputs.push_back(s.description_file);
   }
-  files::refuse_replacing_inputs(args.out, inputs);
+  int to_stdout = 0;
+  for (const std::string* file : {&args.out, &args.csv, &args.json}) {
+    if (files::names_standard_output(*file))
+      ++to_stdout;
+    else if (!file->empty())
+      files::refuse_replacing_inputs(*file, inputs);
+  }
+  if (to_stdout > 1)
+    throw AuditError("report: only one of --out, --csv and --json can be standard output");
   write_report_file(args.out, render_report_html(systems, options));
   if (!args.csv.empty()) write_report_file(args.csv, summary_csv(systems));
   if (!args.json.empty()) write_report_file(args.json, summary_json(systems));
+  // The summary goes where it cannot mix with an output on standard output.
+  std::ostream& summary = to_stdout ? std::cerr : std::cout;
   for (const SystemReport& s : systems) {
     const ScoreHeadline headline = score_headline(s);
-    std::cout << "  " << s.input.dir.string() << ": " << s.runs.size() << " runs, ruleset "
-              << s.ruleset << ", score "
-              << (headline.normalized ? std::to_string(*headline.normalized) + " min" : "none");
+    summary << "  " << s.input.dir.string() << ": " << s.runs.size() << " runs, ruleset "
+            << s.ruleset << ", score "
+            << (headline.normalized ? std::to_string(*headline.normalized) + " min" : "none");
     if (headline.factor != 1.0)
-      std::cout << " (raw " << std::to_string(*headline.raw) << " min x RCP scaling "
-                << headline.factor << ")";
-    std::cout << ", " << (s.advice ? std::to_string(s.advice->report.advisories.size()) : "no")
-              << " advisories\n";
+      summary << " (raw " << std::to_string(*headline.raw) << " min x RCP scaling "
+              << headline.factor << ")";
+    summary << ", " << (s.advice ? std::to_string(s.advice->report.advisories.size()) : "no")
+            << " advisories\n";
   }
-  std::cout << "mlbert report: wrote " << args.out;
+  summary << "mlbert report: wrote " << args.out;
   for (const std::string* file : {&args.csv, &args.json})
-    if (!file->empty()) std::cout << ", " << *file;
-  std::cout << "\n";
+    if (!file->empty()) summary << ", " << *file;
+  summary << "\n";
   return 0;
 }
 
@@ -108,7 +119,9 @@ void register_report_cli(CLI::App& app, int& exit_code, ReportComparison compari
           ->group("audit");
   cmd->add_option("dirs", args->dirs, "result directories (result_*.txt, or a folder with bert/)")
       ->required();
-  cmd->add_option("-o,--out", args->out, "the HTML file to write (default report.html)");
+  cmd->add_option("-o,--out", args->out,
+                  "the HTML file to write (default report.html); - or /dev/stdout: standard "
+                  "output, the summary lines then on stderr");
   cmd->add_option("--ruleset", args->ruleset,
                   "training ruleset for every directory; default: the round in each path, else "
                   "the newest with BERT (with a warning)");
@@ -116,10 +129,11 @@ void register_report_cli(CLI::App& app, int& exit_code, ReportComparison compari
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--title", args->title, "the page title");
   cmd->add_option("--csv", args->csv,
-                  "also write the summary as CSV, with the official result_summarizer's columns");
+                  "also write the summary as CSV, with the official result_summarizer's columns "
+                  "(- for standard output)");
   cmd->add_option("--json", args->json,
                   "also write the summary as JSON: the same columns, plus each system's raw score, "
-                  "advisories and log SHA-256s");
+                  "advisories and log SHA-256s (- for standard output)");
   cmd->add_option("--compare", args->compare,
                   "a published result to compare the one folder given with, side by side")
       ->check(cli::existing_directory());

@@ -2,6 +2,7 @@
 // Lines are encoded completely before the lock is taken; the lock only covers the writes.
 #include "mlperf_logging/log/mllog.h"
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -281,15 +282,25 @@ Logger::~Logger() {
   if (file_) std::fclose(file_);
 }
 
+void Logger::sink_error(const std::string& what) const {
+  const int error = errno;
+  throw std::runtime_error("mllog: " + file_path_.string() + ": " + what +
+                           (error ? std::string(": ") + std::strerror(error) : std::string()));
+}
+
 void Logger::open_sinks() {
   if (file_) {
-    std::fclose(file_);
-    file_ = nullptr;
+    std::FILE* closing = std::exchange(file_, nullptr);
+    errno = 0;
+    if (std::fclose(closing) != 0) sink_error("cannot close it");
   }
   bool active = !options_.rank0_only || options_.rank == 0;
   if (active && options_.file) {
-    file_ = std::fopen(options_.file->c_str(), "a");
-    if (!file_) throw std::runtime_error("mllog: cannot open log file " + options_.file->string());
+    // Appended to, not written atomically: a log that a crash cuts short must keep its lines,
+    // as Python's FileHandler keeps them.
+    file_path_ = *options_.file;
+    file_ = std::fopen(file_path_.c_str(), "a");
+    if (!file_) sink_error("cannot open it");
   }
 }
 
@@ -305,13 +316,15 @@ bool Logger::enabled() const {
 }
 
 void Logger::write_line(const std::string& line) {
+  // Standard output's errors are left to the command's final check of stdout (common/cli.h).
   if (options_.to_stdout) {
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
   }
   if (file_) {
-    std::fwrite(line.data(), 1, line.size(), file_);
-    std::fflush(file_);
+    errno = 0;
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+      sink_error("cannot write it");
   }
   if (options_.line_sink) options_.line_sink(line);
 }

@@ -135,10 +135,13 @@ class Logger {
  private:
   void open_sinks();                         // with mutex_ held
   void write_line(const std::string& line);  // with mutex_ held
+  // Throws "mllog: <file>: <what>: <errno's text>".
+  [[noreturn]] void sink_error(const std::string& what) const;
 
   mutable std::mutex mutex_;
   LoggerOptions options_;
   std::FILE* file_ = nullptr;
+  std::filesystem::path file_path_;  // what file_ has open
 };
 
 // The process-wide logger (the one piece of global mutable state the project allows), like

@@ -4,6 +4,8 @@
 // names the file, line and field instead and returns an error verdict.
 #include "mlperf_logging/rcp/rcp.h"
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <stdexcept>
 
 #include "common/atomic_file.h"
+#include "common/input_file.h"
 #include "mlperf_logging/log/mllog.h"
 #include "mlperf_logging/log/python_json.h"
 #include "mlperf_logging/package/layout.h"
@@ -404,10 +407,18 @@ bool evaluate(const RcpPoint& reference, std::vector<double> samples, RcpResult&
   return false;
 }
 
-// Every run must name the same benchmark (BERT) and batch size: what is wrong goes to problems.
+// Every run that could be read must name the same benchmark (BERT) and batch size: what is wrong
+// goes to problems. A run whose log cannot be read says nothing.
 void check_runs_agree(RcpResult& result) {
-  const RcpRun& first = result.runs.front();
+  const auto readable = [](const RcpRun& run) { return run.unreadable.empty(); };
+  const auto first_readable = std::find_if(result.runs.begin(), result.runs.end(), readable);
+  if (first_readable == result.runs.end()) {
+    result.problems.push_back(result.dir.string() + ": no result log could be read");
+    return;
+  }
+  const RcpRun& first = *first_readable;
   for (const RcpRun& run : result.runs) {
+    if (!readable(run)) continue;
     if (run.benchmark && *run.benchmark != kBertBenchmark) {
       result.problems.push_back(run.file.string() + ": submission_benchmark is '" + *run.benchmark +
                                 "'; mlbert rcp checks BERT only");
@@ -473,6 +484,9 @@ void judge(const RcpCatalog& catalog, double bs, const std::filesystem::path& di
 }  // namespace
 
 bool stops_official_rcp_checker(const RcpResult& result) {
+  // open() raises in the official reader (IsADirectoryError, PermissionError) and stops it.
+  for (const RcpRun& run : result.runs)
+    if (!run.unreadable.empty()) return true;
   if (result.problems.empty()) return false;
   const bool only_batch_sizes_missing =
       result.problems.size() == result.runs.size() &&
@@ -496,21 +510,35 @@ RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions
 
   int not_converged = 0;
   for (const auto& file : files) {
-    result.runs.push_back(read_rcp_run(file, options.bert_train_samples, result.problems));
+    try {
+      ::close(files::open_regular_file(file));  // as `score` opens a log: the same words
+      result.runs.push_back(read_rcp_run(file, options.bert_train_samples, result.problems));
+    } catch (const std::exception& e) {
+      // One log that cannot be read drops that run, not the folder: the others still judge it.
+      RcpRun run;
+      run.file = file;
+      run.samples_to_converge = kNotConvergedSamples;
+      run.unreadable = std::string("cannot read: ") + e.what();
+      run.note = run.unreadable;
+      result.runs.push_back(std::move(run));
+    }
     if (!result.runs.back().converged) ++not_converged;
   }
   check_runs_agree(result);
-  const bool batch_size_known =
-      std::all_of(result.runs.begin(), result.runs.end(), [&](const RcpRun& run) {
-        return run.batch_size && *run.batch_size == *result.runs.front().batch_size;
-      });
+  std::optional<double> batch_size;
+  bool batch_size_known = true;
+  for (const RcpRun& run : result.runs) {
+    if (!run.unreadable.empty()) continue;
+    if (!batch_size) batch_size = run.batch_size;
+    batch_size_known = batch_size_known && run.batch_size && run.batch_size == batch_size;
+  }
   if (!result.problems.empty()) {
     result.verdict = RcpVerdict::error;
-    result.message =
-        batch_size_known ? "Malformed result logs" : "Could not detect global_batch_size";
+    result.message = batch_size_known && batch_size ? "Malformed result logs"
+                                                    : "Could not detect global_batch_size";
     return result;
   }
-  result.batch_size = *result.runs.front().batch_size;
+  result.batch_size = *batch_size;
   if (not_converged > kBertMaxDroppedRuns) {
     result.verdict = RcpVerdict::fail;
     result.message = "Insufficient convergence";

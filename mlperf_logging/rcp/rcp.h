@@ -95,6 +95,9 @@ struct RcpRun {
   std::optional<double> batch_size;
   std::optional<std::string> benchmark;
   std::string note;  // why it did not converge, or where its figure came from
+  // "cannot read: <reason>" when the file could not be read at all (a folder or FIFO under a
+  // result name, no permission): the run is dropped as not converged, as `score` drops it.
+  std::string unreadable;
 };
 
 enum class RcpVerdict {
@@ -134,7 +137,8 @@ struct RcpResult {
 RcpResult check_rcp_directory(const std::filesystem::path& dir, const RcpOptions& options);
 
 // True when the official check_directory would stop with a Python exception on what `result`
-// read (a KeyError, a JSONDecodeError): any unreadable record, except that logs which all say
+// read (a KeyError, a JSONDecodeError, an OSError on a file it cannot open): any unreadable file
+// or record, except that logs which all say
 // "bert" and all lack a batch size get its verdict "Could not detect global_batch_size".
 bool stops_official_rcp_checker(const RcpResult& result);
 

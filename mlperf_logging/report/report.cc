@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "common/atomic_file.h"
+#include "common/standard_output.h"
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/package/layout.h"
 #include "mlperf_logging/rules/rulesets.h"
@@ -259,6 +260,7 @@ SystemReport read_system_report(const ReportInput& input) {
 }
 
 void write_report_file(const fs::path& file, const std::string& html) {
+  if (files::names_standard_output(file)) return files::write_output(file, html);
   try {
     files::write_file_atomically(file, html);  // a page is whole under its name, or absent
   } catch (const std::exception& e) {

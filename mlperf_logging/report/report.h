@@ -138,7 +138,8 @@ struct ReportOptions {
 std::string render_report_html(const std::vector<SystemReport>& systems,
                                const ReportOptions& options);
 
-// Writes `html` to `file` (via a temporary in the same folder); AuditError naming it otherwise.
+// Writes `html` to `file` (via a temporary in the same folder), or to standard output for "-" and
+// /dev/stdout (common/standard_output.h); AuditError naming the file when it cannot be written.
 void write_report_file(const std::filesystem::path& file, const std::string& html);
 
 // The summary as the official result_summarizer's table: one row per system with its columns

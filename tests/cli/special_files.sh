@@ -94,6 +94,76 @@ case $case in
     expect_line "null: is a character device, not a regular file"
     [[ -c null ]] || fail "the device node was replaced"
     ;;
+  report-out-stdout)
+    # --out - and --out /dev/stdout: the page is standard output, the summary goes to stderr.
+    one_log
+    for out in - /dev/stdout; do
+      run 30 "$mlbert" report --ruleset 4.1.0 sys --out "$out"
+      expect_status 0
+      head -c 15 stdout.txt | grep -qi '^<!doctype html' || fail "--out $out: stdout is not the page"
+      tail -c 20 stdout.txt | grep -q '</html>' || fail "--out $out: the page on stdout is cut short"
+      grep -q "mlbert report: wrote" stdout.txt && fail "--out $out: the summary is mixed into the page"
+      expect_line "^mlbert report: wrote $out$"
+    done
+    [[ -e ./- ]] && fail "a file named - was written"
+    run 30 "$mlbert" report --ruleset 4.1.0 sys --out page.html --csv -
+    expect_status 0
+    head -1 stdout.txt | grep -q '^division,' || fail "--csv -: stdout is not the CSV"
+    run 30 "$mlbert" report --ruleset 4.1.0 sys --out - --json -
+    expect_status 2
+    expect_line "^mlbert: error: report: only one of --out, --csv and --json can be standard output$"
+    make_device full 7
+    timeout -k 1 30 "$mlbert" report --ruleset 4.1.0 sys --out - >full 2>out.txt </dev/null
+    status=$?
+    expect_status 2
+    expect_line "^mlbert: error: writing to standard output failed: No space left on device; the output is incomplete$"
+    [[ -c full ]] || fail "the device node was replaced"
+    ;;
+  simulate-plot-stdout)
+    # --plot -: the SVG is standard output, the prediction goes to stderr.
+    for out in - /dev/stdout; do
+      run 30 "$mlbert" simulate --system dgxa100_1x8 --systems-dir "$source_dir/systems" --plot "$out"
+      expect_status 0
+      grep -q '<svg' stdout.txt || fail "--plot $out: stdout is not the SVG"
+      tail -c 20 stdout.txt | grep -q '</svg>' || fail "--plot $out: the SVG on stdout is cut short"
+      grep -q '^mlbert simulate: dgxa100_1x8' stdout.txt && fail "--plot $out: the prediction is mixed into the SVG"
+      expect_line "^mlbert simulate: dgxa100_1x8 [(]1 nodes"
+    done
+    make_device full 7
+    timeout -k 1 30 "$mlbert" simulate --system dgxa100_1x8 --systems-dir "$source_dir/systems" \
+      --plot - >full 2>out.txt </dev/null
+    status=$?
+    expect_status 2
+    expect_line "^mlbert: error: writing to standard output failed: No space left on device; the output is incomplete$"
+    ;;
+  eval-set-output-stdout)
+    # An HDF5 eval set cannot be a stream: --output - is refused before anything is read.
+    run 10 "$mlbert" data eval-set --input "$source_dir/systems/cpu_demo.json" --output - --count 10
+    expect_status 2
+    expect_line "^mlbert: error: --output -: an eval set is an HDF5 file, which cannot go to standard output; name a file$"
+    [[ -e ./- ]] && fail "a file named - was written"
+    ;;
+  rcp-unreadable-run)
+    # One log of a folder that cannot be read (here a folder under a result name) drops that run
+    # alone, as score drops it: the other runs are judged as they would be without it.
+    one_log
+    cp sys/result_0.txt sys/result_1.txt && cp sys/result_0.txt sys/result_2.txt
+    run 30 "$mlbert" rcp --ruleset 4.1.0 sys
+    without=$status
+    head -1 stdout.txt >verdict_without.txt
+    mkdir sys/result_3.txt
+    run 30 "$mlbert" rcp --ruleset 4.1.0 sys
+    [[ $status -eq $without ]] || fail "exit status $status with the unreadable log, $without without it"
+    head -1 stdout.txt | cmp -s - verdict_without.txt ||
+      fail "the verdict changed: $(head -1 stdout.txt) / $(cat verdict_without.txt)"
+    expect_line "^  result_3.txt	dropped: cannot read: sys/result_3.txt: is a directory, not a file$"
+    score_line=$("$mlbert" score --ruleset 4.1.0 --verbose sys 2>/dev/null | grep 'result_3.txt')
+    grep -qF "$score_line" out.txt || fail "score says it otherwise: $score_line"
+    # The official checker's reader raises on such a file: its command line stops there.
+    run 30 "$mlbert" rcp_checker --rcp_version 4.1.0 --log_output rcp.log sys
+    expect_status 1
+    expect_line "cannot read: sys/result_3.txt: is a directory, not a file"
+    ;;
   check-special-inputs)
     # check of a FIFO, a /dev/zero-like device node, a socket and a symlink loop: each named with
     # what it is, at once, exit 2.
@@ -119,9 +189,12 @@ case $case in
     expect_status 1
     expect_line "result_8.txt	dropped: cannot read: sys/result_8.txt: cannot open: Too many levels of symbolic links$"
     expect_line "result_9.txt	dropped: cannot read: sys/result_9.txt: is a FIFO, not a regular file$"
+    # rcp drops the two runs as score does, and judges the one left (two not converged: fail).
     run 2 "$mlbert" rcp --ruleset 4.1.0 sys
-    expect_status 2
-    expect_line "result_8.txt: cannot open file: Too many levels of symbolic links$"
+    expect_status 1
+    expect_line "^sys: RCP fail: Insufficient convergence"
+    expect_line "result_8.txt	dropped: cannot read: sys/result_8.txt: cannot open: Too many levels of symbolic links$"
+    expect_line "result_9.txt	dropped: cannot read: sys/result_9.txt: is a FIFO, not a regular file$"
     # The page shows every run's verdict (exit 0 whatever they are), these two among them.
     run 2 "$mlbert" report --ruleset 4.1.0 sys --out page.html
     expect_status 0

@@ -4,11 +4,14 @@
 // MLBERT_CRASH_SEED reproduces a run; the seed is printed), each run starting from what the last
 // kill left. After every kill, each file under a final name must equal the uninterrupted run's
 // file of that name (shards: validated by `mlbert data inspect` and the same summary; result logs:
-// ending in run_stop); anything else must be a temporary name. Then a rerun must succeed, produce
+// ending in run_stop; a length index in a folder a killed prep marked unfinished must be refused by
+// readers instead); anything else must be a temporary name. Then a rerun must succeed, produce
 // the uninterrupted run's files and leave no temporary behind.
 //
 // A kill hits the command's whole process tree at once (mpirun and every rank for `train`); every
 // other kill of `demo` hits the demo process alone, whose training job must then end by itself.
+// Beside them: the demo and launch's local runs stopped by a termination signal to their process
+// group, and `data prep` killed after a given shard, whose folder every reader must refuse.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -55,7 +58,8 @@ std::uint64_t crash_seed() {
 }
 
 // A name no reader takes for output: a writer's temporary (".<name>.partial-...") or a result
-// log still being written ("result_<N>.txt.partial"); the demo's lock file.
+// log still being written ("result_<N>.txt.partial"); the demo's lock file and a data prep's
+// mark of an unfinished run, which are no outputs.
 bool is_temporary(const fs::path& path) {
   const std::string name = path.filename().string();
   return (name[0] == '.' && name.find(".partial-") != std::string::npos) ||
@@ -63,8 +67,12 @@ bool is_temporary(const fs::path& path) {
 }
 bool is_lock(const fs::path& path) {
   const std::string name = path.filename().string();
-  return name[0] == '.' && name.ends_with(".demo-lock");
+  return name == ".mlbert-prep-unfinished" || (name[0] == '.' && name.ends_with(".demo-lock"));
 }
+
+// The signature of a length index in a folder that a killed prep left marked (unfinished_prep.h):
+// readers refuse it, so what it lists is never taken for the shards there.
+const std::string kRefusedAsUnfinished = "an unfinished prep's index, refused by readers";
 
 // What a complete output of this name holds, comparable between runs. Result logs and the demo's
 // report differ in their times, so only their completeness is compared; names differ in their run
@@ -113,6 +121,18 @@ std::pair<std::string, std::string> signature(const fs::path& root, const fs::pa
     return {relative, summary};
   }
   if (name == "lengths.index" || name.ends_with(".lengths.index")) {
+    if (fs::exists(file.parent_path() / ".mlbert-prep-unfinished")) {
+      // A prep killed before its index: whatever the index says, readers must refuse the folder.
+      try {
+        mlbert::data::read_length_index(file);
+        return {relative, "THE INDEX OF AN UNFINISHED PREP WAS READ"};
+      } catch (const std::exception& e) {
+        const std::string why = e.what();
+        return {relative, why.find("did not finish") != std::string::npos
+                              ? kRefusedAsUnfinished
+                              : "AN UNFINISHED PREP'S INDEX REFUSED OTHERWISE: " + why};
+      }
+    }
     // Its shards' sizes and sampled hashes differ between runs as their HDF5 bytes do: compare
     // what it says of the rows, and that every size it records is its shard's size now.
     std::ostringstream summary;
@@ -162,7 +182,8 @@ void check_no_partial_output(const fs::path& root, const Outputs& reference) {
     INFO(entry.path().string());
     const auto it = reference.find(name);
     REQUIRE(it != reference.end());  // not an output of this command
-    CHECK(content == it->second);    // complete, equal to the uninterrupted run's
+    if (content == kRefusedAsUnfinished) continue;
+    CHECK(content == it->second);  // complete, equal to the uninterrupted run's
   }
 }
 
@@ -358,6 +379,77 @@ TEST_CASE("data prep killed at random moments leaves only complete shards and a 
                               " --progress never"});
 }
 
+namespace {
+
+// The shards under `dir` by their final names.
+int shards_in(const fs::path& dir) {
+  int shards = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
+    shards += it->path().extension() == ".hdf5" && !is_temporary(it->path());
+  return shards;
+}
+
+// Starts `command` and SIGKILLs its process tree once `dir` holds `shards` shards.
+void kill_at_shard(const std::string& command, const fs::path& dir, int shards,
+                   const fs::path& output) {
+  Job job("exec " + command, output);
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (shards_in(dir) < shards && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  INFO(read_text(output));
+  REQUIRE(shards_in(dir) >= shards);
+  REQUIRE_FALSE(job.wait_for(0).has_value());  // killed before its index, not finished
+  kill_tree(job.pid());
+  REQUIRE(job.wait_for(30).has_value());
+}
+
+}  // namespace
+
+TEST_CASE("data prep killed after a shard leaves a folder every reader refuses by name, and a "
+          "rerun with fewer inputs completes it",
+          "[crash]") {
+  const Inputs in = inputs();
+  const fs::path base = crash_root() / "prep_unfinished";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path out = base / "train";
+  const std::string prep = mlbert_bin().string() + " data prep --vocab " + in.vocab.string() +
+                           " --output " + out.string() + " --threads 1 --dupe-factor 3" + kShape +
+                           " --progress never --input";
+  const std::string refusal =
+      out.string() + ": a `mlbert data prep` into this folder did not finish (killed?)";
+  // Killed after its first shard, then a rerun killed after its third: each time the folder holds
+  // shards whose index is missing or stale, and `data check` and `data index` refuse it.
+  for (const int shards : {1, 3}) {
+    INFO("killed once " << shards << " shard(s) were written");
+    kill_at_shard(prep + in.parts, out, shards, base / ("kill_" + std::to_string(shards) + ".out"));
+    for (const std::string reader : {"check ", "index "}) {
+      const auto [status, output] = run_command(mlbert_bin().string() + " data " + reader + out.string());
+      INFO(reader << output);
+      CHECK(status == 2);
+      CHECK_THAT(output, Catch::Contains(refusal));
+    }
+  }
+  // A rerun with half the inputs, without --replace: the unfinished run's other shards go.
+  std::istringstream parts(in.parts);
+  std::vector<std::string> part_list((std::istream_iterator<std::string>(parts)),
+                                     std::istream_iterator<std::string>());
+  REQUIRE(part_list.size() == 6);
+  const auto [status, output] = run_command(prep + " " + part_list[0] + " " + part_list[1] + " " +
+                                            part_list[2]);
+  INFO(output);
+  REQUIRE(status == 0);
+  CHECK(shards_in(out) == 3);
+  CHECK_FALSE(fs::exists(out / ".mlbert-prep-unfinished"));
+  const auto [check_status, check_output] =
+      run_command(mlbert_bin().string() + " data check " + out.string());
+  INFO(check_output);
+  CHECK(check_status == 0);
+  CHECK(mlbert::data::read_length_index(out / "lengths.index").shards.size() == 3);
+  fs::remove_all(base);
+}
+
 TEST_CASE("data stratify killed at random moments leaves only complete shards", "[crash]") {
   const Inputs in = inputs();
   // A memory budget of about a third of the output: shards are built and committed in groups.
@@ -491,6 +583,50 @@ TEST_CASE("the demo interrupted by SIGINT to its process group 10 times leaves e
       CHECK(fs::exists(bert / ("train_" + std::to_string(run) + ".out")));
     }
     CHECK(temporaries_under(base / "results").empty());
+  }
+  fs::remove_all(base);
+}
+
+TEST_CASE("launch's local run stopped by SIGINT, SIGTERM or SIGHUP to its group ends its log and "
+          "exits 128 + signal", "[crash][mpi]") {
+  const TestData data = test_data();
+  // Long enough that every signal lands while rank 0 trains: an eval every 4 steps, up to 400.
+  const fs::path system =
+      write_system("launch_interrupt", 2, 4, 1, "after-allreduce", "none", 20, 400, 4);
+  const fs::path base = crash_root() / "launch_interrupt";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const std::string root = ::geteuid() == 0 ? " --allow-run-as-root" : "";
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+    const fs::path results = base / name;
+    const fs::path output = base / (name + ".out");
+    INFO(name << "; launch's output: " << output);
+    // Two runs: the signal must also keep the second from starting.
+    Job job("exec " + mlbert_bin().string() + " launch --system " + system.string() +
+                " --runs 2 --oversubscribe --best-effort" + root + " --data " + data.train.string() +
+                " --eval-data " + data.eval.string() + " --results " + results.string(),
+            output);
+    const fs::path bert = results / "launch_interrupt" / "bert";
+    const auto deadline = Clock::now() + std::chrono::seconds(180);
+    while (!fs::exists(bert / "result_0.txt.partial") && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(fs::exists(bert / "result_0.txt.partial"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    REQUIRE(::killpg(job.pid(), signal) == 0);
+    const auto status = job.wait_for(90);
+    INFO(read_text(output));
+    REQUIRE(status.has_value());
+    CHECK(*status == 128 + signal);
+    CHECK_THAT(read_text(output), Catch::Contains("interrupted by " + name + " in run 0") &&
+                                      Catch::Contains("no further runs, no scoring"));
+    const fs::path log = bert / "result_0.txt";
+    REQUIRE(fs::exists(log));
+    CHECK_THAT(last_mllog_line(log), Catch::Contains("\"key\": \"run_stop\"") &&
+                                         Catch::Contains("\"status\": \"aborted\""));
+    CHECK_FALSE(fs::exists(bert / "result_1.txt.partial"));
+    CHECK_FALSE(fs::exists(bert / "result_1.txt"));
+    CHECK(temporaries_under(results).empty());
   }
   fs::remove_all(base);
 }

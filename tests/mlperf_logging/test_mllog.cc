@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mlperf_logging/log/mllog.h"
+#include "tests/common/file_size_limit.h"
 
 namespace mllog = mlbert::mllog;
 using mllog::Json;
@@ -221,6 +222,17 @@ TEST_CASE("Logger with rank0_only writes nothing on other ranks") {
   CHECK(logger.enabled());
   logger.event(mllog::key::run_start, nullptr);
   CHECK(slurp(path).find("run_start") != std::string::npos);
+}
+
+TEST_CASE("Logger's file sink fails a write it cannot complete, naming the file and the reason") {
+  ScratchDir scratch;
+  auto path = scratch.file("limited.log");
+  mllog::Logger logger(to_file(path));
+  logger.event(mllog::key::run_start, nullptr);
+  const auto before = slurp(path).size();
+  mlbert::test::FileSizeLimit limit(before + 100);  // a disk that fills during the next line
+  CHECK_THROWS_WITH(logger.event(mllog::key::tracked_stats, std::string(300, 'x')),
+                    Catch::Contains("mllog: " + path.string() + ": cannot write it: File too large"));
 }
 
 TEST_CASE("Logger lines from many threads never interleave") {
