@@ -27,10 +27,10 @@ namespace mlbert::mllog {
 namespace {
 
 constexpr std::string_view kToken = kMllogToken;
-constexpr std::size_t kChunk = std::size_t{1} << 20;
-// Files up to this size are read in one piece (one buffer, no carried partial lines): published
-// logs are a few MiB at most.
-constexpr std::size_t kWholeFile = std::size_t{8} << 20;
+// Files are read in windows of this size: small enough that the buffer stays in cache and costs
+// a fresh process few page faults (with 1 MiB, `mlbert check` of a 2 MiB log took 40% more CPU
+// time), large enough that read() calls stay few.
+constexpr std::size_t kChunk = std::size_t{256} << 10;
 // A partial line longer than this is compacted to the bytes that can still matter.
 constexpr std::size_t kCompactAt = std::size_t{4} << 20;
 
@@ -455,10 +455,11 @@ ParseStats for_each_record(const std::filesystem::path& file, const RecordCallba
   struct stat info {};
   if (::fstat(fd, &info) != 0)
     throw std::runtime_error(file.string() + ": cannot stat: " + std::strerror(errno));
-  // Logs are read in one piece; larger files stream through a fixed-size window.
-  const std::size_t chunk = static_cast<std::uint64_t>(info.st_size) < kWholeFile
-                                ? static_cast<std::size_t>(info.st_size) + 1
-                                : kChunk;
+  // Small logs are read in one piece; larger ones stream through a fixed-size window.
+  const std::size_t chunk =
+      static_cast<std::uint64_t>(info.st_size) < kChunk
+          ? static_cast<std::size_t>(info.st_size) + 1
+          : kChunk;
   return drive(
       [&](char* dst, std::size_t n) -> std::size_t {
         while (true) {
