@@ -9,6 +9,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define MLBERT_TOKEN_SCAN_X86 1
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>  // glibc 2.33 and later
+#define MLBERT_GLIBC_CPU_FEATURES 1
+#endif
 #endif
 
 namespace mlbert::mllog {
@@ -139,7 +143,15 @@ TokenScan scan_to_token_portable(const char* begin, const char* end) {
 }
 
 ScanCode best_scan_code() {
-#if MLBERT_TOKEN_SCAN_X86
+#if MLBERT_TOKEN_SCAN_X86 && defined(MLBERT_GLIBC_CPU_FEATURES)
+  // glibc's record of what the CPU and the kernel enable, filled before main: asking the CPU
+  // (cpuid, __builtin_cpu_supports) would cost every process a trap to the hypervisor in a VM.
+  static const ScanCode best = !CPU_FEATURE_ACTIVE(POPCNT) || !CPU_FEATURE_ACTIVE(AVX2)
+                                   ? ScanCode::portable
+                               : CPU_FEATURE_ACTIVE(AVX512BW) ? ScanCode::avx512
+                                                              : ScanCode::avx2;
+  return best;
+#elif MLBERT_TOKEN_SCAN_X86
   static const ScanCode best = [] {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("popcnt") || !__builtin_cpu_supports("avx2"))
