@@ -91,6 +91,7 @@ class Model {
  private:
   struct Arena;
   struct Step;
+  struct LayerScope;
   class GradientPrefix;
   struct QkvViews {
     Tensor q, k, v;
@@ -102,6 +103,7 @@ class Model {
   Tensor grad(size_t tensor) const;
   // Forward, op by op (model.cc).
   void forward(const Step& st);
+  LayerScope layer_scope(const Step& st, int64_t layer) const;
   void layer_forward(const Step& st, int64_t layer);
   void qkv_forward(const Step& st, int64_t layer);
   size_t qkv_block_stride() const;

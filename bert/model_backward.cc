@@ -81,14 +81,7 @@ void Model::heads_backward(const Step& st, GradientPrefix& prefix) {
 
 // Layer l: d_hidden goes in as d(layer output) and comes out as d(layer input).
 void Model::layer_backward(const Step& st, GradientPrefix& prefix, int64_t l) {
-  Ops& ops = params_->ops();
-  const Arena& a = *arena_;
-  const Arena::Layer& act = a.layers[static_cast<size_t>(l)];
-  const LayerParameters& lp = params_->index().layers[static_cast<size_t>(l)];
-  const BertConfig& c = config();
-  const int64_t t = st.t, h = c.hidden_size, f = c.intermediate_size;
-  const int layer = static_cast<int>(l);
-  const double p_hidden = c.hidden_dropout_prob;
+  const auto [ops, a, act, lp, c, t, h, f, layer, p_hidden] = layer_scope(st, l);
   ops.layer_norm_backward(residual_norm_backward(
       *params_, a.d_hidden, lp.output_layer_norm_gamma, lp.output_layer_norm_beta, act.output_norm,
       a.d_branch, a.d_x1, grad(lp.output_bias),

@@ -38,15 +38,23 @@ void Model::forward(const Step& st) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer_forward(st, l);
 }
 
-void Model::layer_forward(const Step& st, int64_t l) {
-  Ops& ops = params_->ops();
+Model::LayerScope Model::layer_scope(const Step& st, int64_t l) const {
   const Arena& a = *arena_;
-  const Arena::Layer& act = a.layers[static_cast<size_t>(l)];
-  const LayerParameters& lp = params_->index().layers[static_cast<size_t>(l)];
   const BertConfig& c = config();
-  const int64_t t = st.t, h = c.hidden_size, f = c.intermediate_size;
-  const int layer = static_cast<int>(l);
-  const double p_hidden = c.hidden_dropout_prob;
+  return {.ops = params_->ops(),
+          .a = a,
+          .act = a.layers[static_cast<size_t>(l)],
+          .lp = params_->index().layers[static_cast<size_t>(l)],
+          .c = c,
+          .t = st.t,
+          .h = c.hidden_size,
+          .f = c.intermediate_size,
+          .layer = static_cast<int>(l),
+          .p_hidden = c.hidden_dropout_prob};
+}
+
+void Model::layer_forward(const Step& st, int64_t l) {
+  const auto [ops, a, act, lp, c, t, h, f, layer, p_hidden] = layer_scope(st, l);
   qkv_forward(st, l);
   ops.attention_forward(attention_forward_params(st, l));
   ops.linear_forward(

@@ -217,6 +217,19 @@ struct Model::Step {
   const DropoutKey* key;  // null: no dropout
 };
 
+// What one encoder layer's forward and backward read: the backend, the arena with the layer's
+// activations, its parameters, the sizes (tokens, hidden, intermediate) and the hidden dropout.
+struct Model::LayerScope {
+  Ops& ops;
+  const Arena& a;
+  const Arena::Layer& act;
+  const LayerParameters& lp;
+  const BertConfig& c;
+  int64_t t, h, f;
+  int layer;
+  double p_hidden;
+};
+
 // The prefix of the flat gradient buffer that is final, reported through on_grad_ready.
 class Model::GradientPrefix {
  public:

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "common/html_escape.h"
 #include "common/thousands.h"
 #include "mlperf_logging/package/score.h"
 
@@ -23,29 +24,6 @@ std::string fmt(const char* format, double x) {
 
 std::string with_commas(std::int64_t x) {
   return group_thousands(std::to_string(x));
-}
-
-std::string escape_xml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 json breakdown_to_json(const StepBreakdown& b) {
@@ -228,12 +206,12 @@ std::string sweep_svg(const std::string& field, const std::vector<SweepPoint>& p
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" viewBox=\"0 0 " << width << " " << height
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<title>mlbert simulate: predicted time to train against " << escape_xml(field)
+  o << "<title>mlbert simulate: predicted time to train against " << escape_html(field)
     << "</title>\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">Predicted time to train ("
-    << escape_xml(points.empty() ? std::string() : points.front().prediction.name) << ") against "
-    << escape_xml(field) << "</text>\n";
+    << escape_html(points.empty() ? std::string() : points.front().prediction.name) << ") against "
+    << escape_html(field) << "</text>\n";
   for (int i = 0; i <= 5; ++i) {
     const double v = axis * i / 5, y = top + plot_h - plot_h * i / 5;
     o << "<line x1=\"" << left << "\" x2=\"" << left + plot_w << "\" y1=\"" << y << "\" y2=\"" << y
@@ -259,10 +237,10 @@ std::string sweep_svg(const std::string& field, const std::vector<SweepPoint>& p
     o << "<text x=\"" << x + w / 2 << "\" y=\"" << y - 4 << "\" text-anchor=\"middle\">"
       << fmt("%.1f", points[i].prediction.total_seconds) << "</text>\n";
     o << "<text x=\"" << x + w / 2 << "\" y=\"" << top + plot_h + 18 << "\" text-anchor=\"middle\">"
-      << escape_xml(points[i].value) << "</text>\n";
+      << escape_html(points[i].value) << "</text>\n";
   }
   o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << height - 18 << "\" text-anchor=\"middle\">"
-    << escape_xml(field) << "</text>\n";
+    << escape_html(field) << "</text>\n";
   double ly = top + 10;
   for (auto it = std::rbegin(kComponents); it != std::rend(kComponents); ++it) {
     o << "<rect x=\"" << left + plot_w + 20 << "\" y=\"" << ly - 10

@@ -45,23 +45,6 @@ __device__ __forceinline__ void store_row_stats(const RowStats& s, float* smem_l
   }
 }
 
-// acc[16 x 64] += frag[16 x 64] * tile, with tile a [k][n] row-major 64x64 shared tile.
-template <typename T>
-__device__ __forceinline__ void mma_frags_times_tile(float (&acc)[kNTiles][4],
-                                                     const uint32_t (&frag)[kNTiles / 2][4],
-                                                     const T* tile, int lane) {
-#pragma unroll
-  for (int kk = 0; kk < kNTiles / 2; ++kk) {
-#pragma unroll
-    for (int dp = 0; dp < kNTiles / 2; ++dp) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, tile + a_pattern_offset(lane, kk * 16, dp * 16));
-      mma_m16n8k16<T>(acc[2 * dp], frag[kk], b[0], b[1]);
-      mma_m16n8k16<T>(acc[2 * dp + 1], frag[kk], b[2], b[3]);
-    }
-  }
-}
-
 // dQ of the warp's 16 queries x 32 dims of the tile: dS (from dS^T in shared memory) times K,
 // over the key tiles that start inside the sequence.
 template <typename T>

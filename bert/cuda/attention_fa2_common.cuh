@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "bert/cuda/attention_fa2_layout.h"
+#include "bert/cuda/attention_fragments.cuh"
 #include "bert/cuda/attention_keep_bitmap.h"
 #include "bert/cuda/common.cuh"
 #include "bert/cuda/dropout_bits.h"
@@ -37,19 +38,6 @@ __device__ __forceinline__ void load_rows_async(T* tile, const T* gmem, int64_t 
     const bool valid = row0 + row < len;
     const T* src = valid ? gmem + static_cast<int64_t>(row0 + row) * row_stride + col : gmem;
     cp_async_16(tile + row * kSmemRow + col, src, valid);
-  }
-}
-
-// The C layout of two adjacent n8 accumulator tiles is the A layout of one k16 step.
-template <typename T>
-__device__ __forceinline__ void accumulator_to_a_fragments(const float (&acc)[kNTiles][4],
-                                                           uint32_t (&frag)[kNTiles / 2][4]) {
-#pragma unroll
-  for (int kk = 0; kk < kNTiles / 2; ++kk) {
-    frag[kk][0] = Pair<T>::pack(acc[2 * kk][0], acc[2 * kk][1]);
-    frag[kk][1] = Pair<T>::pack(acc[2 * kk][2], acc[2 * kk][3]);
-    frag[kk][2] = Pair<T>::pack(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
-    frag[kk][3] = Pair<T>::pack(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
   }
 }
 

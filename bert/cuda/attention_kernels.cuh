@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "bert/cuda/attention.h"
+#include "bert/cuda/attention_fragments.cuh"
 #include "bert/cuda/attention_sequence.cuh"
 #include "bert/cuda/common.cuh"
 #include "bert/cuda/dropout_bits.h"
@@ -41,6 +42,10 @@ constexpr int kChunksPerRow = kHeadDim * 2 / kVectorBytes;  // 16-byte chunks in
 constexpr int kElemsPerChunk = kVectorBytes / 2;
 constexpr int kNTiles = kBlockN / 8;  // n8 accumulator tiles across 64 columns
 static_assert(kNTiles % 2 == 0, "dropout bits are drawn for pairs of n8 tiles");
+static_assert(kNTiles == attention_fa2::kNTiles && kSmemRow == attention_fa2::kSmemRow,
+              "the fragment steps of attention_fragments.cuh assume this geometry");
+using attention_fa2::accumulator_to_a_fragments;
+using attention_fa2::mma_frags_times_tile;
 constexpr int kKSteps = kHeadDim / 16;  // k16 steps across the head dimension
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -105,37 +110,6 @@ __device__ __forceinline__ void mma_rows_times_tile_t(float (&acc)[kNTiles][4], 
       ldmatrix_x4(b, tile + b_pattern_offset(lane, np * 16, ks * 16));
       mma_m16n8k16<T>(acc[2 * np], a, b[0], b[1]);
       mma_m16n8k16<T>(acc[2 * np + 1], a, b[2], b[3]);
-    }
-  }
-}
-
-// Converts a 16x64 fp32 accumulator (C layout) into the A fragments of the next product: the C
-// layout of two adjacent n8 tiles is exactly the A layout of one k16 step.
-template <typename T>
-__device__ __forceinline__ void accumulator_to_a_fragments(const float (&acc)[kNTiles][4],
-                                                           uint32_t (&frag)[kNTiles / 2][4]) {
-#pragma unroll
-  for (int kk = 0; kk < kNTiles / 2; ++kk) {
-    frag[kk][0] = Pair<T>::pack(acc[2 * kk][0], acc[2 * kk][1]);
-    frag[kk][1] = Pair<T>::pack(acc[2 * kk][2], acc[2 * kk][3]);
-    frag[kk][2] = Pair<T>::pack(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
-    frag[kk][3] = Pair<T>::pack(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
-  }
-}
-
-// acc[16 x 64] += frag[16 x 64] * tile, with tile a [k][n] row-major 64x64 shared tile.
-template <typename T>
-__device__ __forceinline__ void mma_frags_times_tile(float (&acc)[kNTiles][4],
-                                                     const uint32_t (&frag)[kNTiles / 2][4],
-                                                     const T* tile, int lane) {
-#pragma unroll
-  for (int kk = 0; kk < kNTiles / 2; ++kk) {
-#pragma unroll
-    for (int dp = 0; dp < kNTiles / 2; ++dp) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, tile + a_pattern_offset(lane, kk * 16, dp * 16));
-      mma_m16n8k16<T>(acc[2 * dp], frag[kk], b[0], b[1]);
-      mma_m16n8k16<T>(acc[2 * dp + 1], frag[kk], b[2], b[3]);
     }
   }
 }

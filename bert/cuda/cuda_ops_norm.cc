@@ -15,6 +15,33 @@ namespace mlbert::cuda {
 
 using namespace ops_checks;
 
+namespace {
+
+// The LayerNorm that ends both layer_norm_forward and embedding_forward: gamma and beta of
+// `width`, the output and the normalized input of rows x width, and per-row mean and rstd.
+template <class Params>
+void require_normalization_tensors(const Params& p, DType ct, size_t rows, size_t width,
+                                   const char* op) {
+  require_tensor(p.gamma, ct, width, op, "gamma");
+  require_tensor(p.beta, ct, width, op, "beta");
+  require_tensor(p.out, ct, rows * width, op, "out");
+  require_tensor(p.ln_input, ct, rows * width, op, "ln_input");
+  require_tensor(p.mean, DType::f32, rows, op, "mean");
+  require_tensor(p.rstd, DType::f32, rows, op, "rstd");
+}
+
+template <class Args, class Params>
+void set_normalization_tensors(Args& a, const Params& p) {
+  a.gamma = p.gamma.data;
+  a.beta = p.beta.data;
+  a.out = p.out.data;
+  a.ln_input = p.ln_input.data;
+  a.mean = p.mean.template as<float>();
+  a.rstd = p.rstd.template as<float>();
+}
+
+}  // namespace
+
 // ---- LayerNorm, embeddings ----------------------------------------------------------------------
 
 void CudaOps::layer_norm_forward(const bert::LayerNormForwardParams& p) {
@@ -25,23 +52,13 @@ void CudaOps::layer_norm_forward(const bert::LayerNormForwardParams& p) {
   require_tensor(p.x, ct, R * W, op, "x");
   if (p.bias.defined()) require_tensor(p.bias, ct, W, op, "bias");
   if (p.residual.defined()) require_tensor(p.residual, ct, R * W, op, "residual");
-  require_tensor(p.gamma, ct, W, op, "gamma");
-  require_tensor(p.beta, ct, W, op, "beta");
-  require_tensor(p.out, ct, R * W, op, "out");
-  require_tensor(p.ln_input, ct, R * W, op, "ln_input");
-  require_tensor(p.mean, DType::f32, R, op, "mean");
-  require_tensor(p.rstd, DType::f32, R, op, "rstd");
+  require_normalization_tensors(p, ct, R, W, op);
   LayerNormForwardArgs a;
   a.type = type_;
   a.x = p.x.data;
   a.bias = p.bias.defined() ? p.bias.data : nullptr;
   a.residual = p.residual.defined() ? p.residual.data : nullptr;
-  a.gamma = p.gamma.data;
-  a.beta = p.beta.data;
-  a.out = p.out.data;
-  a.ln_input = p.ln_input.data;
-  a.mean = p.mean.as<float>();
-  a.rstd = p.rstd.as<float>();
+  set_normalization_tensors(a, p);
   a.dropout = kernel_mask(p.dropout);
   a.rows = p.rows;
   a.width = p.width;
@@ -135,12 +152,7 @@ void CudaOps::embedding_forward(const bert::EmbeddingForwardParams& p) {
   require_tensor(p.word, ct, H, op, "word");
   require_tensor(p.position, ct, H, op, "position");
   require_tensor(p.token_type, ct, H, op, "token_type");
-  require_tensor(p.gamma, ct, H, op, "gamma");
-  require_tensor(p.beta, ct, H, op, "beta");
-  require_tensor(p.out, ct, T * H, op, "out");
-  require_tensor(p.ln_input, ct, T * H, op, "ln_input");
-  require_tensor(p.mean, DType::f32, T, op, "mean");
-  require_tensor(p.rstd, DType::f32, T, op, "rstd");
+  require_normalization_tensors(p, ct, T, H, op);
   EmbeddingForwardArgs a;
   a.type = type_;
   a.ids = embedding_tables(p.input_ids, p.position_ids, p.segment_ids, p.word, p.position,
@@ -148,12 +160,7 @@ void CudaOps::embedding_forward(const bert::EmbeddingForwardParams& p) {
   a.word = p.word.data;
   a.position = p.position.data;
   a.token_type = p.token_type.data;
-  a.gamma = p.gamma.data;
-  a.beta = p.beta.data;
-  a.out = p.out.data;
-  a.ln_input = p.ln_input.data;
-  a.mean = p.mean.as<float>();
-  a.rstd = p.rstd.as<float>();
+  set_normalization_tensors(a, p);
   a.dropout = kernel_mask(p.dropout);
   a.tokens = p.tokens;
   a.hidden = p.hidden;

@@ -432,6 +432,20 @@ class Decoder {
     }
   }
 
+  // After an object member or an array element: true at `close` (stepped over), else steps over
+  // the ',' that must come and the white space after it.
+  bool closes_after_item(char close) {
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == close) {
+      ++pos_;
+      return true;
+    }
+    if (pos_ >= s_.size() || s_[pos_] != ',') fail("Expecting ',' delimiter");
+    ++pos_;
+    skip_ws();
+    return false;
+  }
+
   typename B::Value object(int depth) {
     enter(depth);
     ++pos_;  // '{'
@@ -461,27 +475,13 @@ class Decoder {
       skip_ws();
       if constexpr (builds_nothing<B>()) {
         if (depth == 1 && shape_ && top_level_member(key)) {
-          skip_ws();
-          if (pos_ < s_.size() && s_[pos_] == '}') {
-            ++pos_;
-            return B::end_object(std::move(obj));
-          }
-          if (pos_ >= s_.size() || s_[pos_] != ',') fail("Expecting ',' delimiter");
-          ++pos_;
-          skip_ws();
+          if (closes_after_item('}')) return B::end_object(std::move(obj));
           continue;
         }
       }
       auto value = value_at(depth);
       B::put(obj, std::move(key), std::move(value));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return B::end_object(std::move(obj));
-      }
-      if (pos_ >= s_.size() || s_[pos_] != ',') fail("Expecting ',' delimiter");
-      ++pos_;
-      skip_ws();
+      if (closes_after_item('}')) return B::end_object(std::move(obj));
     }
   }
 
@@ -537,14 +537,7 @@ class Decoder {
     }
     while (true) {
       B::push(arr, value_at(depth));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return B::end_array(std::move(arr));
-      }
-      if (pos_ >= s_.size() || s_[pos_] != ',') fail("Expecting ',' delimiter");
-      ++pos_;
-      skip_ws();
+      if (closes_after_item(']')) return B::end_array(std::move(arr));
     }
   }
 

@@ -1,19 +1,20 @@
-// The pieces `mlbert report` draws with: HTML escaping, linear axes with round ticks, and a Chart
-// that maps data coordinates to an inline SVG. Design choice: nothing a log holds can reach the
-// markup unescaped or as a non-finite number: text goes through escape_html (which also repairs
-// invalid UTF-8), and a mark with a NaN or infinite coordinate is dropped where it enters the
-// Chart, so a browser never sees `d="M nan"` (an SVG parse error) or an injected tag.
+// The pieces `mlbert report` draws with: HTML escaping (common/html_escape.h), linear axes with
+// round ticks, and a Chart that maps data coordinates to an inline SVG. Design choice: nothing a
+// log holds can reach the markup unescaped or as a non-finite number: text goes through
+// escape_html (which also repairs invalid UTF-8), and a mark with a NaN or infinite coordinate is
+// dropped where it enters the Chart, so a browser never sees `d="M nan"` (an SVG parse error) or
+// an injected tag.
 #pragma once
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/html_escape.h"  // escape_html
+
 namespace mlbert::logging::report {
 
-// `text` as HTML/SVG character data or attribute value: & < > " ' escaped, bytes that are not
-// valid UTF-8 and control characters other than tab and newline replaced by U+FFFD.
-std::string escape_html(std::string_view text);
+using mlbert::escape_html;
 
 // A linear axis: the range drawn and where its ticks go (labels, when given, replace the numbers).
 struct Axis {

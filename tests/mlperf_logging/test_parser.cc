@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,6 +16,7 @@
 #include "mlperf_logging/log/parser.h"
 #include "mlperf_logging/log/python_float.h"
 #include "mlperf_logging/log/python_json.h"
+#include "mlperf_logging/log/token_scan.h"
 
 namespace mllog = mlbert::mllog;
 namespace pyjson = mlbert::mllog::pyjson;
@@ -473,4 +476,56 @@ TEST_CASE("float_from_string follows Python's float()") {
   CHECK_FALSE(float_from_string(""));
   CHECK_FALSE(float_from_string("0x10"));
   CHECK_FALSE(float_from_string("1 2"));
+}
+
+TEST_CASE("the vector token scans agree with the portable one at every offset and length") {
+  using Code = mllog::detail::ScanCode;
+  std::vector<Code> codes = {Code::avx2, Code::avx512};
+  codes.resize(static_cast<std::size_t>(mllog::detail::best_scan_code()));  // those the CPU runs
+  // Bytes drawn from the ones the scan tests for, so tokens, look-alikes, '\n' and '\r' fall at
+  // every position of a 32-byte block and across the ends of the vector loop.
+  const std::string alphabet = ":::MLLOG \n\r:M x";
+  std::uint32_t state = 12345;
+  const auto next = [&] {
+    state = state * 1103515245u + 12345u;
+    return state >> 16;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    std::string text(next() % 400, 'a');
+    for (char& c : text) c = (next() % 4 == 0) ? alphabet[next() % alphabet.size()] : 'a';
+    if (!text.empty() && next() % 2) {
+      std::size_t at = next() % text.size();
+      text.replace(at, std::min<std::size_t>(9, text.size() - at), ":::MLLOG ");
+    }
+    for (std::size_t from : {std::size_t{0}, std::size_t{1}, std::size_t{5}}) {
+      if (from > text.size()) continue;
+      const char* b = text.data() + from;
+      const char* e = text.data() + text.size();
+      const mllog::TokenScan portable = mllog::detail::scan_to_token_portable(b, e);
+      INFO("round " << round << " from " << from << " text size " << text.size());
+      for (Code code : codes) {
+        const mllog::TokenScan fast = mllog::detail::scan_to_token_with(code, b, e);
+        INFO("code " << static_cast<int>(code));
+        REQUIRE(fast.token == portable.token);
+        REQUIRE(fast.newlines == portable.newlines);
+        REQUIRE(fast.has_cr == portable.has_cr);
+      }
+      const char* stop = portable.token ? portable.token : e;
+      REQUIRE(portable.newlines == static_cast<std::size_t>(std::count(b, stop, '\n')));
+      REQUIRE(portable.has_cr == (std::find(b, stop, '\r') != stop));
+      const std::string_view rest(b, static_cast<std::size_t>(e - b));
+      const auto expected = rest.find(":::MLLOG ");
+      REQUIRE(portable.token == (expected == std::string_view::npos ? nullptr : b + expected));
+    }
+  }
+  if (codes.size() < 2) WARN("this CPU runs " << codes.size() << " of the 2 vector scans");
+}
+
+TEST_CASE("newline counts stay exact past 255 blocks of eight bytes") {
+  const std::string text(std::size_t{255} * 8 * 3 + 5, '\n');
+  const mllog::TokenScan scan =
+      mllog::detail::scan_to_token_portable(text.data(), text.data() + text.size());
+  CHECK(scan.newlines == text.size());
+  CHECK(scan.token == nullptr);
+  CHECK(!scan.has_cr);
 }
