@@ -2,8 +2,9 @@
 # The device check's training run on one rank: `mlbert train` of a system file (the 4-layer BERT of
 # BERT-large width in systems/h200_1x1_check_{bf16,fp16}.json) on the generated demo corpus, then
 # `mlbert check` of its result log and one summary line (steps, seq/s, eval accuracy, loss, loss
-# scale). scripts/device_check.sh runs it on the GPU; ctest runs the same script with
-# `--backend cpu --max-steps 1` on every CI machine, so only the CUDA ops differ between the two.
+# scale); on the GPU it first runs `mlbert preflight` (the accelerator counted, NCCL's allreduce).
+# scripts/device_check.sh runs it on the GPU; ctest runs the same script with `--backend cpu
+# --max-steps 1` on every CI machine, so only the CUDA ops and the preflight differ between the two.
 #
 # Design choice: one rank is an MPI singleton (`mlbert train` started without mpirun): Open MPI
 # starts its own helper, so the run needs no launcher, and the NCCL communicator of the CUDA
@@ -70,6 +71,17 @@ if [[ ! -f $data/READY ]]; then
   fi
   touch "$data/READY"
   echo "train: data: demo corpus prepped for seq $seq_len, $predictions predictions, $eval_samples eval samples in $(($(date +%s) - t0)) s"
+fi
+
+# ---- on the GPU, the preflight a job runs first: NCCL's allreduce timed on this GPU's memory
+if [[ $BACKEND != cpu ]]; then
+  if ! "$MLBERT" preflight --system "$SYSTEM" --data "$data/train" --eval-data "$data/eval.hdf5" \
+    >"$WORK/preflight.log" 2>&1; then
+    echo "train: $name: FAILED: mlbert preflight (last lines of $WORK/preflight.log):"
+    tail -8 "$WORK/preflight.log"
+    exit 1
+  fi
+  grep -E 'allreduce|accelerators' "$WORK/preflight.log" | sed 's/^/train: /'
 fi
 
 # ---- the run (an MPI singleton)
