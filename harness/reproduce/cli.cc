@@ -119,7 +119,7 @@ int run_plan(const PlanOptions& o) {
   write_plan(plan, o.out_dir, job);
   // Slurm opens the job's output file (#SBATCH --output) there before the script runs.
   if (!job.empty())
-    fs::create_directories(fs::absolute(o.job.results) / fs::path(kPlannedSystemFile).stem());
+    fs::create_directories(fs::absolute(o.job.results) / plan.system_name);
   if (plan.refusal) {
     std::cerr << "mlbert reproduce plan: " << o.result_dir.string()
               << ": not reproducible: " << *plan.refusal << " (plan.json and README.md in "
