@@ -9,8 +9,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define MLBERT_TOKEN_SCAN_X86 1
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>  // glibc 2.33 and later
+// glibc 2.33 and later; its declarations use C's _Bool, which clang's C++ does not take (the fuzz
+// and sanitizer builds ask the CPU instead).
+#if __has_include(<sys/platform/x86.h>) && !defined(__clang__)
+#include <sys/platform/x86.h>
 #define MLBERT_GLIBC_CPU_FEATURES 1
 #endif
 #endif
