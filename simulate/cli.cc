@@ -167,7 +167,8 @@ int run_system(const Options& o) {
   for (const auto& settings : variants) {
     try {
       points.push_back(simulate_variant(o, settings, first_profile));
-      progress.value_done(points.size(), settings.back().value);
+      // Without --sweep there is one variant, and perhaps no setting at all.
+      if (!o.sweep.empty()) progress.value_done(points.size(), settings.back().value);
     } catch (const std::exception& e) {
       if (o.sweep.empty()) throw;
       progress.end();
