@@ -146,11 +146,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     ldmatrix_x4(v_frag[ks], smem_v + a_pattern_offset(lane, bwd_warp_key0(warp), ks * 16));
   }
   float dk_acc[kNTiles][4], dv_acc[kNTiles][4];
-#pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk_acc[nt][e] = dv_acc[nt][e] = 0.0f;
-  }
+  zero_accumulators(dk_acc, dv_acc);
   const float scale_log2 = p.softmax_scale * kLog2e;
   const bool use_dropout = p.dropout.enabled;
   const float keep_scale = p.dropout.scale;
@@ -200,11 +196,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       }
       // S^T = K_w Q^T and dP^T = V_w dO^T for the warp's 16 keys against 64 queries.
       float st[kNTiles][4], dpt[kNTiles][4];
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.0f;
-      }
+      zero_accumulators(st, dpt);
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
 #pragma unroll
@@ -236,22 +228,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
           float prob = exp2f(fmaf(st[nt][e], scale_log2, -slse[query_local]));
           if (masked && (warp_key0 + fragment_row(lane, e) >= len || query0 + query_local >= len))
             prob = 0.0f;
-          float dprob = dpt[nt][e];
-          float prob_dropped = prob;
-          if (use_dropout) {
-            const bool keep = (keep_bits >> (nt * 4 + e)) & 1u;
-            prob_dropped = keep ? prob * keep_scale : 0.0f;
-            dprob = keep ? dprob * keep_scale : 0.0f;
-          }
-          st[nt][e] = prob_dropped;                          // for dV
-          dpt[nt][e] = prob * (dprob - sdsum[query_local]);  // dS^T, unscaled
+          softmax_backward_element(prob, st[nt][e], dpt[nt][e], sdsum[query_local], use_dropout,
+                                   keep_bits, nt * 4 + e, keep_scale);
         }
       }
       uint32_t frag[kNTiles / 2][4];
-      accumulator_to_a_fragments<T>(st, frag);
-      mma_frags_times_tile<T>(dv_acc, frag, sdo, lane);
-      accumulator_to_a_fragments<T>(dpt, frag);
-      mma_frags_times_tile<T>(dk_acc, frag, sq, lane);
+      accumulate_dv_dk<T>(dv_acc, dk_acc, st, dpt, sdo, sq, lane, frag);
       // dS^T to shared memory: the A fragments' registers are the compute-type pairs.
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
@@ -309,14 +291,12 @@ template <typename T>
 void run_attention_fa2_bwd(const AttentionBwdParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(bwd_key_blocks(p.max_seqlen)),
                   static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
-  attention_fa2_bwd_kernel<T><<<grid, kBwdThreads, kBwdSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_attention(attention_fa2_bwd_kernel<T>, grid, kBwdThreads, kBwdSmemBytes, stream, p);
 }
 
 template <typename T>
 void configure_attention_fa2_bwd() {
-  CUDA_CHECK(cudaFuncSetAttribute(attention_fa2_bwd_kernel<T>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kBwdSmemBytes));
+  allow_dynamic_shared_memory(attention_fa2_bwd_kernel<T>, kBwdSmemBytes);
 }
 
 }  // namespace mlbert::cuda::attention_fa2

@@ -72,13 +72,8 @@ __device__ __forceinline__ uint32_t forward_keep_bits_drawn(const AttentionTileC
     if (pair < save_pairs)
       save[pair * pair_stride + keep_bitmap_drawn_byte(lane)] = static_cast<uint8_t>(drawn);
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      int src_g, src_g8, shift;
-      attention_forward_sources(lane, half, src_g, src_g8, shift);
-      const uint32_t row_g = __shfl_sync(kFullWarpMask, drawn, src_g);
-      const uint32_t row_g8 = __shfl_sync(kFullWarpMask, drawn, src_g8);
-      bits |= attention_forward_bits(row_g, row_g8, shift) << ((2 * pair + half) * 4);
-    }
+    for (int half = 0; half < 2; ++half)
+      bits |= forward_tile_keep_bits(drawn, lane, half) << ((2 * pair + half) * 4);
   }
   return bits;
 }
@@ -86,14 +81,8 @@ __device__ __forceinline__ uint32_t forward_keep_bits_drawn(const AttentionTileC
 // Forward orientation, read: word[j] is the word keep_bitmap_forward_word(lane) of pair j's chunk.
 __device__ __forceinline__ uint32_t forward_keep_bits_read(const uint32_t (&word)[kNTiles / 2],
                                                            int lane) {
-  uint32_t bits = 0;
-#pragma unroll
-  for (int pair = 0; pair < kNTiles / 2; ++pair) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      bits |= keep_bitmap_forward_nibble(word[pair], half, lane) << ((2 * pair + half) * 4);
-  }
-  return bits;
+  return gather_keep_nibbles(
+      [&](int pair, int half) { return keep_bitmap_forward_nibble(word[pair], half, lane); });
 }
 
 // Backward orientation (rows are keys), drawn: the blocks of the transposed tile, shared by
@@ -106,15 +95,8 @@ __device__ __forceinline__ uint32_t backward_keep_bits_drawn(const AttentionTile
     const uint32_t drawn =
         dropout_keep_block_bits(mask, attention_backward_lane_block(c, lane, pair));
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      int src_g, src_g8, shift;
-      attention_backward_sources(lane, half, src_g, src_g8, shift);
-      const uint32_t b0 = __shfl_sync(kFullWarpMask, drawn, src_g);
-      const uint32_t b1 = __shfl_sync(kFullWarpMask, drawn, src_g + 1);
-      const uint32_t b2 = __shfl_sync(kFullWarpMask, drawn, src_g8);
-      const uint32_t b3 = __shfl_sync(kFullWarpMask, drawn, src_g8 + 1);
-      bits |= attention_backward_bits(b0, b1, b2, b3, shift) << ((2 * pair + half) * 4);
-    }
+    for (int half = 0; half < 2; ++half)
+      bits |= backward_tile_keep_bits(drawn, lane, half) << ((2 * pair + half) * 4);
   }
   return bits;
 }
@@ -123,15 +105,9 @@ __device__ __forceinline__ uint32_t backward_keep_bits_drawn(const AttentionTile
 // chunk.
 __device__ __forceinline__ uint32_t backward_keep_bits_read(const uint2 (&words)[kNTiles / 2],
                                                             int lane) {
-  uint32_t bits = 0;
-#pragma unroll
-  for (int pair = 0; pair < kNTiles / 2; ++pair) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      bits |= keep_bitmap_backward_nibble(words[pair].x, words[pair].y, half, lane)
-              << ((2 * pair + half) * 4);
-  }
-  return bits;
+  return gather_keep_nibbles([&](int pair, int half) {
+    return keep_bitmap_backward_nibble(words[pair].x, words[pair].y, half, lane);
+  });
 }
 
 }  // namespace mlbert::cuda::attention_fa2

@@ -265,14 +265,12 @@ template <typename T>
 void run_attention_fa2_fwd(const AttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(fwd_query_blocks(p.max_seqlen)),
                   static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
-  attention_fa2_fwd_kernel<T><<<grid, kFwdThreads, kFwdSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_attention(attention_fa2_fwd_kernel<T>, grid, kFwdThreads, kFwdSmemBytes, stream, p);
 }
 
 template <typename T>
 void configure_attention_fa2_fwd() {
-  CUDA_CHECK(cudaFuncSetAttribute(attention_fa2_fwd_kernel<T>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kFwdSmemBytes));
+  allow_dynamic_shared_memory(attention_fa2_fwd_kernel<T>, kFwdSmemBytes);
 }
 
 }  // namespace mlbert::cuda::attention_fa2

@@ -44,8 +44,15 @@ constexpr int kNTiles = kBlockN / 8;  // n8 accumulator tiles across 64 columns
 static_assert(kNTiles % 2 == 0, "dropout bits are drawn for pairs of n8 tiles");
 static_assert(kNTiles == attention_fa2::kNTiles && kSmemRow == attention_fa2::kSmemRow,
               "the fragment steps of attention_fragments.cuh assume this geometry");
+using attention_fa2::accumulate_dv_dk;
 using attention_fa2::accumulator_to_a_fragments;
+using attention_fa2::allow_dynamic_shared_memory;
+using attention_fa2::backward_tile_keep_bits;
+using attention_fa2::forward_tile_keep_bits;
+using attention_fa2::launch_attention;
 using attention_fa2::mma_frags_times_tile;
+using attention_fa2::softmax_backward_element;
+using attention_fa2::zero_accumulators;
 constexpr int kKSteps = kHeadDim / 16;  // k16 steps across the head dimension
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -165,13 +172,8 @@ __device__ __forceinline__ uint32_t attention_keep_bits(const AttentionTileCoord
       save[pair * save_pair_stride + attention_keep_forward_byte(lane)] =
           static_cast<uint8_t>(drawn);
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      int src_g, src_g8, shift;
-      attention_forward_sources(lane, half, src_g, src_g8, shift);
-      const uint32_t row_g = __shfl_sync(kFullWarpMask, drawn, src_g);
-      const uint32_t row_g8 = __shfl_sync(kFullWarpMask, drawn, src_g8);
-      bits |= attention_forward_bits(row_g, row_g8, shift) << ((2 * pair + half) * 4);
-    }
+    for (int half = 0; half < 2; ++half)
+      bits |= forward_tile_keep_bits(drawn, lane, half) << ((2 * pair + half) * 4);
   }
   return bits;
 }
@@ -189,15 +191,8 @@ __device__ __forceinline__ uint32_t attention_keep_bits_transposed(const Attenti
         use_saved ? (saved >> (8 * pair)) & 0xffu
                   : dropout_keep_block_bits(mask, attention_backward_lane_block(c, lane, pair));
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      int src_g, src_g8, shift;
-      attention_backward_sources(lane, half, src_g, src_g8, shift);
-      const uint32_t b0 = __shfl_sync(kFullWarpMask, drawn, src_g);
-      const uint32_t b1 = __shfl_sync(kFullWarpMask, drawn, src_g + 1);
-      const uint32_t b2 = __shfl_sync(kFullWarpMask, drawn, src_g8);
-      const uint32_t b3 = __shfl_sync(kFullWarpMask, drawn, src_g8 + 1);
-      bits |= attention_backward_bits(b0, b1, b2, b3, shift) << ((2 * pair + half) * 4);
-    }
+    for (int half = 0; half < 2; ++half)
+      bits |= backward_tile_keep_bits(drawn, lane, half) << ((2 * pair + half) * 4);
   }
   return bits;
 }
@@ -421,11 +416,7 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
   cp_async_commit();
 
   float dk_acc[kNTiles][4], dv_acc[kNTiles][4];
-#pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk_acc[nt][e] = dv_acc[nt][e] = 0.0f;
-  }
+  zero_accumulators(dk_acc, dv_acc);
   const float scale_log2 = p.softmax_scale * kLog2e;
   const bool use_dropout = p.dropout.enabled;
   const float keep_scale = p.dropout.scale;
@@ -474,11 +465,7 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
 
     // S^T = K_w Q^T and dP^T = V_w dO^T for this warp's 16 keys against 64 queries.
     float st[kNTiles][4], dpt[kNTiles][4];
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.0f;
-    }
+    zero_accumulators(st, dpt);
     mma_rows_times_tile_t<T>(st, smem_k, warp_key0, sq, lane);
     mma_rows_times_tile_t<T>(dpt, smem_v, warp_key0, sdo, lane);
 
@@ -499,23 +486,13 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
         const bool valid = key < len && query < len;
         const float prob =
             valid ? exp2f(st[nt][e] * scale_log2 - slse[query_local] * kLog2e) : 0.0f;
-        float dprob = dpt[nt][e];
-        float prob_dropped = prob;
-        if (use_dropout) {
-          const bool keep = (keep_bits >> (nt * 4 + e)) & 1u;
-          prob_dropped = keep ? prob * keep_scale : 0.0f;
-          dprob = keep ? dprob * keep_scale : 0.0f;
-        }
-        st[nt][e] = prob_dropped;                          // for dV
-        dpt[nt][e] = prob * (dprob - sdsum[query_local]);  // dS^T (unscaled)
+        softmax_backward_element(prob, st[nt][e], dpt[nt][e], sdsum[query_local], use_dropout,
+                                 keep_bits, nt * 4 + e, keep_scale);
       }
     }
 
     uint32_t frag[kNTiles / 2][4];
-    accumulator_to_a_fragments<T>(st, frag);
-    mma_frags_times_tile<T>(dv_acc, frag, sdo, lane);
-    accumulator_to_a_fragments<T>(dpt, frag);
-    mma_frags_times_tile<T>(dk_acc, frag, sq, lane);
+    accumulate_dv_dk<T>(dv_acc, dk_acc, st, dpt, sdo, sq, lane, frag);
 
     // dS^T to shared memory, then dQ[64 x 64] = dS K with each warp taking 16 queries.
 #pragma unroll
@@ -577,28 +554,29 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Attention
 // ---------------------------------------------------------------------------------------------
 // Launchers (instantiated per compute type in attention_{fwd,bwd}_{fp16,bf16}.cu)
 
+inline dim3 attention_grid_dim(int max_seqlen, int num_heads, int num_seqs) {
+  const AttentionGrid g = attention_grid(max_seqlen, num_heads, num_seqs);
+  return dim3(g.x, g.y, g.z);
+}
+
 template <typename T>
 void run_attention_fwd(const AttentionParams& p, cudaStream_t stream) {
-  const AttentionGrid g = attention_grid(p.max_seqlen, p.num_heads, p.num_seqs);
-  const dim3 grid(g.x, g.y, g.z);
-  attention_fwd_kernel<T><<<grid, kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_attention(attention_fwd_kernel<T>,
+                   attention_grid_dim(p.max_seqlen, p.num_heads, p.num_seqs), kThreads, 0, stream,
+                   p);
 }
 
 template <typename T>
 void run_attention_bwd(const AttentionBwdParams& p, cudaStream_t stream) {
-  const AttentionGrid g = attention_grid(p.max_seqlen, p.num_heads, p.num_seqs);
-  const dim3 grid(g.x, g.y, g.z);
-  attention_bwd_kernel<T><<<grid, kThreads, kBwdSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_attention(attention_bwd_kernel<T>,
+                   attention_grid_dim(p.max_seqlen, p.num_heads, p.num_seqs), kThreads,
+                   kBwdSmemBytes, stream, p);
 }
 
-// Once per device (attention_configure_device), not per launch: the attribute call is a driver
-// round trip.
+// Once per device (attention_configure_device).
 template <typename T>
 void configure_attention_bwd() {
-  CUDA_CHECK(cudaFuncSetAttribute(attention_bwd_kernel<T>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kBwdSmemBytes));
+  allow_dynamic_shared_memory(attention_bwd_kernel<T>, kBwdSmemBytes);
 }
 
 }  // namespace mlbert::cuda::attention_detail
