@@ -167,6 +167,24 @@ TEST_CASE(
   struct Result {
     std::vector<float> out, lse, dq, dk, dv;
   };
+  // Three sequences (lengths 5, 1, 7) of `heads` heads; the q, k and v given, dropout on.
+  auto forward_params = [&](Tensor q_in, Tensor k_in, Tensor v_in, Tensor out, Tensor lse,
+                            int64_t qkv_row_stride) {
+    return AttentionForwardParams{.q = q_in,
+                                  .k = k_in,
+                                  .v = v_in,
+                                  .cu_seqlens = tcu,
+                                  .out = out,
+                                  .softmax_lse = lse,
+                                  .dropout = mask,
+                                  .tokens = t,
+                                  .num_sequences = 3,
+                                  .heads = heads,
+                                  .head_dim = d,
+                                  .max_seqlen = 7,
+                                  .scale = 0.35f,
+                                  .qkv_row_stride = qkv_row_stride};
+  };
   auto run = [&](bool fused) {
     HostTensor tq(ops, q), tk(ops, k), tv(ops, v), trows(ops, rows);
     HostTensor out(ops, std::vector<float>(t * h)), lse(ops, std::vector<float>(heads * t));
@@ -175,20 +193,9 @@ TEST_CASE(
     HostTensor d_rows(ops, std::vector<float>(t * 3 * h, 5.0f));  // 5: untouched columns
     const size_t span = static_cast<size_t>((t - 1) * 3 * h + h);
     const Tensor all = trows.t();
-    const AttentionForwardParams f{.q = fused ? all.slice(0, span) : tq.t(),
-                                   .k = fused ? all.slice(h, span) : tk.t(),
-                                   .v = fused ? all.slice(2 * h, span) : tv.t(),
-                                   .cu_seqlens = tcu,
-                                   .out = out,
-                                   .softmax_lse = lse,
-                                   .dropout = mask,
-                                   .tokens = t,
-                                   .num_sequences = 3,
-                                   .heads = heads,
-                                   .head_dim = d,
-                                   .max_seqlen = 7,
-                                   .scale = 0.35f,
-                                   .qkv_row_stride = fused ? 3 * h : 0};
+    const AttentionForwardParams f =
+        forward_params(fused ? all.slice(0, span) : tq.t(), fused ? all.slice(h, span) : tk.t(),
+                       fused ? all.slice(2 * h, span) : tv.t(), out, lse, fused ? 3 * h : 0);
     ops.attention_forward(f);
     const Tensor dall = d_rows.t();
     ops.attention_backward({.q = f.q,
@@ -196,18 +203,18 @@ TEST_CASE(
                             .v = f.v,
                             .out = out,
                             .d_out = tdo,
-                            .softmax_lse = lse,
-                            .cu_seqlens = tcu,
+                            .softmax_lse = f.softmax_lse,
+                            .cu_seqlens = f.cu_seqlens,
                             .d_q = fused ? dall.slice(0, span) : dq.t(),
                             .d_k = fused ? dall.slice(h, span) : dk.t(),
                             .d_v = fused ? dall.slice(2 * h, span) : dv.t(),
-                            .dropout = mask,
-                            .tokens = t,
-                            .num_sequences = 3,
-                            .heads = heads,
-                            .head_dim = d,
-                            .max_seqlen = 7,
-                            .scale = 0.35f,
+                            .dropout = f.dropout,
+                            .tokens = f.tokens,
+                            .num_sequences = f.num_sequences,
+                            .heads = f.heads,
+                            .head_dim = f.head_dim,
+                            .max_seqlen = f.max_seqlen,
+                            .scale = f.scale,
                             .qkv_row_stride = f.qkv_row_stride});
     Result r{out.host(ops), lse.host(ops), dq.host(ops), dk.host(ops), dv.host(ops)};
     if (fused) {
@@ -229,19 +236,7 @@ TEST_CASE(
   CHECK(relative_error(fused.dv, separate.dv) < 1e-6);
   // A row stride below the hidden width is refused.
   HostTensor x(ops, std::vector<float>(t * h)), lse(ops, std::vector<float>(heads * t));
-  CHECK_THROWS_WITH(ops.attention_forward({.q = x,
-                                           .k = x,
-                                           .v = x,
-                                           .cu_seqlens = tcu,
-                                           .out = x,
-                                           .softmax_lse = lse,
-                                           .tokens = t,
-                                           .num_sequences = 3,
-                                           .heads = heads,
-                                           .head_dim = d,
-                                           .max_seqlen = 7,
-                                           .scale = 0.35f,
-                                           .qkv_row_stride = h - 1}),
+  CHECK_THROWS_WITH(ops.attention_forward(forward_params(x, x, x, x, lse, h - 1)),
                     Catch::Contains("qkv_row_stride"));
 }
 

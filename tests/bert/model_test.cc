@@ -340,73 +340,67 @@ TEST_CASE("the model allocates backend memory only at construction, never inside
   CHECK(ops.allocations == after_construction);
 }
 
+// Item i's backward (the backward runs in reverse) gets the tensor item i's forward saved into.
+// With `claims`, each holds the bytes its op asked for and no two share bytes; without, each is
+// empty.
+void check_saved_pairs(const std::vector<Tensor>& forward, const std::vector<Tensor>& backward,
+                       const std::vector<size_t>& bytes_needed, size_t items, bool claims,
+                       const char* item) {
+  REQUIRE(forward.size() == items);
+  REQUIRE(backward.size() == items);
+  for (size_t i = 0; i < items; ++i) {
+    INFO(item << " " << i << (claims ? " (backend keeps bytes)" : " (backend keeps nothing)"));
+    const Tensor& fwd = forward[i];
+    const Tensor& bwd = backward[items - 1 - i];
+    CHECK(bwd.data == fwd.data);
+    CHECK(bwd.numel == fwd.numel);
+    if (!claims) {
+      CHECK(fwd.numel == 0);
+      continue;
+    }
+    CHECK(fwd.numel * 4 >= bytes_needed[i]);
+    for (size_t other = 0; other < i; ++other) {
+      const auto* a = static_cast<const char*>(fwd.data);
+      const auto* b = static_cast<const char*>(forward[other].data);
+      CHECK((a + fwd.numel * 4 <= b || b + forward[other].numel * 4 <= a));
+    }
+  }
+}
+
+// One step and an evaluation of the small model on CountingOps.
+void counted_step(CountingOps& ops, bool claims, uint32_t batch_seed) {
+  ops.claims_saved = claims;
+  const BertConfig c = small_config();
+  ParameterStore params(c, ops);
+  params.init_truncated_normal(7);
+  Model model(params, small_limits());
+  const Batch batch = small_batch(batch_seed, c);
+  model.forward_backward(batch, DropoutKey{2, 1});
+  model.evaluate(batch);  // no dropout: records nothing
+}
+
 TEST_CASE("each layer's attention backward gets the tensor its forward saved into") {
+  const auto layers = static_cast<size_t>(small_config().num_hidden_layers);
   for (const bool claims : {true, false}) {
     CountingOps ops;
-    ops.claims_saved = claims;
-    const BertConfig c = small_config();
-    ParameterStore params(c, ops);
-    params.init_truncated_normal(7);
-    Model model(params, small_limits());
-    const Batch batch = small_batch(71, c);
-    model.forward_backward(batch, DropoutKey{2, 1});
-    model.evaluate(batch);  // no dropout: records nothing
-    const size_t layers = static_cast<size_t>(c.num_hidden_layers);
-    REQUIRE(ops.forward_saved.size() == layers);
-    REQUIRE(ops.backward_saved.size() == layers);
-    for (size_t l = 0; l < layers; ++l) {
-      INFO("layer " << l << (claims ? " (backend keeps bytes)" : " (backend keeps nothing)"));
-      const Tensor& fwd = ops.forward_saved[l];
-      const Tensor& bwd =
-          ops.backward_saved[layers - 1 - l];  // backward runs the layers in reverse
-      CHECK(bwd.data == fwd.data);
-      CHECK(bwd.numel == fwd.numel);
-      if (!claims) {
-        CHECK(fwd.numel == 0);
-        continue;
-      }
-      CHECK(fwd.dtype == DType::i32);
-      CHECK(fwd.numel * 4 >= ops.bytes_needed[l]);
+    counted_step(ops, claims, 71);
+    check_saved_pairs(ops.forward_saved, ops.backward_saved, ops.bytes_needed, layers, claims,
+                      "layer");
+    for (size_t l = 0; claims && l < layers; ++l) {
+      CHECK(ops.forward_saved[l].dtype == DType::i32);
       CHECK(ops.bytes_needed[l] > 0);
-      for (size_t other = 0; other < l; ++other) {  // no two layers share bytes
-        const auto* a = static_cast<const char*>(fwd.data);
-        const auto* b = static_cast<const char*>(ops.forward_saved[other].data);
-        CHECK((a + fwd.numel * 4 <= b || b + ops.forward_saved[other].numel * 4 <= a));
-      }
     }
   }
 }
 
 TEST_CASE("each residual LayerNorm's backward gets the tensor its forward kept, its own") {
+  // Two a layer (after attention, after the FFN); the heads' LayerNorm has no dropout.
+  const size_t norms = 2 * static_cast<size_t>(small_config().num_hidden_layers);
   for (const bool claims : {true, false}) {
     CountingOps ops;
-    ops.claims_saved = claims;
-    const BertConfig c = small_config();
-    ParameterStore params(c, ops);
-    params.init_truncated_normal(7);
-    Model model(params, small_limits());
-    model.forward_backward(small_batch(73, c), DropoutKey{2, 1});
-    // Two a layer (after attention, after the FFN); the heads' LayerNorm has no dropout.
-    const size_t norms = 2 * static_cast<size_t>(c.num_hidden_layers);
-    REQUIRE(ops.norm_forward_saved.size() == norms);
-    REQUIRE(ops.norm_backward_saved.size() == norms);
-    for (size_t i = 0; i < norms; ++i) {
-      INFO("LayerNorm " << i << (claims ? " (backend keeps bytes)" : " (backend keeps nothing)"));
-      const Tensor& fwd = ops.norm_forward_saved[i];
-      const Tensor& bwd = ops.norm_backward_saved[norms - 1 - i];  // backward runs in reverse
-      CHECK(bwd.data == fwd.data);
-      CHECK(bwd.numel == fwd.numel);
-      if (!claims) {
-        CHECK(fwd.numel == 0);
-        continue;
-      }
-      CHECK(fwd.numel * 4 >= ops.norm_bytes_needed[i]);
-      for (size_t other = 0; other < i; ++other) {  // no two LayerNorms share bytes
-        const auto* a = static_cast<const char*>(fwd.data);
-        const auto* b = static_cast<const char*>(ops.norm_forward_saved[other].data);
-        CHECK((a + fwd.numel * 4 <= b || b + ops.norm_forward_saved[other].numel * 4 <= a));
-      }
-    }
+    counted_step(ops, claims, 73);
+    check_saved_pairs(ops.norm_forward_saved, ops.norm_backward_saved, ops.norm_bytes_needed, norms,
+                      claims, "LayerNorm");
   }
 }
 
