@@ -176,7 +176,8 @@ prepare() {
     done
   done
   # Every shared library those ELF files load, except the device's own (DEVICE_LIBS).
-  elf_files "$stage/bin" "$stage/sysroot" | while read -r path; do ldd "$path"; done |
+  # A static executable (mlbert) loads none: ldd refuses it.
+  elf_files "$stage/bin" "$stage/sysroot" | while read -r path; do ldd "$path" || true; done |
     awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r name path; do
       [[ $name =~ $DEVICE_LIBS ]] || cp -L "$path" "$stage/lib/$name"
     done

@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -168,16 +169,22 @@ std::size_t count_lines(const fs::path& p) {
       std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string python = std::getenv("MLBERT_PYTHON") ? std::getenv("MLBERT_PYTHON") : "";
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path();
-  const fs::path fixtures = fs::path(MLBERT_SOURCE_DIR) / ".." / "shared" / "fixtures";
-  std::vector<fs::path> logs_dirs = {fixtures / "mlperf_logs", fixtures / "mlperf_logs_early"};
-  bool logs_given = false;
+struct Options {
+  std::string python;
+  fs::path bin;
+  std::vector<fs::path> logs_dirs;
   int reps = 5;
   double big_gib = 0;
+};
+
+// The command line; nullopt after printing the usage.
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options o;
+  o.python = std::getenv("MLBERT_PYTHON") ? std::getenv("MLBERT_PYTHON") : "";
+  o.bin = fs::canonical("/proc/self/exe").parent_path();
+  const fs::path fixtures = fs::path(MLBERT_SOURCE_DIR) / ".." / "shared" / "fixtures";
+  o.logs_dirs = {fixtures / "mlperf_logs", fixtures / "mlperf_logs_early"};
+  bool logs_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -185,50 +192,37 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--python") {
-      python = next();
+      o.python = next();
     } else if (a == "--bin") {
-      bin = next();
+      o.bin = next();
     } else if (a == "--logs") {  // repeatable; replaces the two fixture folders
-      if (!logs_given) logs_dirs.clear();
+      if (!logs_given) o.logs_dirs.clear();
       logs_given = true;
-      logs_dirs.push_back(next());
+      o.logs_dirs.push_back(next());
     } else if (a == "--reps") {
-      reps = std::stoi(next());
+      o.reps = std::stoi(next());
     } else if (a == "--big-gib") {
-      big_gib = std::stod(next());
+      o.big_gib = std::stod(next());
     } else {
       std::fprintf(
           stderr,
           "usage: bench_check --python PY [--bin DIR] [--logs DIR]... [--reps N] [--big-gib N]\n");
-      return 2;
+      return std::nullopt;
     }
   }
-  if (python.empty()) {
+  if (o.python.empty()) {
     std::fprintf(stderr,
                  "bench_check: --python (or MLBERT_PYTHON) must name a Python with mlperf-logging "
                  "installed\n");
-    return 2;
+    return std::nullopt;
   }
-  const fs::path mlbert = bin / "mlbert", core = bin / "mlbert-core";
-  std::vector<Log> logs;
-  std::string sources;
-  for (const auto& dir : logs_dirs) {
-    auto found = fixture_logs(dir);
-    logs.insert(logs.end(), found.begin(), found.end());
-    sources += (sources.empty() ? "" : ", ") + dir.string();
-  }
-  std::printf(
-      "bench_check: %zu logs from %s; mlbert and mlbert-core from %s; official: %s -m "
-      "mlperf_logging.compliance_checker; medians of %d runs\n"
-      "cpu = user + system time (robust on a shared machine); wall = elapsed time\n\n",
-      logs.size(), sources.c_str(), bin.string().c_str(), python.c_str(), reps);
+  return o;
+}
 
-  // Official in-process times, all logs in one interpreter.
-  std::vector<std::string> timer = {python, "-c", kPythonTimer, std::to_string(reps)};
-  for (const auto& log : logs) timer.push_back(log.ruleset + ":" + log.path.string());
-  Run official_inproc = run_process(timer, true);
-  nlohmann::json official = nlohmann::json::parse(official_inproc.output);
-
+// One row a log: the official checker and mlbert, as commands and in-process. Returns the number
+// of verdicts that differ.
+int per_log_table(const Options& o, const std::vector<Log>& logs, const nlohmann::json& official) {
+  const fs::path mlbert = o.bin / "mlbert", core = o.bin / "mlbert-core";
   std::printf("%-62s %6s %7s | %17s %17s %8s | %9s %9s | %6s %6s\n", "", "", "", "official command",
               "mlbert command", "core", "official", "check_log", "cmd", "call");
   std::printf("%-62s %6s %7s | %8s %8s %8s %8s %8s | %9s %9s | %6s %6s\n", "log", "lines",
@@ -240,20 +234,20 @@ int main(int argc, char** argv) {
     options.ruleset = log.ruleset;
     std::vector<double> inproc;
     bool success = false;
-    for (int i = 0; i < std::max(reps, 5); ++i) {
+    for (int i = 0; i < std::max(o.reps, 5); ++i) {
       double start = thread_cpu_seconds();
       success = mllog::check_log(log.path, options).success;
       inproc.push_back(thread_cpu_seconds() - start);
     }
     double ours_call = median(inproc);
     Timing core_cmd =
-        time_command({core.string(), "check", "--ruleset", log.ruleset, log.path.string()}, reps);
-    Timing mlbert_cmd =
-        time_command({mlbert.string(), "check", "--ruleset", log.ruleset, log.path.string()}, reps);
+        time_command({core.string(), "check", "--ruleset", log.ruleset, log.path.string()}, o.reps);
+    Timing mlbert_cmd = time_command(
+        {mlbert.string(), "check", "--ruleset", log.ruleset, log.path.string()}, o.reps);
     Timing theirs_cmd =
-        time_command({python, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
+        time_command({o.python, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
                       "--ruleset", log.ruleset, "--log_output", "/dev/null", log.path.string()},
-                     reps);
+                     o.reps);
     double theirs_call = official[log.path.string()][0].get<double>();
     bool theirs_ok = official[log.path.string()][1].get<bool>();
     if (theirs_ok != success) ++mismatches;
@@ -273,11 +267,14 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nlowest per-file ratio (CPU time): %.0fx official command / mlbert command, %.0fx "
-      "in-process "
-      "(target >= 50x); lowest wall-clock command ratio %.0fx; verdict differences: %d\n\n",
+      "in-process (target >= 50x); lowest wall-clock command ratio %.0fx; verdict differences: "
+      "%d\n\n",
       worst_cmd, worst_call, worst_cmd_wall, mismatches);
+  return mismatches;
+}
 
-  // Whole result folders, as `mlbert check` is used on a submission.
+// Whole result folders, as `mlbert check` is used on a submission.
+void folder_table(const Options& o, const std::vector<Log>& logs, const nlohmann::json& official) {
   std::map<fs::path, std::vector<const Log*>> folders;
   for (const auto& log : logs) folders[log.path.parent_path()].push_back(&log);
   std::printf("%-62s %5s | %12s | %10s %12s | %6s\n", "result folder (all its logs in one command)",
@@ -286,16 +283,16 @@ int main(int argc, char** argv) {
               "");
   double slowest_folder = 0;
   for (const auto& [folder, members] : folders) {
-    std::vector<std::string> args = {mlbert.string(), "check", "--ruleset",
+    std::vector<std::string> args = {(o.bin / "mlbert").string(), "check", "--ruleset",
                                      members.front()->ruleset};
     double official_sum = 0;
     for (const Log* m : members) {
       args.push_back(m->path.string());
       official_sum += official[m->path.string()][0].get<double>();
     }
-    Timing ours = time_command(args, reps);
-    args[0] = core.string();
-    Timing ours_core = time_command(args, reps);
+    Timing ours = time_command(args, o.reps);
+    args[0] = (o.bin / "mlbert-core").string();
+    Timing ours_core = time_command(args, o.reps);
     slowest_folder = std::max(slowest_folder, ours.wall);
     std::printf("%-62s %5zu | %10.1fms | %8.1fms %10.2fms | %5.0fx\n",
                 fs::relative(folder, members.front()->root).string().c_str(), members.size(),
@@ -303,34 +300,62 @@ int main(int argc, char** argv) {
                 official_sum / ours.wall);
   }
   std::printf(
-      "\nslowest 10-run folder: %.1f ms wall with mlbert check (target < 50 ms); official: "
-      "its "
+      "\nslowest 10-run folder: %.1f ms wall with mlbert check (target < 50 ms); official: its "
       "in-process check_file CPU times summed (no interpreter start)\n",
       slowest_folder * 1e3);
+}
 
-  if (big_gib > 0) {
-    fs::path big = fs::temp_directory_path() / "bench_check_no_mllog.txt";
-    {
-      std::ofstream out(big, std::ios::binary);
-      std::string line =
-          "[1,3]<stderr>: step 1234 loss 1.9876 lr 0.000425 throughput 5432.1 seq/s\n";
-      std::string block;
-      while (block.size() < (1u << 20)) block += line;
-      auto blocks = static_cast<long>(big_gib * 1024);
-      for (long i = 0; i < blocks; ++i)
-        out.write(block.data(), static_cast<std::streamsize>(block.size()));
-    }
-    double gib = static_cast<double>(fs::file_size(big)) / (1u << 30);
-    Run ours = run_process({mlbert.string(), "check", "--ruleset", "4.0.0", big.string()});
-    Run theirs =
-        run_process({python, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
-                     "--ruleset", "4.0.0", "--log_output", "/dev/null", big.string()});
-    std::printf(
-        "\n%.2f GiB without MLLOG lines: official command %.1f s, %ld MiB peak; mlbert check "
-        "%.2f s (%.0f MiB/s), %ld MiB peak; ratio %.0fx\n",
-        gib, theirs.seconds, theirs.max_rss_kib / 1024, ours.seconds, gib * 1024 / ours.seconds,
-        ours.max_rss_kib / 1024, theirs.seconds / ours.seconds);
-    fs::remove(big);
+// A file of `gib` GiB without MLLOG lines through both commands (peak memory included).
+void big_file(const Options& o) {
+  fs::path big = fs::temp_directory_path() / "bench_check_no_mllog.txt";
+  {
+    std::ofstream out(big, std::ios::binary);
+    std::string line = "[1,3]<stderr>: step 1234 loss 1.9876 lr 0.000425 throughput 5432.1 seq/s\n";
+    std::string block;
+    while (block.size() < (1u << 20)) block += line;
+    auto blocks = static_cast<long>(o.big_gib * 1024);
+    for (long i = 0; i < blocks; ++i)
+      out.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
+  double gib = static_cast<double>(fs::file_size(big)) / (1u << 30);
+  Run ours =
+      run_process({(o.bin / "mlbert").string(), "check", "--ruleset", "4.0.0", big.string()});
+  Run theirs =
+      run_process({o.python, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
+                   "--ruleset", "4.0.0", "--log_output", "/dev/null", big.string()});
+  std::printf(
+      "\n%.2f GiB without MLLOG lines: official command %.1f s, %ld MiB peak; mlbert check "
+      "%.2f s (%.0f MiB/s), %ld MiB peak; ratio %.0fx\n",
+      gib, theirs.seconds, theirs.max_rss_kib / 1024, ours.seconds, gib * 1024 / ours.seconds,
+      ours.max_rss_kib / 1024, theirs.seconds / ours.seconds);
+  fs::remove(big);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> o = parse_options(argc, argv);
+  if (!o) return 2;
+  std::vector<Log> logs;
+  std::string sources;
+  for (const auto& dir : o->logs_dirs) {
+    auto found = fixture_logs(dir);
+    logs.insert(logs.end(), found.begin(), found.end());
+    sources += (sources.empty() ? "" : ", ") + dir.string();
+  }
+  std::printf(
+      "bench_check: %zu logs from %s; mlbert and mlbert-core from %s; official: %s -m "
+      "mlperf_logging.compliance_checker; medians of %d runs\n"
+      "cpu = user + system time (robust on a shared machine); wall = elapsed time\n\n",
+      logs.size(), sources.c_str(), o->bin.string().c_str(), o->python.c_str(), o->reps);
+
+  // Official in-process times, all logs in one interpreter.
+  std::vector<std::string> timer = {o->python, "-c", kPythonTimer, std::to_string(o->reps)};
+  for (const auto& log : logs) timer.push_back(log.ruleset + ":" + log.path.string());
+  const nlohmann::json official = nlohmann::json::parse(run_process(timer, true).output);
+
+  const int mismatches = per_log_table(*o, logs, official);
+  folder_table(*o, logs, official);
+  if (o->big_gib > 0) big_file(*o);
   return mismatches == 0 ? 0 : 1;
 }
