@@ -258,6 +258,106 @@ void optimizer_step(bert::Ops& ops, cuda::CudaOps& cuda_ops, bert::ParameterStor
   ops.lamb_update(lamb);
 }
 
+// What a timed step runs on, all set up by time_steps.
+struct StepState {
+  cuda::CudaOps& cuda_ops;
+  bert::ProfilingOps& ops;  // forwards to cuda_ops; profiles only the --breakdown steps
+  bert::ParameterStore& params;
+  bert::Model& model;
+  const bert::Buffer& exp_avg;
+  const bert::Buffer& exp_avg_sq;
+  const bert::Buffer& norm_total;
+  bool fp16;
+};
+
+// What the steps measured, before the medians.
+struct StepRecord {
+  std::vector<double> wall, fwd_bwd, optimizer;  // ms, one entry a timed step
+  size_t allocations = 0;                        // device allocations before the first timed step
+  int skipped_before_timing = 0;                 // steps the fp16 scaler skipped before it
+};
+
+// A step's micro-batches forward and backward, gradients accumulated; the last one's result.
+bert::StepResult forward_backward(const StepState& s, const StepRun& run,
+                                  bert::ForwardBackwardOptions fb, int step) {
+  const int micro = static_cast<int>(run.micro_batches.size());
+  bert::StepResult r;
+  for (int a = 0; a < micro; ++a) {
+    const bert::Batch& batch = run.micro_batches[static_cast<size_t>(a)];
+    s.ops.set_attention_squares(sum_of_squared_lengths(batch));
+    fb.zero_grads = a == 0;
+    r = s.model.forward_backward(
+        batch, bert::DropoutKey{run.seed, static_cast<uint32_t>(step * micro + a)}, {}, fb);
+  }
+  return r;
+}
+
+// The warm-up, timed and --breakdown steps; the op-by-op totals and the loss go to `timing`.
+StepRecord run_steps(const StepState& s, const StepRun& run, StepTiming& timing) {
+  const int micro = static_cast<int>(run.micro_batches.size());
+  cudaEvent_t e0, e1, e2;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaEventCreate(&e2));
+  StepRecord rec;
+  const int timed_end = run.warmup + run.steps;
+  for (int step = 0; step < timed_end + run.breakdown; ++step) {
+    if (step == run.warmup) rec.allocations = s.cuda_ops.device_allocations();
+    s.ops.synchronize();
+    bert::ForwardBackwardOptions fb;
+    if (s.fp16) {
+      // The loss is scaled by what the device scaler holds for this step (2^17 at first, halved
+      // after each overflow), over the micro-batches as training divides it; the optimizer's
+      // unscale undoes exactly that scale.
+      const cuda::LossScaleState state = s.cuda_ops.loss_scale_state();
+      fb.loss_scale = state.scale;
+      if (step == run.warmup) rec.skipped_before_timing = state.skipped_steps;
+    }
+    fb.loss_scale /= static_cast<float>(micro);
+    if (step >= timed_end) s.ops.start();  // the op-by-op steps, each on its own
+    const auto t0 = std::chrono::steady_clock::now();
+    CUDA_CHECK(cudaEventRecord(e0, s.cuda_ops.stream()));
+    const bert::StepResult r = forward_backward(s, run, fb, step);
+    CUDA_CHECK(cudaEventRecord(e1, s.cuda_ops.stream()));
+    optimizer_step(s.ops, s.cuda_ops, s.params, s.exp_avg, s.exp_avg_sq, s.norm_total, s.fp16,
+                   step);
+    CUDA_CHECK(cudaEventRecord(e2, s.cuda_ops.stream()));
+    if (step >= timed_end) timing.breakdown += s.ops.stop();
+    s.ops.synchronize();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (step >= run.warmup && step < timed_end) {
+      float a = 0, b = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&a, e0, e1));
+      CUDA_CHECK(cudaEventElapsedTime(&b, e1, e2));
+      rec.wall.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      rec.fwd_bwd.push_back(a);
+      rec.optimizer.push_back(b);
+      timing.loss = r.total_loss;
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaEventDestroy(e2);
+  return rec;
+}
+
+// The medians, the allocations and fp16 skips during the timed steps, and the backend's reports.
+void summarize(StepTiming& timing, const StepRecord& rec, cuda::CudaOps& cuda_ops, bool fp16) {
+  timing.wall_ms = median(rec.wall);
+  timing.fwd_bwd_ms = median(rec.fwd_bwd);
+  timing.optimizer_ms = median(rec.optimizer);
+  timing.allocations_during_steps = cuda_ops.device_allocations() - rec.allocations;
+  if (fp16) {
+    const cuda::LossScaleState state = cuda_ops.loss_scale_state();
+    timing.skipped_warmup = rec.skipped_before_timing;
+    timing.skipped_timed = state.skipped_steps - rec.skipped_before_timing;
+    timing.final_loss_scale = state.scale;
+  }
+  timing.fusion = cuda_ops.gemm().fusion_report();
+  timing.tuning = cuda_ops.gemm().tuning_report();
+  timing.graphs = cuda_ops.step_report();
+}
+
 }  // namespace
 
 StepTiming time_steps(const bert::BertConfig& config, const StepRun& run) {
@@ -277,73 +377,11 @@ StepTiming time_steps(const bert::BertConfig& config, const StepRun& run) {
   bert::Buffer norm_total(ops, DType::f32, 2);
   const bool fp16 = run.dtype == DType::f16;
   if (fp16) cuda_ops.enable_device_loss_scaling(cuda::LossScaleConfig{});
-  const int micro = static_cast<int>(run.micro_batches.size());
 
-  cudaEvent_t e0, e1, e2;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  CUDA_CHECK(cudaEventCreate(&e2));
-  std::vector<double> wall, fwd_bwd, optimizer;
-  size_t allocations = 0;
   StepTiming timing;
-  int skipped_before_timing = 0;
-  const int timed_end = run.warmup + run.steps;
-  for (int step = 0; step < timed_end + run.breakdown; ++step) {
-    if (step == run.warmup) allocations = cuda_ops.device_allocations();
-    ops.synchronize();
-    bert::ForwardBackwardOptions fb;
-    if (fp16) {
-      // The loss is scaled by what the device scaler holds for this step (2^17 at first, halved
-      // after each overflow), over the micro-batches as training divides it; the optimizer's
-      // unscale undoes exactly that scale.
-      const cuda::LossScaleState state = cuda_ops.loss_scale_state();
-      fb.loss_scale = state.scale;
-      if (step == run.warmup) skipped_before_timing = state.skipped_steps;
-    }
-    fb.loss_scale /= static_cast<float>(micro);
-    if (step >= timed_end) ops.start();  // the op-by-op steps, each on its own
-    const auto t0 = std::chrono::steady_clock::now();
-    CUDA_CHECK(cudaEventRecord(e0, cuda_ops.stream()));
-    bert::StepResult r;
-    for (int a = 0; a < micro; ++a) {
-      const bert::Batch& batch = run.micro_batches[static_cast<size_t>(a)];
-      ops.set_attention_squares(sum_of_squared_lengths(batch));
-      fb.zero_grads = a == 0;
-      r = model.forward_backward(
-          batch, bert::DropoutKey{run.seed, static_cast<uint32_t>(step * micro + a)}, {}, fb);
-    }
-    CUDA_CHECK(cudaEventRecord(e1, cuda_ops.stream()));
-    optimizer_step(ops, cuda_ops, params, exp_avg, exp_avg_sq, norm_total, fp16, step);
-    CUDA_CHECK(cudaEventRecord(e2, cuda_ops.stream()));
-    if (step >= timed_end) timing.breakdown += ops.stop();
-    ops.synchronize();
-    const auto t1 = std::chrono::steady_clock::now();
-    if (step >= run.warmup && step < timed_end) {
-      float a = 0, b = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&a, e0, e1));
-      CUDA_CHECK(cudaEventElapsedTime(&b, e1, e2));
-      wall.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      fwd_bwd.push_back(a);
-      optimizer.push_back(b);
-      timing.loss = r.total_loss;
-    }
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaEventDestroy(e2);
-  timing.wall_ms = median(wall);
-  timing.fwd_bwd_ms = median(fwd_bwd);
-  timing.optimizer_ms = median(optimizer);
-  timing.allocations_during_steps = cuda_ops.device_allocations() - allocations;
-  if (fp16) {
-    const cuda::LossScaleState state = cuda_ops.loss_scale_state();
-    timing.skipped_warmup = skipped_before_timing;
-    timing.skipped_timed = state.skipped_steps - skipped_before_timing;
-    timing.final_loss_scale = state.scale;
-  }
-  timing.fusion = cuda_ops.gemm().fusion_report();
-  timing.tuning = cuda_ops.gemm().tuning_report();
-  timing.graphs = cuda_ops.step_report();
+  const StepState state{cuda_ops, ops, params, model, exp_avg, exp_avg_sq, norm_total, fp16};
+  const StepRecord rec = run_steps(state, run, timing);
+  summarize(timing, rec, cuda_ops, fp16);
   cuda_ops.save_gemm_plans();
   if (!std::isfinite(timing.loss)) throw std::runtime_error("the loss is not finite");
   return timing;

@@ -183,46 +183,58 @@ void measure(std::vector<Result>& results, const std::string& mode,
   results.push_back(r);
 }
 
-}  // namespace
+// Counts the rows a mode read and the bytes they hold.
+void add_rows(Result& r, const std::vector<data::Sample>& samples) {
+  for (const auto& s : samples) {
+    ++r.rows;
+    r.used += used_bytes(s);
+  }
+}
 
-int main(int argc, char** argv) {
-  const fs::path dir = text_flag(argc, argv, "--dir", "/tmp/mlbert_data_path_bench");
-  const int rows_per_shard = static_cast<int>(flag(argc, argv, "--rows-per-shard", 500));
-  const int steps = static_cast<int>(flag(argc, argv, "--steps", 1000));
+struct Options {
+  fs::path dir;
+  int rows_per_shard = 500;
+  int steps = 1000;
+};
+
+// The command line; --modes goes to g_modes.
+Options parse_options(int argc, char** argv) {
+  Options o;
+  o.dir = text_flag(argc, argv, "--dir", "/tmp/mlbert_data_path_bench");
+  o.rows_per_shard = static_cast<int>(flag(argc, argv, "--rows-per-shard", 500));
+  o.steps = static_cast<int>(flag(argc, argv, "--steps", 1000));
   g_modes = text_flag(argc, argv, "--modes", g_modes);
-  make_data_set(dir, rows_per_shard);
+  return o;
+}
 
-  harness::RunSpec run;
-  run.sampler = harness::SamplerKind::random;
-  run.per_rank_batch = kBatch;
-  run.load_balancing = harness::LoadBalancing::global_deal;
-  const harness::TrainingDataset data = harness::open_training_data(dir, run);
-  harness::check_length_index(data, 0, 1);
-  const harness::Sampler sampler(data.streams, data.quotas, kWorld, 42);
-  data::ReadOptions options;
-  options.vocab_size = kVocab;
-  const int rank = 0;
+// The rows of `steps` micro-steps of a rank, as the loader plans them.
+struct Rows {
+  std::vector<std::vector<harness::SampleRef>> plans;  // one a micro-step
+  std::vector<harness::SampleRef> all;
+  std::map<std::int32_t, std::vector<std::int64_t>> rows_of_shard;
+};
 
-  // The rows of `steps` micro-steps of this rank, as the loader plans them.
-  std::vector<std::vector<harness::SampleRef>> plans;
+Rows planned_rows(const harness::Sampler& sampler, const harness::TrainingDataset& data, int rank,
+                  int steps) {
+  Rows rows;
   harness::GlobalDeal deal(sampler, data.lengths());
   // Every mode reads micro-steps [steps, 2 steps); "loader" first runs [0, steps) untimed, so
   // that the shards it needs are open, as they are once a run is under way.
-  for (int m = steps; m < 2 * steps; ++m) plans.push_back(deal(rank, m));
-  std::vector<harness::SampleRef> all;
-  for (const auto& p : plans) all.insert(all.end(), p.begin(), p.end());
-  std::map<std::int32_t, std::vector<std::int64_t>> rows_of_shard;
-  for (const auto& ref : all) rows_of_shard[ref.shard].push_back(ref.row);
+  for (int m = steps; m < 2 * steps; ++m) rows.plans.push_back(deal(rank, m));
+  for (const auto& p : rows.plans) rows.all.insert(rows.all.end(), p.begin(), p.end());
+  for (const auto& ref : rows.all) rows.rows_of_shard[ref.shard].push_back(ref.row);
+  return rows;
+}
 
-  std::vector<Result> results;
+// The trainer's path: BatchLoader from its start ("loader-new") and with its shards open
+// ("loader").
+void measure_loaders(std::vector<Result>& results, const harness::TrainingDataset& data,
+                     const harness::Sampler& sampler, const data::ReadOptions& options, int rank,
+                     int steps) {
   measure(results, "loader-new", data, timed([&](Result& r) {
             harness::BatchLoader loader(data, harness::dealt_batches(sampler, data, rank), options,
                                         steps);
-            for (int m = 0; m < steps; ++m)
-              for (const auto& s : loader.next()) {
-                ++r.rows;
-                r.used += used_bytes(s);
-              }
+            for (int m = 0; m < steps; ++m) add_rows(r, loader.next());
           }));
   std::unique_ptr<harness::BatchLoader> open_loader;
   measure(results, "loader", data,
@@ -232,50 +244,47 @@ int main(int argc, char** argv) {
                  for (int m = 0; m < steps; ++m) open_loader->next();
                },
                [&](Result& r) {
-                 for (int m = 0; m < steps; ++m)
-                   for (const auto& s : open_loader->next()) {
-                     ++r.rows;
-                     r.used += used_bytes(s);
-                   }
+                 for (int m = 0; m < steps; ++m) add_rows(r, open_loader->next());
                }});
   open_loader.reset();
+}
+
+// The same rows without the loader: "reopen", "sorted" (sorts `rows.rows_of_shard`) and as many
+// rows read contiguously ("contiguous").
+void measure_baselines(std::vector<Result>& results, const harness::TrainingDataset& data,
+                       const data::ReadOptions& options, Rows& rows) {
   measure(results, "reopen", data, timed([&](Result& r) {
-            for (const auto& plan : plans) {
+            for (const auto& plan : rows.plans) {
               std::map<std::int32_t, std::vector<std::int64_t>> per_shard;
               for (const auto& ref : plan) per_shard[ref.shard].push_back(ref.row);
-              for (const auto& [shard, rows] : per_shard)
-                for (const auto& s : data::read_rows(data.shards[shard].path, rows, options)) {
-                  ++r.rows;
-                  r.used += used_bytes(s);
-                }
+              for (const auto& [shard, shard_rows] : per_shard)
+                add_rows(r, data::read_rows(data.shards[shard].path, shard_rows, options));
             }
           }));
   measure(results, "sorted", data, timed([&](Result& r) {
-            for (auto& [shard, rows] : rows_of_shard) {
-              std::sort(rows.begin(), rows.end());
+            for (auto& [shard, shard_rows] : rows.rows_of_shard) {
+              std::sort(shard_rows.begin(), shard_rows.end());
               data::ShardReader reader(data.shards[shard].path);
-              for (const auto& s : reader.read_rows(rows, options)) {
-                ++r.rows;
-                r.used += used_bytes(s);
-              }
+              add_rows(r, reader.read_rows(shard_rows, options));
             }
           }));
   measure(results, "contiguous", data, timed([&](Result& r) {
-            const auto total = static_cast<long long>(all.size());
+            const auto total = static_cast<long long>(rows.all.size());
             for (std::size_t shard = 0; shard < data.shards.size() && r.rows < total; ++shard) {
               data::ShardReader reader(data.shards[shard].path);
               const auto count = std::min<long long>(reader.rows(), total - r.rows);
-              for (const auto& s : reader.read_range(0, count, options)) {
-                ++r.rows;
-                r.used += used_bytes(s);
-              }
+              add_rows(r, reader.read_range(0, count, options));
             }
           }));
+}
 
+// One line a mode, with its rate against "sorted".
+void print_table(const std::vector<Result>& results, const Options& o, int rank, const Rows& rows) {
   std::printf(
       "data path: rank %d of %d x %d (global-deal), %d steps = %zu rows over %zu of %d shards "
       "(%d rows each); cold page cache per mode\n",
-      rank, kWorld, kBatch, steps, all.size(), rows_of_shard.size(), kShards, rows_per_shard);
+      rank, kWorld, kBatch, o.steps, rows.all.size(), rows.rows_of_shard.size(), kShards,
+      o.rows_per_shard);
   std::printf("%-11s %9s %10s %10s %10s %10s %10s %10s\n", "mode", "rows", "rows/s", "used MB",
               "reads/row", "read/used", "disk/used", "vs sorted");
   double sorted_rate = 0;
@@ -291,5 +300,29 @@ int main(int argc, char** argv) {
       "reads/row: read system calls (syscr) per row; read/used: bytes the reads asked for (rchar) "
       "per byte the rows hold; disk/used: bytes the disk delivered (read_bytes; 0 when the kernel "
       "does not count them here) per byte used.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  make_data_set(o.dir, o.rows_per_shard);
+
+  harness::RunSpec run;
+  run.sampler = harness::SamplerKind::random;
+  run.per_rank_batch = kBatch;
+  run.load_balancing = harness::LoadBalancing::global_deal;
+  const harness::TrainingDataset data = harness::open_training_data(o.dir, run);
+  harness::check_length_index(data, 0, 1);
+  const harness::Sampler sampler(data.streams, data.quotas, kWorld, 42);
+  data::ReadOptions options;
+  options.vocab_size = kVocab;
+  const int rank = 0;
+  Rows rows = planned_rows(sampler, data, rank, o.steps);
+
+  std::vector<Result> results;
+  measure_loaders(results, data, sampler, options, rank, o.steps);
+  measure_baselines(results, data, options, rows);
+  print_table(results, o, rank, rows);
   return 0;
 }

@@ -247,6 +247,107 @@ Timing timing(std::vector<double> seconds) {
   return {seconds[seconds.size() / 2] * 1e6, seconds.front() * 1e6};
 }
 
+// Thread CPU seconds of `n` lengths read from a list of places, prefetched a few reads ahead (as
+// GlobalDeal does).
+double read_lengths(const std::uint16_t* table, const std::vector<std::uint64_t>& at,
+                    std::vector<int>& out, std::size_t n) {
+  constexpr std::size_t kAhead = 32;
+  const double t0 = thread_seconds();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(table + at[i + kAhead]);
+    out[i] = table[at[i]];
+  }
+  return thread_seconds() - t0;
+}
+
+// The buffers of one step of deal_phases, and the seconds of each block, one entry a step.
+struct PhaseSteps {
+  explicit PhaseSteps(std::size_t samples)
+      : n(samples),
+        computed(n),
+        indices(n),
+        by_refs(n),
+        rows(n),
+        other_rows(n),
+        lengths(n),
+        other_lengths(n) {}
+  std::size_t n;
+  std::vector<std::uint64_t> computed, indices, by_refs, rows, other_rows;
+  std::vector<int> lengths, other_lengths, sorted, counts;
+  std::vector<double> t_computed, t_tabulated, t_refs, t_places, t_run, t_small, t_huge, t_sort;
+  bool same = true;
+};
+
+// The draw of `n` indices from `first`: computed index by index, then tabulated.
+void time_draw(PhaseSteps& p, const RandomPermutation& order, TabulatedPermutation& tabulated,
+               std::uint64_t first) {
+  double start = thread_seconds();
+  order.map(first, p.n, p.computed.data());
+  p.t_computed.push_back(thread_seconds() - start);
+  start = thread_seconds();
+  tabulated.map(first, p.n, p.indices.data());
+  p.t_tabulated.push_back(thread_seconds() - start);
+  p.same &= p.computed == p.indices;
+}
+
+// The drawn indices' places in the length table: through the refs, through the stream over the
+// concatenated shards, and as an offset from the start of that stream's one run.
+void time_places(PhaseSteps& p, const RowLengths& row_lengths, const SampleStream& stream,
+                 const SampleStream& places, std::uint64_t run_start) {
+  const std::size_t n = p.n;
+  double start = thread_seconds();
+  for (std::size_t i = 0; i < n; ++i)
+    p.by_refs[i] = row_lengths.place(stream.at(static_cast<std::int64_t>(p.indices[i])));
+  p.t_refs.push_back(thread_seconds() - start);
+  start = thread_seconds();
+  for (std::size_t i = 0; i < n; ++i)
+    p.rows[i] = static_cast<std::uint64_t>(places.at(static_cast<std::int64_t>(p.indices[i])).row);
+  p.t_places.push_back(thread_seconds() - start);
+  p.same &= p.by_refs == p.rows;
+  start = thread_seconds();
+  for (std::size_t i = 0; i < n; ++i) p.rows[i] = run_start + p.indices[i];
+  p.t_run.push_back(thread_seconds() - start);
+  p.same &= p.by_refs == p.rows;
+}
+
+// A copy of the length table in 4 KiB pages (the baseline for the page size); munmap it.
+std::uint16_t* small_page_copy(const LengthTable& lengths, std::size_t bytes) {
+  void* small_pages =
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (small_pages == MAP_FAILED) std::abort();
+  ::madvise(small_pages, bytes, MADV_NOHUGEPAGE);
+  std::memcpy(small_pages, lengths.data(), bytes);
+  return static_cast<std::uint16_t*>(small_pages);
+}
+
+// The block timings of deal_phases, each beside its baseline.
+void print_phases(const PhaseSteps& p, int world, int batch, double table_us) {
+  std::printf(
+      "\nglobal-deal planning by phase at %d ranks x %d (random; %zu samples a step): thread CPU "
+      "us per step, median (fastest), each block alone beside its baseline\n",
+      world, batch, p.n);
+  const auto line = [](const char* what, Timing t, const Timing* baseline) {
+    std::printf("  %-66s %8.1f (%6.1f)", what, t.median_us, t.min_us);
+    if (baseline) std::printf("  %5.2fx", baseline->median_us / t.median_us);
+    std::printf("\n");
+  };
+  const Timing computed_t = timing(p.t_computed), refs_t = timing(p.t_refs),
+               small_t = timing(p.t_small);
+  line("draw: the permutation computed index by index (baseline)", computed_t, nullptr);
+  char tabulated_what[96];
+  std::snprintf(tabulated_what, sizeof tabulated_what,
+                "draw: the permutation tabulated (tables built once an epoch: %.0f us)", table_us);
+  line(tabulated_what, timing(p.t_tabulated), &computed_t);
+  line("places: through the refs (stream ranges, then the shard's first row)", refs_t, nullptr);
+  line("places: through the stream over the concatenated shards", timing(p.t_places), &refs_t);
+  line("places: that stream is one run of the table: its start + the index", timing(p.t_run),
+       &refs_t);
+  line("lengths: random reads of the table in 4 KiB pages (baseline)", small_t, nullptr);
+  line("lengths: random reads of the table in 2 MiB pages", timing(p.t_huge), &small_t);
+  line("sort: longest first (counting sort)", timing(p.t_sort), nullptr);
+  std::printf("  blocks agree with their baselines: %s\n", p.same ? "yes" : "NO");
+}
+
 // Where global-deal's planning time goes at `world` x `batch` on the mixed set: each building
 // block of GlobalDeal timed alone (thread CPU time per step), beside the baseline it replaced,
 // on the same steps. Returns false if a block disagrees with its baseline.
@@ -263,88 +364,28 @@ bool deal_phases(const DataSet& data, int world, int batch, int steps) {
   double start = thread_seconds();
   TabulatedPermutation tabulated(order);
   const double table_us = (thread_seconds() - start) * 1e6;
-  // The baseline for the page size: the same lengths in 4 KiB pages.
   const std::size_t bytes = data.lengths.size() * sizeof(std::uint16_t);
-  void* small_pages =
-      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (small_pages == MAP_FAILED) std::abort();
-  ::madvise(small_pages, bytes, MADV_NOHUGEPAGE);
-  std::memcpy(small_pages, data.lengths.data(), bytes);
-  const auto* small_table = static_cast<const std::uint16_t*>(small_pages);
+  std::uint16_t* small_table = small_page_copy(data.lengths, bytes);
 
-  std::vector<std::uint64_t> computed(n), indices(n), by_refs(n), rows(n), other_rows(n);
-  std::vector<int> lengths(n), other_lengths(n), sorted, counts;
-  std::vector<double> t_computed, t_tabulated, t_refs, t_places, t_run, t_small, t_huge, t_sort;
-  bool same = true;
-  // Lengths read from a list of places, prefetched a few reads ahead (as GlobalDeal does).
-  auto read = [&](const std::uint16_t* table, const std::vector<std::uint64_t>& at,
-                  std::vector<int>& out) {
-    constexpr std::size_t kAhead = 32;
-    const double t0 = thread_seconds();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) __builtin_prefetch(table + at[i + kAhead]);
-      out[i] = table[at[i]];
-    }
-    return thread_seconds() - t0;
-  };
+  PhaseSteps p(n);
   for (int step = 0; step < steps; ++step) {
     const std::uint64_t first = static_cast<std::uint64_t>(step) % steps_in_order * n;
-    start = thread_seconds();
-    order.map(first, n, computed.data());
-    t_computed.push_back(thread_seconds() - start);
-    start = thread_seconds();
-    tabulated.map(first, n, indices.data());
-    t_tabulated.push_back(thread_seconds() - start);
-    same &= computed == indices;
-    start = thread_seconds();
-    for (std::size_t i = 0; i < n; ++i)
-      by_refs[i] = row_lengths.place(stream.at(static_cast<std::int64_t>(indices[i])));
-    t_refs.push_back(thread_seconds() - start);
-    start = thread_seconds();
-    for (std::size_t i = 0; i < n; ++i)
-      rows[i] = static_cast<std::uint64_t>(places.at(static_cast<std::int64_t>(indices[i])).row);
-    t_places.push_back(thread_seconds() - start);
-    same &= by_refs == rows;
-    start = thread_seconds();
-    for (std::size_t i = 0; i < n; ++i) rows[i] = run_start + indices[i];
-    t_run.push_back(thread_seconds() - start);
-    same &= by_refs == rows;
+    time_draw(p, order, tabulated, first);
+    time_places(p, row_lengths, stream, places, run_start);
     // Each page size reads rows no timed read has touched yet: another step's draw.
-    tabulated.map((first + steps_in_order / 2 * n) % (steps_in_order * n), n, indices.data());
+    tabulated.map((first + steps_in_order / 2 * n) % (steps_in_order * n), n, p.indices.data());
     for (std::size_t i = 0; i < n; ++i)
-      other_rows[i] =
-          static_cast<std::uint64_t>(places.at(static_cast<std::int64_t>(indices[i])).row);
-    t_huge.push_back(read(data.lengths.data(), rows, lengths));
-    t_small.push_back(read(small_table, other_rows, other_lengths));
+      p.other_rows[i] =
+          static_cast<std::uint64_t>(places.at(static_cast<std::int64_t>(p.indices[i])).row);
+    p.t_huge.push_back(read_lengths(data.lengths.data(), p.rows, p.lengths, n));
+    p.t_small.push_back(read_lengths(small_table, p.other_rows, p.other_lengths, n));
     start = thread_seconds();
-    longest_first(lengths, sorted, counts);
-    t_sort.push_back(thread_seconds() - start);
+    longest_first(p.lengths, p.sorted, p.counts);
+    p.t_sort.push_back(thread_seconds() - start);
   }
-  ::munmap(small_pages, bytes);
-  std::printf(
-      "\nglobal-deal planning by phase at %d ranks x %d (random; %zu samples a step): thread CPU "
-      "us per step, median (fastest), each block alone beside its baseline\n",
-      world, batch, n);
-  const auto line = [](const char* what, Timing t, const Timing* baseline) {
-    std::printf("  %-66s %8.1f (%6.1f)", what, t.median_us, t.min_us);
-    if (baseline) std::printf("  %5.2fx", baseline->median_us / t.median_us);
-    std::printf("\n");
-  };
-  const Timing computed_t = timing(t_computed), refs_t = timing(t_refs), small_t = timing(t_small);
-  line("draw: the permutation computed index by index (baseline)", computed_t, nullptr);
-  char tabulated_what[96];
-  std::snprintf(tabulated_what, sizeof tabulated_what,
-                "draw: the permutation tabulated (tables built once an epoch: %.0f us)", table_us);
-  line(tabulated_what, timing(t_tabulated), &computed_t);
-  line("places: through the refs (stream ranges, then the shard's first row)", refs_t, nullptr);
-  line("places: through the stream over the concatenated shards", timing(t_places), &refs_t);
-  line("places: that stream is one run of the table: its start + the index", timing(t_run),
-       &refs_t);
-  line("lengths: random reads of the table in 4 KiB pages (baseline)", small_t, nullptr);
-  line("lengths: random reads of the table in 2 MiB pages", timing(t_huge), &small_t);
-  line("sort: longest first (counting sort)", timing(t_sort), nullptr);
-  std::printf("  blocks agree with their baselines: %s\n", same ? "yes" : "NO");
-  return same;
+  ::munmap(small_table, bytes);
+  print_phases(p, world, batch, table_us);
+  return p.same;
 }
 
 std::int64_t flag(int argc, char** argv, const std::string& name, std::int64_t fallback) {
