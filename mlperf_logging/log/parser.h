@@ -97,6 +97,12 @@ ParseStats for_each_record_in(std::string_view text, const RecordCallback& on_re
                               std::string_view source_name = "<memory>",
                               const ParseOptions& options = {});
 
+// Files and streams are read in windows of this size: small enough that the buffer stays in cache
+// and costs a fresh process few page faults (`mlbert check` of a 2 MiB log: 134 page faults with 64
+// KiB, 185 with 256 KiB, and 40% more CPU time with 1 MiB), large enough that read() calls stay few
+// (in-process, 64 to 256 KiB check that log equally fast).
+inline constexpr std::size_t read_window_bytes = std::size_t{64} << 10;
+
 // Largest record accepted (the text after ":::MLLOG "); longer ones are parse errors, so memory
 // stays bounded even for a single huge line.
 inline constexpr std::size_t max_record_bytes = std::size_t{64} << 20;

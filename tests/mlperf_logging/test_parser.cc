@@ -152,8 +152,8 @@ TEST_CASE("line numbers follow universal newlines: LF, CR LF and a lone CR all e
 }
 
 TEST_CASE("a CR LF split across read buffers counts as one line end") {
-  // The reader takes 1 MiB at a time: put the \r as the last byte of the first read.
-  const std::size_t chunk = std::size_t{1} << 20;
+  // The first read fills one window: put the \r as its last byte.
+  const std::size_t chunk = mllog::read_window_bytes;
   std::string first = rec("a") + "\n";
   std::string filler(chunk - first.size() - 1, 'x');
   std::string text = first + filler + "\r\n" + rec("b") + "\n";
@@ -202,17 +202,25 @@ TEST_CASE("line numbers stay exact across read buffers of plain lines") {
 }
 
 TEST_CASE("a record split across read buffers is parsed whole") {
-  const std::size_t chunk = std::size_t{1} << 20;
-  std::string filler(chunk - 20, 'y');
-  std::string text = filler + "\n" + rec("split", "\"" + std::string(5000, 'v') + "\"") + "\n";
-  std::istringstream in(text);
-  std::vector<std::string> keys;
-  mllog::for_each_record(in, [&](const mllog::LogRecord& r) {
-    keys.push_back(r.key);
-    CHECK(r.value.get<std::string>().size() == 5000);
-    CHECK(r.line == 2);
-  });
-  CHECK(keys == std::vector<std::string>{"split"});
+  // The record starts 19 bytes before the first window ends (the next read fills the window
+  // behind it), or early in a window and runs over several (the buffer grows a window at a time).
+  const std::size_t chunk = mllog::read_window_bytes;
+  for (const std::size_t before : {chunk - 20, std::size_t{100}}) {
+    for (const std::size_t value : {std::size_t{5000}, chunk * 5 / 2}) {
+      INFO(before << " bytes before the record, a value of " << value);
+      std::string filler(before, 'y');
+      std::string text =
+          filler + "\n" + rec("split", "\"" + std::string(value, 'v') + "\"") + "\n" + rec("next");
+      std::istringstream in(text);
+      std::vector<std::string> keys;
+      mllog::for_each_record(in, [&](const mllog::LogRecord& r) {
+        keys.push_back(r.key);
+        if (r.key == "split") CHECK(r.value.get<std::string>().size() == value);
+        CHECK(r.line == keys.size() + 1);
+      });
+      CHECK(keys == std::vector<std::string>{"split", "next"});
+    }
+  }
 }
 
 TEST_CASE("bad JSON is an error naming the line, and parsing goes on") {
