@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the Debian/Ubuntu packages, as PACKAGE=VERSION one a line, that hold the shared libraries
-# the given executables load (ldd, then dpkg -S). The Dockerfile's build stage runs it so the
+# the given executables load (ldd, then dpkg -S); a static executable loads none. The Dockerfile's build stage runs it so the
 # runtime stage installs exactly the libraries the binaries were linked against, whatever the
 # distribution and release of the base image (their package names differ: libhdf5-103-1 on
 # Debian 12, libhdf5-103-1t64 on Ubuntu 24.04).
@@ -16,7 +16,12 @@ set -euo pipefail
 libraries=()
 for exe in "$@"; do
   [[ -f $exe ]] || { echo "runtime_packages.sh: $exe: no such file" >&2; exit 2; }
-  out=$(ldd "$exe" 2>&1) || { echo "runtime_packages.sh: $exe: ldd failed: $out" >&2; exit 1; }
+  if ! out=$(ldd "$exe" 2>&1); then
+    # An ELF file that ldd calls not dynamic is a static executable (mlbert): it loads nothing.
+    [[ $out == *"not a dynamic executable"* ]] && readelf -h "$exe" > /dev/null 2>&1 && continue
+    echo "runtime_packages.sh: $exe: ldd failed: $out" >&2
+    exit 1
+  fi
   if grep -q 'not found' <<< "$out"; then
     echo "runtime_packages.sh: $exe: libraries not found:" >&2
     grep 'not found' <<< "$out" >&2
@@ -29,6 +34,7 @@ done
 # With a merged /usr, ldd's /lib/x/libz.so may be recorded by dpkg as /usr/lib/x/libz.so or the
 # other way round, and the file may be a symlink to another name: each library is looked up under
 # all those names, in one dpkg-query call (each call reads the whole file database).
+((${#libraries[@]})) || exit 0
 mapfile -t libraries < <(printf '%s\n' "${libraries[@]}" | sort -u)
 declare -A names_of
 candidates=()
