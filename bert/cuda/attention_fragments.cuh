@@ -2,7 +2,9 @@
 // 64-row kernels, and attention_fa2_{fwd,bwd}.cuh): a warp keeps a 16 x 64 fp32 accumulator as
 // eight n8 tiles of mma.sync m16n8k16 and multiplies by 64 x 64 tiles staged in shared memory as
 // [rows][64 + 8]. Both families use that one geometry (attention_fa2_layout.h; the 64-row kernels
-// assert they match it), so these steps are written once.
+// assert they match it), so these steps are written once: the MMA steps, the backward's softmax
+// step, the dropout keep-bit gathers, and (host side) the launch and shared-memory helpers of
+// both families' launchers.
 #pragma once
 
 #include <cuda_runtime.h>
